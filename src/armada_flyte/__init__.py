@@ -1,0 +1,52 @@
+"""Run Flyte 2 tasks as Armada jobs, placed on the right CPU architecture.
+
+Importing the package is cheap: it only exposes the task-authoring surface. The connector,
+the embedded server and the CLI live in their own modules and load the heavy parts
+(armada_client, grpc) when they are imported.
+"""
+
+from __future__ import annotations
+
+from armada_flyte._proto_alias import alias_vendored_google_api
+
+alias_vendored_google_api()
+
+from armada_flyte.architecture import Architecture  # noqa: E402
+from armada_flyte.errors import (  # noqa: E402
+    ArchitectureConflict,
+    ArchitectureNotOffered,
+    ArmadaFlyteError,
+    ImagePlatformMismatch,
+    InvalidConfig,
+)
+from armada_flyte.task import ArmadaConfig, ArmadaFunctionTask  # noqa: E402
+
+__version__ = "0.1.0"
+
+
+def configure(**settings: object) -> None:
+    """Set connector settings in code (highest precedence); applied when the connector next resolves them."""
+    from armada_flyte.settings import configure as _configure
+
+    _configure(**settings)
+
+
+def runtime_image(registry: str, name: str = "armada-flyte-runtime"):
+    """A `flyte.Image` of the generic task runtime for linux/amd64 and linux/arm64."""
+    from armada_flyte.runtime_image import runtime_image as _runtime_image
+
+    return _runtime_image(registry, name)
+
+
+__all__ = [
+    "Architecture",
+    "ArchitectureConflict",
+    "ArchitectureNotOffered",
+    "ArmadaConfig",
+    "ArmadaFlyteError",
+    "ArmadaFunctionTask",
+    "ImagePlatformMismatch",
+    "InvalidConfig",
+    "configure",
+    "runtime_image",
+]

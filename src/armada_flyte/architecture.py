@@ -1,0 +1,59 @@
+"""The CPU architectures a task can ask for, and the spellings users type for them."""
+
+from __future__ import annotations
+
+import enum
+
+from armada_flyte.errors import InvalidConfig
+
+# Every spelling we accept, lower-cased, mapped to the Kubernetes `kubernetes.io/arch` value.
+_SPELLINGS = {
+    "amd64": "amd64",
+    "x86_64": "amd64",
+    "x86-64": "amd64",
+    "x64": "amd64",
+    "linux/amd64": "amd64",
+    "arm64": "arm64",
+    "aarch64": "arm64",
+    "arm64/v8": "arm64",
+    "linux/arm64": "arm64",
+    "linux/arm64/v8": "arm64",
+}
+
+
+class Architecture(str, enum.Enum):
+    """A CPU architecture, valued as Kubernetes' `kubernetes.io/arch` label spells it."""
+
+    amd64 = "amd64"
+    arm64 = "arm64"
+
+    @property
+    def platform(self) -> str:
+        """The OCI platform string images use, e.g. `linux/arm64`."""
+        return f"linux/{self.value}"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def parse(cls, value: object, field: str = "architecture") -> Architecture:
+        """Normalise a user's spelling (`aarch64`, `linux/arm64`, `AMD64`, ...) or fail naming the field."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            normalised = _SPELLINGS.get(value.strip().lower())
+            if normalised is not None:
+                return cls(normalised)
+        accepted = ", ".join(sorted(_SPELLINGS))
+        raise InvalidConfig(
+            field,
+            value,
+            f"use one of {', '.join(a.value for a in cls)} (accepted spellings: {accepted})",
+        )
+
+
+def parse_optional(value: object, field: str = "architecture") -> Architecture | None:
+    """Like `Architecture.parse`, but None (and the empty string) mean 'no architecture asked for'."""
+    if value is None or value == "":
+        return None
+    return Architecture.parse(value, field)
