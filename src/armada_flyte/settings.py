@@ -116,6 +116,12 @@ class ConnectorConfig(BaseSettings):
 FIELDS = tuple(ConnectorConfig.model_fields)
 
 _overrides: dict[str, Any] = {}
+_generation = 0
+
+
+def generation() -> int:
+    """Bumped by every `configure`/`reset`, so cached clients know to rebuild."""
+    return _generation
 
 
 def configure(**settings: Any) -> None:
@@ -123,13 +129,17 @@ def configure(**settings: Any) -> None:
     unknown = sorted(set(settings) - set(FIELDS))
     if unknown:
         raise InvalidConfig("configure()", unknown, f"unknown settings; known: {', '.join(FIELDS)}")
+    global _generation
     resolve_settings(**settings)  # a bad value fails here and is not kept
     _overrides.update(settings)
+    _generation += 1
 
 
 def reset() -> None:
     """Forget what `configure` set (tests, and the local stack on exit)."""
+    global _generation
     _overrides.clear()
+    _generation += 1
 
 
 def resolve_settings(**extra: Any) -> ConnectorConfig:

@@ -1,0 +1,282 @@
+"""The `armada` connector: Flyte's create/get/delete, as Armada submit/poll/cancel.
+
+Stateless across calls: everything about a job lives in `ArmadaJobMetadata`, which Flyte
+persists and hands back. Loaded by `c0` through the `flyte.connectors` entry point, and used
+in-process by local runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from flyteidl2.connector.connector_pb2 import GetTaskLogsResponse, GetTaskLogsResponseBody
+from flyteidl2.core.execution_pb2 import TaskExecution, TaskLog
+from flyteidl2.logs.dataplane import payload_pb2
+from google.protobuf import json_format
+
+import armada_flyte  # noqa: F401  (aliases google.api protos before armada_client loads)
+from armada_client.armada import submit_pb2
+from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, ResourceMeta
+
+from armada_flyte import settings as settings_module
+from armada_flyte.armada_api import ArmadaApi
+from armada_flyte.error_file import TaskError, read_task_error
+from armada_flyte.errors import ArchitectureConflict
+from armada_flyte.job_states import TERMINAL_STATES, phase_of, state_name
+from armada_flyte.placement import placement_for, resolve_architecture
+from armada_flyte.podspec import BlobStore, RunIdentity, build_job_request, template_pod
+from armada_flyte.settings import ConnectorConfig
+from armada_flyte.submission import SubmissionSpec
+from armada_flyte.task import TASK_TYPE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ArmadaJobMetadata(ResourceMeta):
+    """What Flyte persists for one Armada job and hands back on every get/delete."""
+
+    job_id: str
+    job_set_id: str
+    queue: str
+    namespace: str = "default"
+    outputs_path: str = ""
+    architecture: str = ""
+    architecture_source: str = ""
+    node_group: str = ""
+    submitted_at: float = 0.0
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One poll's answer, richer than Flyte's `Resource` so local runs can raise the right error."""
+
+    phase: int
+    state: int
+    message: str
+    task_error: Optional[TaskError] = None
+    armada_reason: str = ""
+    node: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES or self.phase == TaskExecution.FAILED
+
+
+class _GangArchitectures:
+    """Which architecture each gang's first member took, so a member asking for another fails at create.
+
+    Soft state, bounded: within one connector process (local runs, one c0 replica) a mixed gang
+    is refused with a clear error; across replicas, Armada's uniformity label still keeps a gang on
+    one architecture.
+    """
+
+    def __init__(self, limit: int = 10_000):
+        self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def claim(self, queue: str, gang_id: str, architecture: str, task: str) -> None:
+        key = (queue, gang_id)
+        with self._lock:
+            taken = self._seen.get(key)
+            if taken is not None and taken != architecture:
+                raise ArchitectureConflict(
+                    f"gang {gang_id!r}: task {task!r} asks for {architecture or 'no architecture'}, but other members "
+                    f"run on {taken or 'no architecture'}. One gang runs on one architecture: give every member's "
+                    "TaskEnvironment the same ArmadaConfig(architecture=...)."
+                )
+            self._seen[key] = architecture
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._limit:
+                self._seen.popitem(last=False)
+
+
+class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
+    """Submits Flyte tasks as Armada jobs, polls them, and cancels them."""
+
+    name = "Armada Connector"
+    task_type_name = TASK_TYPE
+    metadata_type = ArmadaJobMetadata
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._settings: Optional[ConnectorConfig] = None
+        self._api: Optional[ArmadaApi] = None
+        self._node_groups = None
+        self._image_check = None
+        self._gangs = _GangArchitectures()
+
+    # ---- settings, resolved lazily and again after `configure` ----
+    def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
+        generation = settings_module.generation()
+        if self._settings is None or generation != self._generation:
+            self._settings = settings_module.resolve_settings()
+            self._api = ArmadaApi(self._settings)
+            self._node_groups = self._settings.node_groups()
+            self._image_check = None
+            self._generation = generation
+        assert self._api is not None
+        return self._settings, self._api
+
+    @property
+    def node_groups(self):
+        self._context()
+        return self._node_groups
+
+    async def create(
+        self,
+        task_template: Any,
+        output_prefix: str,
+        inputs: Optional[dict[str, Any]] = None,
+        task_execution_metadata: Any = None,
+        **kwargs: Any,
+    ) -> ArmadaJobMetadata:
+        settings, api = self._context()
+        spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
+        pod_spec, _, _, _ = template_pod(task_template)
+        resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), self._node_groups, pod_spec)
+        placement = placement_for(resolved, self._node_groups, pod_spec)
+        identity = _identity(task_template, task_execution_metadata)
+        if settings.check_image_platforms and placement.architecture is not None:
+            await self._check_image(settings, task_template, placement.architecture, identity.task)
+        job = build_job_request(
+            task_template,
+            spec,
+            resolved,
+            placement,
+            identity,
+            output_prefix,
+            BlobStore(settings.blob_endpoint, settings.blob_access_key, settings.blob_secret_key.get_secret_value()),
+            extra_env=dict(task_execution_metadata.environment_variables) if task_execution_metadata else None,
+        )
+        if job.gang_id:
+            self._gangs.claim(spec.queue, job.gang_id, placement.architecture.value if placement.architecture else "", identity.task)
+        job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
+        (job_id,) = await api.submit(spec.queue, job_set_id, [job])
+        log.info("submitted %s as Armada job %s (queue %s, %s)", identity.task, job_id, spec.queue, placement.architecture or "any arch")
+        return ArmadaJobMetadata(
+            job_id=job_id,
+            job_set_id=job_set_id,
+            queue=spec.queue,
+            namespace=spec.namespace,
+            outputs_path=job.outputs_path,
+            architecture=placement.architecture.value if placement.architecture else "",
+            architecture_source=resolved.source,
+            node_group=placement.node_group or "",
+            submitted_at=time.time(),
+            task=identity.task,
+        )
+
+    async def _check_image(self, settings: ConnectorConfig, task_template: Any, architecture: Any, task: str) -> None:
+        from armada_flyte.images.check import ImagePlatformCheck
+
+        if self._image_check is None:
+            self._image_check = ImagePlatformCheck(settings)
+        _, container, _, _ = template_pod(task_template)
+        await self._image_check.check(container["image"], architecture, task)
+
+    async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
+        """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
+        settings, api = self._context()
+        state = await api.status_of(meta.job_id)
+        phase = phase_of(state)
+        info = {"armada_state": state_name(state), "architecture": meta.architecture, "node_group": meta.node_group}
+        if state == submit_pb2.UNKNOWN:
+            waited = time.time() - meta.submitted_at
+            if meta.submitted_at and waited > settings.ack_timeout_seconds:
+                return JobOutcome(
+                    TaskExecution.FAILED,
+                    state,
+                    f"Armada has not acknowledged job {meta.job_id} after {waited:.0f}s (ack timeout "
+                    f"{settings.ack_timeout_seconds:.0f}s); it was lost or submitted to another Armada.",
+                    info=info,
+                )
+            return JobOutcome(phase, state, f"Armada job {meta.job_id} not visible yet", info=info)
+        if state not in TERMINAL_STATES:
+            return JobOutcome(phase, state, f"Armada job {meta.job_id} is {state_name(state)}", info=info)
+
+        details = (await api.run_details([meta.job_id])).get(meta.job_id)
+        node = details.node if details else ""
+        info["node"] = node
+        task_error = None
+        if state in (submit_pb2.SUCCEEDED, submit_pb2.FAILED):
+            task_error = await read_task_error(meta.outputs_path, settings.error_read_timeout_seconds)
+        reason = ""
+        if state in (submit_pb2.FAILED, submit_pb2.REJECTED, submit_pb2.PREEMPTED) and task_error is None:
+            reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
+        where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
+        if task_error is not None:
+            return JobOutcome(TaskExecution.FAILED, state, f"{task_error.describe()} ({where})", task_error, reason, node, info)
+        if state == submit_pb2.SUCCEEDED:
+            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded", None, "", node, info)
+        label = {submit_pb2.REJECTED: "was rejected by Armada", submit_pb2.PREEMPTED: "was preempted", submit_pb2.CANCELLED: "was cancelled"}.get(state, "failed")
+        message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
+        return JobOutcome(phase, state, message, None, reason, node, info)
+
+    async def get(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> Resource:
+        outcome = await self.poll(resource_meta)
+        return Resource(
+            phase=outcome.phase,
+            message=outcome.message,
+            log_links=self._log_links(resource_meta),
+            custom_info=outcome.info,
+        )
+
+    async def delete(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> None:
+        """Cancel the job; cancelling a finished or already-cancelled job is a no-op."""
+        _, api = self._context()
+        state = (await api.status([resource_meta.job_id]))[resource_meta.job_id]
+        if state in TERMINAL_STATES:
+            return
+        await api.cancel(resource_meta.queue, resource_meta.job_set_id, resource_meta.job_id)
+
+    async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
+        """The job's container log from Armada's log API (Binoculars)."""
+        _, api = self._context()
+        lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
+        return GetTaskLogsResponse(
+            body=GetTaskLogsResponseBody(
+                results=lines,
+                lines=[payload_pb2.LogLine(message=line, originator=payload_pb2.USER) for line in lines],
+            )
+        )
+
+    def _log_links(self, meta: ArmadaJobMetadata) -> list[TaskLog]:
+        template = self._settings.lookout_url_template if self._settings else None
+        if not template:
+            return []
+        uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
+        return [TaskLog(uri=uri, name="Armada Lookout")]
+
+
+def _identity(task_template: Any, metadata: Any) -> RunIdentity:
+    """Run identity from Flyte's metadata, or, in local runs, from the rendered a0 args."""
+    identity = RunIdentity.from_metadata(metadata, task_template.id.name)
+    if identity.run:
+        return identity
+    args = list(task_template.container.args) if task_template.HasField("container") else []
+
+    def arg(flag: str) -> str:
+        return args[args.index(flag) + 1] if flag in args[:-1] else ""
+
+    run, action = arg("--run-name"), arg("--name")
+    return RunIdentity(
+        org=identity.org,
+        project=identity.project,
+        domain=identity.domain,
+        run="" if "{{" in run else run,
+        action="" if "{{" in action else action,
+        attempt=identity.attempt,
+        task=identity.task,
+    )
+
+
+ConnectorRegistry.register(ArmadaConnector(), override=True)

@@ -1,0 +1,139 @@
+"""Local runs (`flyte.run` without a backend) through Armada, routing around the SDK mixin's gaps.
+
+The stock mixin crashes on a local (file) raw data path, sleeps a fixed 3 s between polls and
+once more after the end, never cancels the job when the run is interrupted, and turns a user's
+exception into a bare RuntimeError. Here:
+
+- a file raw data path runs the function in-process (pods can't read the laptop's files);
+  give the run an `s3://` raw_data_path to go through Armada;
+- polling starts at once and backs off to `poll_interval_seconds`, with no sleep after the end;
+- an interrupted or cancelled run cancels its Armada job;
+- a failure raises `flyte.errors.RuntimeUserError` with the user's exception type as `code`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pathlib
+import tempfile
+from typing import Any, Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+_bundles: dict[tuple[str, str, str], str] = {}
+"""(root dir, bundle hash, raw data base) -> uploaded tgz, so a fan-out uploads its code once."""
+
+
+async def execute_locally(task: Any, stock_execute: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+    from flyte import storage
+    from flyte._context import internal_ctx
+    from flyte._task import AsyncFunctionTaskTemplate
+
+    tctx = internal_ctx().data.task_context
+    if tctx is None or tctx.mode == "remote":
+        return await stock_execute(*args, **kwargs)  # inside the pod: just run the function
+    if not storage.is_remote(tctx.raw_data_path.path):
+        log.info(
+            "task %s runs in-process: the raw data path %s is local, and Armada pods can't read it "
+            "(use raw_data_path='s3://...' to run through Armada)",
+            task.name,
+            tctx.raw_data_path.path,
+        )
+        return await AsyncFunctionTaskTemplate.execute(task, *args, **kwargs)
+    return await _through_armada(task, tctx, **kwargs)
+
+
+async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
+    from flyte._deploy import build_images
+    from flyte._initialize import get_init_config
+    from flyte._internal.runtime import convert, io
+    from flyte._internal.runtime.task_serde import get_proto_task
+    from flyte.connectors import ConnectorRegistry
+    from flyte.connectors.utils import _render_task_template
+    from flyte.models import SerializationContext
+
+    connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
+    cfg = get_init_config()
+    prefix = tctx.raw_data_path.get_random_remote_path()
+    code_bundle = await _code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
+    sctx = SerializationContext(
+        project=tctx.action.project,
+        domain=tctx.action.domain,
+        org=tctx.action.org,
+        code_bundle=code_bundle,
+        version=tctx.version,
+        image_cache=await build_images.aio(task.parent_env()) if task.parent_env else None,
+        root_dir=cfg.root_dir,
+    )
+    template = _render_task_template(get_proto_task(task, sctx, tctx), prefix)
+    inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
+    await io.upload_inputs(inputs, io.inputs_path(prefix))
+
+    meta = await connector.create(task_template=template, output_prefix=prefix, inputs=kwargs)
+    try:
+        outcome = await _wait_for_end(connector, meta)
+    except BaseException:
+        await asyncio.shield(_cancel_quietly(connector, meta))
+        raise
+    _raise_unless_succeeded(task.name, outcome)
+    outputs_path = io.outputs_path(prefix)
+    from flyte import storage
+
+    if await storage.exists(outputs_path):
+        outputs = await io.load_outputs(outputs_path)
+        return await convert.convert_outputs_to_native(task.interface, outputs)
+    return None
+
+
+async def _wait_for_end(connector: Any, meta: Any) -> Any:
+    """Poll at once, then back off (x1.5) to the configured interval; return the terminal outcome."""
+    from armada_flyte.settings import resolve_settings
+
+    settings = resolve_settings()
+    delay = settings.first_poll_seconds
+    while True:
+        outcome = await connector.poll(meta)
+        if outcome.terminal:
+            return outcome
+        await asyncio.sleep(delay)
+        delay = min(delay * 1.5, settings.poll_interval_seconds)
+
+
+async def _cancel_quietly(connector: Any, meta: Any) -> None:
+    try:
+        await connector.delete(meta)
+        log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
+    except Exception as exc:  # the interruption is what the caller must see
+        log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
+
+
+def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
+    from flyte.errors import RuntimeSystemError, RuntimeUserError
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    if outcome.phase == TaskExecution.SUCCEEDED:
+        return
+    if outcome.task_error is not None:
+        error = outcome.task_error
+        raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
+    raise RuntimeSystemError(outcome.info.get("armada_state", "ArmadaJobFailed"), f"task {task_name}: {outcome.message}")
+
+
+async def _code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
+    """Build the code bundle, and upload it once per (code, raw data path) for this process."""
+    from flyte import storage
+    from flyte._code_bundle import build_code_bundle
+    from flyte.models import CodeBundle
+
+    with tempfile.TemporaryDirectory(prefix="armada-flyte-bundle-") as tmp:
+        local = await build_code_bundle(from_dir=root_dir, dryrun=True, copy_bundle_to=pathlib.Path(tmp))
+        if local.tgz is None:
+            raise RuntimeError(f"Flyte built no code bundle from {root_dir}")
+        key = (str(root_dir), local.computed_version, raw_base)
+        remote = _bundles.get(key)
+        if remote is None:
+            remote = await storage.put(local.tgz, prefix + "/code_bundle/" + os.path.basename(local.tgz))
+            _bundles[key] = remote
+    return CodeBundle(tgz=remote, computed_version=local.computed_version, destination="/opt/flyte/")
