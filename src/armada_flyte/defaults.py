@@ -133,8 +133,8 @@ def declared_platforms(image: Any) -> Optional[tuple[str, ...]]:
     """The platforms a `flyte.Image` will be built for, or None when Flyte doesn't know.
 
     A plain prebuilt reference (`Image.from_base("repo:tag")`, or a string) carries Flyte's
-    placeholder platform, not a fact about the image; only images Flyte builds (layers or a
-    Dockerfile) or an explicitly set platform are trusted here. The registry check at
+    placeholder platform, not a fact about the image; only images Flyte builds or names
+    (layers, a Dockerfile, `from_debian_base`, a clone) are trusted here. The registry check at
     submission covers the rest.
     """
     try:
@@ -143,9 +143,13 @@ def declared_platforms(image: Any) -> Optional[tuple[str, ...]]:
         return None
     if not isinstance(image, Image):
         return None
-    default_platform = ("linux/amd64",)
-    built_by_flyte = bool(getattr(image, "_layers", ())) or getattr(image, "dockerfile", None) is not None
-    if not built_by_flyte and tuple(image.platform) == default_platform:
+    built_by_flyte = bool(
+        getattr(image, "_layers", ())
+        or getattr(image, "dockerfile", None) is not None
+        or getattr(image, "name", None)
+        or getattr(image, "_is_cloned", False)
+    )
+    if not built_by_flyte:
         return None
     return tuple(image.platform)
 
