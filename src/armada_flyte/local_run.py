@@ -18,6 +18,7 @@ import logging
 import os
 import pathlib
 import tempfile
+import time
 from typing import Any, Awaitable, Callable
 
 log = logging.getLogger(__name__)
@@ -72,11 +73,13 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
     meta = await connector.create(task_template=template, output_prefix=prefix, inputs=kwargs)
+    started = time.monotonic()
     try:
         outcome = await _wait_for_end(connector, meta)
     except BaseException:
         await asyncio.shield(_cancel_quietly(connector, meta))
         raise
+    _record(task.name, meta, outcome, time.monotonic() - started)
     _raise_unless_succeeded(task.name, outcome)
     outputs_path = io.outputs_path(prefix)
     from flyte import storage
@@ -85,6 +88,23 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
         outputs = await io.load_outputs(outputs_path)
         return await convert.convert_outputs_to_native(task.interface, outputs)
     return None
+
+
+def _record(task_name: str, meta: Any, outcome: Any, seconds: float) -> None:
+    from armada_flyte.journal import JobRecord, record
+
+    record(
+        JobRecord(
+            task=task_name.rsplit(".", 1)[-1],
+            architecture=meta.architecture,
+            source=meta.architecture_source,
+            node_group=meta.node_group,
+            node=outcome.node,
+            state=outcome.info.get("armada_state", ""),
+            seconds=seconds,
+            job_id=meta.job_id,
+        )
+    )
 
 
 async def _wait_for_end(connector: Any, meta: Any) -> Any:

@@ -1,0 +1,111 @@
+"""A small multi-architecture pipeline: prepare, train on arm64 (a fan-out), evaluate on amd64.
+
+Run it with the README's first command, or directly:
+
+    python examples/multiarch.py            # starts the embedded Armada server and blob store
+    ARMADA_URL=... FLYTE_BLOB_ENDPOINT=... python examples/multiarch.py   # a real cluster
+
+Every task of an `ArmadaConfig` environment runs as an Armada job; the `pipeline` driver runs
+on your machine and calls them (in local mode, Armada tasks are leaves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import pathlib
+import random
+from dataclasses import dataclass
+
+import flyte
+
+from armada_flyte import ArmadaConfig
+
+IMAGE = os.environ.get("ARMADA_FLYTE_RUNTIME_IMAGE", "localhost:5000/armada-flyte-runtime:0.1.0")
+RESOURCES = flyte.Resources(cpu=1, memory="1Gi")
+
+# No architecture: takes the project default, else the platform's default architecture.
+prep_env = flyte.TaskEnvironment("prep", image=IMAGE, resources=RESOURCES, plugin_config=ArmadaConfig())
+train_env = flyte.TaskEnvironment(
+    "train", image=IMAGE, resources=RESOURCES, plugin_config=ArmadaConfig(architecture="arm64")
+)
+eval_env = flyte.TaskEnvironment(
+    "evaluate", image=IMAGE, resources=RESOURCES, plugin_config=ArmadaConfig(architecture="amd64")
+)
+driver = flyte.TaskEnvironment("driver", depends_on=[prep_env, train_env, eval_env])
+
+
+@dataclass
+class Dataset:
+    xs: list[float]
+    ys: list[float]
+
+
+@dataclass
+class Model:
+    slope: float
+    intercept: float
+    learning_rate: float
+
+
+@prep_env.task
+async def prepare(n: int, seed: int) -> Dataset:
+    """Noisy points on y = 3x + 1."""
+    rng = random.Random(seed)
+    xs = [rng.uniform(-1, 1) for _ in range(n)]
+    return Dataset(xs=xs, ys=[3 * x + 1 + rng.gauss(0, 0.1) for x in xs])
+
+
+@train_env.task
+async def train(data: Dataset, learning_rate: float, epochs: int) -> Model:
+    """Plain gradient descent on mean squared error."""
+    slope, intercept = 0.0, 0.0
+    n = len(data.xs)
+    for _ in range(epochs):
+        grad_slope = sum(2 * (slope * x + intercept - y) * x for x, y in zip(data.xs, data.ys)) / n
+        grad_intercept = sum(2 * (slope * x + intercept - y) for x, y in zip(data.xs, data.ys)) / n
+        slope -= learning_rate * grad_slope
+        intercept -= learning_rate * grad_intercept
+    return Model(slope=slope, intercept=intercept, learning_rate=learning_rate)
+
+
+@eval_env.task
+async def evaluate(model: Model, data: Dataset) -> float:
+    """Root mean squared error of the model on the data."""
+    errors = [(model.slope * x + model.intercept - y) ** 2 for x, y in zip(data.xs, data.ys)]
+    return math.sqrt(sum(errors) / len(errors))
+
+
+@driver.task
+async def pipeline(n: int = 200, epochs: int = 200) -> float:
+    data = await prepare(n=n, seed=7)
+    models = await asyncio.gather(*(train(data=data, learning_rate=lr, epochs=epochs) for lr in (0.01, 0.05, 0.2)))
+    scores = await asyncio.gather(*(evaluate(model=m, data=data) for m in models))
+    best = min(scores)
+    print(f"best RMSE {best:.4f} (learning rates 0.01, 0.05, 0.2 -> {', '.join(f'{s:.4f}' for s in scores)})")
+    return best
+
+
+def main() -> int:
+    from armada_flyte.journal import print_jobs_table
+
+    root = pathlib.Path(__file__).parent
+    if os.environ.get("ARMADA_URL"):
+        flyte.init(root_dir=root, storage=flyte.storage.S3.auto())
+        raw_data_path = os.environ.get("ARMADA_FLYTE_RAW_DATA_PATH", "s3://flyte/raw")
+        run = flyte.with_runcontext(mode="local", raw_data_path=raw_data_path).run(pipeline)
+    else:
+        from armada_flyte.local_stack import local_stack
+
+        with local_stack() as stack:
+            print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
+            stack.init_flyte(root)
+            run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
+    print(f"pipeline result: {run.outputs()}")
+    print_jobs_table()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

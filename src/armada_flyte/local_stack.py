@@ -1,0 +1,120 @@
+"""Everything a laptop run needs, on 127.0.0.1: the embedded Armada server and an S3 blob store.
+
+`LocalStack` starts both, creates the bucket and queue, points the connector at them, and
+hands back what `flyte.init` needs, so a real Flyte workflow runs through the connector into
+pods that really execute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pathlib
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from armada_flyte import settings as connector_settings
+
+BUCKET = "flyte"
+ACCESS_KEY = "armada-flyte-local"
+SECRET_KEY = "armada-flyte-local-secret"
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class LocalEndpoints:
+    """Where the local stack listens, and the Flyte settings that use it."""
+
+    armada_url: str
+    blob_endpoint: str
+    bucket: str
+    queue: str
+
+    @property
+    def raw_data_path(self) -> str:
+        return f"s3://{self.bucket}/raw"
+
+    def flyte_storage(self) -> Any:
+        import flyte.storage
+
+        return flyte.storage.S3(endpoint=self.blob_endpoint, access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY)
+
+    def init_flyte(self, root_dir: pathlib.Path | str) -> None:
+        """`flyte.init` for local runs whose tasks go through Armada."""
+        import flyte
+
+        flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
+
+
+class BlobStore:
+    """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
+
+    def __init__(self, port: int = 0, bucket: str = BUCKET):
+        self._port = port
+        self.bucket = bucket
+        self._server: Any = None
+        self.endpoint = ""
+
+    def start(self) -> BlobStore:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        self._create_bucket()
+        return self
+
+    def _create_bucket(self) -> None:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+        client.create_bucket(Bucket=self.bucket)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+@contextlib.contextmanager
+def local_stack(
+    *,
+    armada_port: int = 0,
+    blob_port: int = 0,
+    queue: str = "flyte",
+    cluster: Optional[pathlib.Path] = None,
+    executor: str = "process",
+    configure_connector: bool = True,
+) -> Iterator[LocalEndpoints]:
+    """Start the embedded Armada server and the blob store; stop both (and every pod) on exit."""
+    from armada_flyte.dev import EmbeddedArmada
+
+    blob = BlobStore(blob_port).start()
+    try:
+        with EmbeddedArmada(cluster=cluster, port=armada_port, executor=executor, queues=(queue,)) as armada:
+            endpoints = LocalEndpoints(armada.url, blob.endpoint, blob.bucket, queue)
+            if configure_connector:
+                connector_settings.configure(
+                    armada_url=armada.url,
+                    blob_endpoint=blob.endpoint,
+                    blob_access_key=ACCESS_KEY,
+                    blob_secret_key=SECRET_KEY,
+                    node_groups_preset="embedded",
+                    first_poll_seconds=0.05,
+                    poll_interval_seconds=0.5,
+                )
+            try:
+                yield endpoints
+            finally:
+                if configure_connector:
+                    connector_settings.reset()
+    finally:
+        blob.stop()
