@@ -78,6 +78,7 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
         outcome = await _wait_for_end(connector, meta)
     except BaseException:
         await asyncio.shield(_cancel_quietly(connector, meta))
+        _record(task.name, meta, None, time.monotonic() - started)
         raise
     _record(task.name, meta, outcome, time.monotonic() - started)
     _raise_unless_succeeded(task.name, outcome)
@@ -91,6 +92,7 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
 
 
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float) -> None:
+    """Note the job for the end-of-run table (`outcome` None: the run was interrupted)."""
     from armada_flyte.journal import JobRecord, record
 
     record(
@@ -99,8 +101,8 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float) -> None:
             architecture=meta.architecture,
             source=meta.architecture_source,
             node_group=meta.node_group,
-            node=outcome.node,
-            state=outcome.info.get("armada_state", ""),
+            node=outcome.node if outcome else "",
+            state=outcome.info.get("armada_state", "") if outcome else "CANCELLED",
             seconds=seconds,
             job_id=meta.job_id,
         )

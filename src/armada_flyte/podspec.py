@@ -136,12 +136,15 @@ def template_pod(task_template: Any) -> tuple[dict[str, Any], dict[str, Any], di
 def runtime_args(args: list[str], identity: RunIdentity, output_prefix: str) -> list[str]:
     """Fill the placeholders no propeller fills for a connector, and add what a0 requires.
 
-    Each step is conditional, so already-complete args (local runs) pass unchanged.
+    Each step is conditional, so already-complete args (local runs) pass unchanged; args that
+    don't start with `a0` (a plain container) only get the placeholders filled.
     """
     filled = [
         arg.replace("{{.runName}}", identity.run or "local").replace("{{.actionName}}", identity.action or "a0")
         for arg in args
     ]
+    if not filled or filled[0] != "a0":
+        return filled
     if "--run-base-dir" not in filled:
         base = output_prefix.rstrip("/")
         filled[1:1] = ["--run-base-dir", base]

@@ -1,0 +1,216 @@
+"""ArmadaConnector create/get/delete/get_logs against the embedded Armada server (real gRPC)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+import armada_flyte
+from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
+from armada_flyte.armada_api import ArmadaApi
+from armada_flyte.connector import ArmadaConnector, ArmadaJobMetadata
+from armada_flyte.errors import SubmissionRefused
+from armada_flyte.settings import resolve_settings
+
+from .conftest import execution_metadata, python_template, run, wait_for
+
+DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
+
+
+def test_arm64_task_runs_on_the_arm64_node_group(connector):
+    async def scenario():
+        meta = await connector.create(python_template("print('hello')", ArmadaConfig(architecture="arm64")), "s3://b/raw", task_execution_metadata=execution_metadata())
+        assert (meta.architecture, meta.architecture_source, meta.node_group) == ("arm64", "task", "arm64")
+        assert meta.job_set_id == "flyte-run1" and meta.queue == "flyte"
+        resource = await wait_for(connector, meta, DONE)
+        return meta, resource
+
+    meta, resource = run(scenario())
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    assert resource.custom_info["node_group"] == "arm64"
+    assert resource.custom_info["node"].startswith("arm64")
+    assert resource.custom_info["armada_state"] == "SUCCEEDED"
+
+
+def test_task_without_architecture_takes_the_platform_default(connector):
+    async def scenario():
+        meta = await connector.create(python_template("pass"), "s3://b/raw", task_execution_metadata=execution_metadata(action="a1"))
+        return meta, await wait_for(connector, meta, DONE)
+
+    meta, resource = run(scenario())
+    assert (meta.architecture, meta.architecture_source) == ("amd64", "platform")
+    assert resource.phase == TaskExecution.SUCCEEDED
+    assert resource.custom_info["node"].startswith("amd64")
+
+
+def test_failing_container_is_failed_with_armadas_reason(connector):
+    async def scenario():
+        code = "import sys; print('boom: disk on fire', file=sys.stderr); sys.exit(3)"
+        meta = await connector.create(python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a2"))
+        return await wait_for(connector, meta, DONE)
+
+    resource = run(scenario())
+    assert resource.phase == TaskExecution.FAILED
+    assert "disk on fire" in resource.message
+
+
+def test_architecture_not_offered_fails_before_any_job(armada, tmp_path):
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("architectures:\n  amd64: {}\n")
+    armada_flyte.configure(armada_url=armada.url, node_groups_file=str(groups))
+    connector = ArmadaConnector()
+    with pytest.raises(ArchitectureNotOffered) as info:
+        run(connector.create(python_template("pass", ArmadaConfig(architecture="arm64", job_set_id="never")), "s3://b/raw"))
+    assert "offered: amd64" in str(info.value)
+
+
+def test_missing_toleration_is_rejected_with_the_taint_reason(armada, tmp_path):
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("architectures:\n  amd64: {}\n  arm64: {}\n")  # no toleration for the arm64 taint
+    armada_flyte.configure(armada_url=armada.url, node_groups_file=str(groups))
+    connector = ArmadaConnector()
+
+    async def scenario():
+        meta = await connector.create(python_template("pass", ArmadaConfig(architecture="arm64")), "s3://b/raw", task_execution_metadata=execution_metadata(action="a3"))
+        return await wait_for(connector, meta, DONE)
+
+    resource = run(scenario())
+    assert resource.phase == TaskExecution.FAILED
+    assert "rejected" in resource.message
+    assert "taint kubernetes.io/arch=arm64:NoSchedule not tolerated" in resource.message
+
+
+def test_unknown_queue_is_refused_with_the_fix(connector):
+    with pytest.raises(SubmissionRefused) as info:
+        run(connector.create(python_template("pass", ArmadaConfig(queue="nope")), "s3://b/raw"))
+    assert 'could not find queue "nope"' in str(info.value)
+    assert "armadactl create queue" in str(info.value)
+
+
+def test_missing_memory_is_refused_before_submitting(connector):
+    template = python_template("pass")
+    del template.container.resources.limits[1]
+    with pytest.raises(armada_flyte.InvalidConfig, match="resources.memory"):
+        run(connector.create(template, "s3://b/raw"))
+
+
+def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path):
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+
+    async def scenario():
+        meta = await connector.create(python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a4"))
+        await wait_for(connector, meta, {TaskExecution.RUNNING})
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the job's process never started"
+            await asyncio_sleep()
+        await connector.delete(meta)
+        resource = await wait_for(connector, meta, DONE)
+        await connector.delete(meta)  # idempotent on a cancelled job
+        return resource
+
+    resource = run(scenario())
+    assert resource.phase == TaskExecution.ABORTED
+    pid = int(pid_file.read_text())
+    assert not _alive(pid), f"process {pid} of the cancelled job is still running"
+
+
+def test_get_logs_returns_the_containers_output(connector):
+    async def scenario():
+        meta = await connector.create(python_template("print('line one'); print('line two')"), "s3://b/raw", task_execution_metadata=execution_metadata(action="a5"))
+        await wait_for(connector, meta, DONE)
+        return await connector.get_logs(meta)
+
+    response = run(scenario())
+    messages = [line.message for line in response.body.lines]
+    assert "line one" in messages and "line two" in messages
+
+
+def test_gang_members_asking_for_different_architectures_fail_at_create(connector):
+    async def scenario():
+        first = ArmadaConfig(gang_id="g1", gang_cardinality=2, architecture="arm64")
+        other = ArmadaConfig(gang_id="g1", gang_cardinality=2, architecture="amd64")
+        meta = await connector.create(python_template("pass", first), "s3://b/raw", task_execution_metadata=execution_metadata(run="gang-run", action="m1"))
+        try:
+            with pytest.raises(ArchitectureConflict) as info:
+                await connector.create(python_template("pass", other), "s3://b/raw", task_execution_metadata=execution_metadata(run="gang-run", action="m2"))
+        finally:
+            await connector.delete(meta)
+        return str(info.value)
+
+    message = run(scenario())
+    assert "g1-gang-run" in message and "arm64" in message and "amd64" in message
+
+
+def test_gang_without_architecture_lands_on_one_architecture(armada):
+    armada_flyte.configure(armada_url=armada.url, node_groups_preset="generic")  # no default architecture
+    connector = ArmadaConnector()
+    config = ArmadaConfig(gang_id="pair", gang_cardinality=2)
+
+    async def scenario():
+        metas = [
+            await connector.create(python_template("pass", config), "s3://b/raw", task_execution_metadata=execution_metadata(run="pair-run", action=f"m{i}"))
+            for i in range(2)
+        ]
+        return [await wait_for(connector, m, DONE) for m in metas]
+
+    resources = run(scenario())
+    assert [r.phase for r in resources] == [TaskExecution.SUCCEEDED] * 2
+    groups = {r.custom_info["node"].split("-")[0] for r in resources}
+    assert len(groups) == 1
+
+
+def test_resubmitting_the_same_attempt_reattaches(connector):
+    async def scenario():
+        template = python_template("pass")
+        first = await connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6"))
+        second = await connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6"))
+        await wait_for(connector, first, DONE)
+        return first.job_id, second.job_id
+
+    first, second = run(scenario())
+    assert first == second
+
+
+def test_job_never_acknowledged_fails_after_the_ack_timeout(armada):
+    armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", ack_timeout_seconds=1)
+    connector = ArmadaConnector()
+    lost = ArmadaJobMetadata(job_id="01-never-submitted", job_set_id="x", queue="flyte", submitted_at=time.time() - 5)
+    fresh = ArmadaJobMetadata(job_id="01-never-submitted", job_set_id="x", queue="flyte", submitted_at=time.time())
+    assert run(connector.get(fresh)).phase == TaskExecution.RUNNING
+    resource = run(connector.get(lost))
+    assert resource.phase == TaskExecution.FAILED
+    assert "not acknowledged" in resource.message
+
+
+def test_lookout_link_is_built_from_the_template(armada):
+    armada_flyte.configure(armada_url=armada.url, lookout_url_template="http://127.0.0.1:8089/?job={job_id}&q={queue}")
+    connector = ArmadaConnector()
+    meta = ArmadaJobMetadata(job_id="abc", job_set_id="x", queue="flyte", submitted_at=time.time())
+    links = run(connector.get(meta)).log_links
+    assert [link.uri for link in links] == ["http://127.0.0.1:8089/?job=abc&q=flyte"]
+
+
+def test_status_of_more_ids_than_armada_answers_at_once_is_chunked(armada):
+    """The server refuses over 500 ids per call, so 1200 answered means the wrapper split them."""
+    api = ArmadaApi(resolve_settings(armada_url=armada.url))
+    states = run(api.status([f"unknown-{i}" for i in range(1200)]))
+    assert len(states) == 1200 and set(states.values()) == {5}  # UNKNOWN
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def asyncio_sleep() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.02)

@@ -1,0 +1,45 @@
+"""A real Flyte local run through the connector: embedded Armada, moto S3, real a0 processes."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import pytest
+
+PROJECT = pathlib.Path(__file__).parent / "project"
+
+
+@pytest.fixture(scope="module")
+def stack():
+    from armada_flyte.local_stack import local_stack
+
+    with local_stack(configure_connector=False) as endpoints:
+        yield endpoints
+
+
+@pytest.fixture
+def flyte_run(stack):
+    """Configure the connector and Flyte for this test; returns a runner for tasks of the project."""
+    import flyte
+
+    from armada_flyte import configure, journal
+    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
+
+    configure(
+        armada_url=stack.armada_url,
+        blob_endpoint=stack.blob_endpoint,
+        blob_access_key=ACCESS_KEY,
+        blob_secret_key=SECRET_KEY,
+        node_groups_preset="embedded",
+        poll_interval_seconds=0.5,
+    )
+    journal.clear()
+    sys.path.insert(0, str(PROJECT))
+    stack.init_flyte(PROJECT)
+
+    def _run(task, **inputs):
+        return flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(task, **inputs)
+
+    yield _run
+    sys.path.remove(str(PROJECT))

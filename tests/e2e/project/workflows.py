@@ -1,0 +1,56 @@
+"""Workflows the end-to-end tests run for real: each Armada task is a job whose pod runs a0."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import time
+from dataclasses import dataclass
+
+import flyte
+
+from armada_flyte import ArmadaConfig
+
+IMAGE = "localhost:5000/armada-flyte-runtime:test"
+SMALL = flyte.Resources(cpu="250m", memory="256Mi")
+
+arm = flyte.TaskEnvironment("e2e-arm", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="arm64"))
+amd = flyte.TaskEnvironment("e2e-amd", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="amd64"))
+default = flyte.TaskEnvironment("e2e-default", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig())
+driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default])
+
+
+@dataclass
+class Stats:
+    count: int
+    total: float
+    machine: str
+
+
+@arm.task
+async def summarise(values: list[float]) -> Stats:
+    return Stats(count=len(values), total=sum(values), machine=platform.machine())
+
+
+@amd.task
+async def square(x: int) -> int:
+    return x * x
+
+
+@default.task
+async def explode(reason: str) -> int:
+    raise ValueError(f"bad input: {reason}")
+
+
+@default.task
+async def linger(pid_file: str) -> int:
+    with open(pid_file, "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep(600)
+    return 0
+
+
+@driver.task
+async def fan_out(n: int) -> list[int]:
+    return list(await asyncio.gather(*(square(x=i) for i in range(n))))

@@ -1,0 +1,123 @@
+"""End to end: real Flyte local runs, real gRPC to the embedded Armada, real S3, real a0."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+import armada_flyte
+from armada_flyte import journal
+
+pytestmark = pytest.mark.e2e
+
+
+def test_typed_result_comes_back_from_an_arm64_job(flyte_run):
+    import workflows
+
+    run = flyte_run(workflows.summarise, values=[1.5, 2.5, 4.0])
+    stats = run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()
+    assert (stats.count, stats.total) == (3, 8.0)
+    (job,) = journal.jobs()
+    assert (job.architecture, job.source, job.node_group, job.state) == ("arm64", "task", "arm64", "SUCCEEDED")
+    assert job.node.startswith("arm64")
+
+
+def test_fan_out_of_five(flyte_run):
+    import workflows
+
+    run = flyte_run(workflows.fan_out, n=5)
+    result = run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()
+    assert list(result) == [0, 1, 4, 9, 16]
+    jobs = journal.jobs()
+    assert len(jobs) == 5 and {j.state for j in jobs} == {"SUCCEEDED"}
+    assert {j.node_group for j in jobs} == {"amd64"}
+
+
+def test_task_without_architecture_takes_the_platform_default(flyte_run):
+    import workflows
+
+    with pytest.raises(Exception):
+        flyte_run(workflows.explode, reason="x")
+    (job,) = journal.jobs()
+    assert (job.architecture, job.source) == ("amd64", "platform")
+
+
+def test_user_exception_reaches_the_caller_with_type_and_message(flyte_run):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.explode, reason="negative count")
+    assert info.value.code == "ValueError"
+    assert "bad input: negative count" in str(info.value)
+    (job,) = journal.jobs()
+    assert job.state == "SUCCEEDED"  # a0 exits 0: only error.pb tells the truth
+
+
+def test_architecture_not_offered_fails_before_any_job(flyte_run, tmp_path):
+    import workflows
+
+    groups = tmp_path / "amd64-only.yaml"
+    groups.write_text("default_architecture: amd64\narchitectures:\n  amd64: {}\n")
+    armada_flyte.configure(node_groups_preset=None, node_groups_file=str(groups))
+    with pytest.raises(Exception) as info:
+        flyte_run(workflows.summarise, values=[1.0])
+    assert "not offered" in str(info.value) and "offered: amd64" in str(info.value)
+    assert journal.jobs() == []
+
+
+def test_missing_toleration_is_rejected_with_the_taint_reason(flyte_run, tmp_path):
+    import workflows
+
+    groups = tmp_path / "no-toleration.yaml"
+    groups.write_text("architectures:\n  amd64: {}\n  arm64: {}\n")
+    armada_flyte.configure(node_groups_preset=None, node_groups_file=str(groups))
+    with pytest.raises(Exception) as info:
+        flyte_run(workflows.summarise, values=[1.0])
+    assert "taint kubernetes.io/arch=arm64:NoSchedule not tolerated" in str(info.value)
+    (job,) = journal.jobs()
+    assert job.state == "REJECTED"
+
+
+def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
+    import flyte
+    import workflows
+
+    from armada_flyte.armada_api import ArmadaApi
+    from armada_flyte.settings import resolve_settings
+
+    pid_file = tmp_path / "pid"
+
+    async def interrupted_run():
+        runner = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path)
+        task = asyncio.ensure_future(runner.run.aio(workflows.linger, pid_file=str(pid_file)))
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert time.monotonic() < deadline, "the job never started"
+            assert not task.done(), task.exception() if task.done() else None
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupted_run())
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} of the cancelled run is still alive"
+        time.sleep(0.05)
+    (job,) = journal.jobs()
+    assert job.state == "CANCELLED"
+    states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
+    assert states == {job.job_id: 9}  # Armada's CANCELLED: nothing left running
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
