@@ -1,0 +1,34 @@
+"""The one value every doctor check produces."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the doctor looked at: fine, or a problem with its fix."""
+
+    check: str
+    """Stable name of the check, e.g. `executor.tracked-labels`."""
+    ok: bool
+    message: str
+    """What was found, in words an admin can act on."""
+    fix: str = ""
+    """How to fix it (empty when ok)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def passed(check: str, message: str) -> Finding:
+    return Finding(check, True, message)
+
+
+def problem(check: str, message: str, fix: str) -> Finding:
+    return Finding(check, False, message, fix)
+
+
+def problems(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if not f.ok]

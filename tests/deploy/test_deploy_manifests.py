@@ -1,0 +1,174 @@
+"""The files in deploy/ parse, and point at the package's real entry points and settings names."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pathlib
+import re
+
+import pytest
+import yaml
+
+from armada_flyte.nodegroups import NodeGroups
+from armada_flyte.task import TASK_TYPE
+
+
+def _containers(pod):
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def _connector_container(pod):
+    [container] = [c for c in pod["containers"] if c["name"] == "connector"]
+    return container
+
+
+def _flag(args, name):
+    return args[args.index(name) + 1]
+
+
+def test_every_yaml_file_in_deploy_parses(deploy_dir):
+    files = sorted(deploy_dir.rglob("*.yaml"))
+    assert len(files) >= 8
+    for path in files:
+        assert [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None], path
+
+
+def test_kustomization_lists_exactly_the_manifests_beside_it(deploy_dir, load_yaml):
+    kustomization = load_yaml("kubernetes/kustomization.yaml")
+    present = {p.name for p in (deploy_dir / "kubernetes").glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == present
+
+
+def test_connector_runs_flytes_c0_console_script(connector_pod):
+    container = _connector_container(connector_pod)
+    assert container["command"] == ["c0"]
+    [c0] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "c0"]
+    assert c0.dist is not None and c0.dist.name == "flyte"
+    from flyte._bin.connect import main
+
+    c0_options = {opt for param in main.params for opt in param.opts}
+    assert {arg for arg in container["args"] if arg.startswith("--")} <= c0_options
+
+
+def test_c0_finds_the_armada_connector_through_the_packages_entry_point():
+    [entry] = [ep for ep in importlib.metadata.entry_points(group="flyte.connectors") if ep.name == "armada"]
+    assert entry.value == "armada_flyte.connector"
+    entry.load()
+    from flyte.connectors import ConnectorRegistry
+
+    assert ConnectorRegistry.get_connector(TASK_TYPE).task_type_name == TASK_TYPE
+
+
+def test_init_container_runs_the_doctor_from_the_packages_console_script(connector_pod):
+    [doctor] = connector_pod["initContainers"]
+    assert doctor["command"][:2] == ["armada-flyte", "doctor"]
+    [script] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "armada-flyte"]
+    assert script.value == "armada_flyte.cli:main"
+    from armada_flyte.cli import build_parser
+
+    build_parser().parse_args(doctor["command"][1:] + doctor.get("args", []))
+
+
+def test_every_env_var_in_the_manifests_is_a_connector_setting(connector_pod, settings_env_names):
+    names = {env["name"] for c in _containers(connector_pod) for env in c.get("env", [])}
+    assert names, "the connector gets its settings from env"
+    assert names <= settings_env_names, names - settings_env_names
+
+
+def test_every_secret_key_is_a_connector_setting_the_pod_reads(manifests, connector_pod, settings_env_names):
+    secret = manifests["Secret/armada-flyte-connector"]
+    keys = set(secret["stringData"])
+    assert keys <= settings_env_names
+    refs = {
+        env["valueFrom"]["secretKeyRef"]["key"]: env["name"]
+        for env in _connector_container(connector_pod)["env"]
+        if "secretKeyRef" in env.get("valueFrom", {})
+    }
+    assert keys <= set(refs)
+    assert all(key == name for key, name in refs.items())
+    assert {"ARMADA_FLYTE_AUTH_TOKEN", "FLYTE_BLOB_ACCESS_KEY", "FLYTE_BLOB_SECRET_KEY"} <= keys
+
+
+def test_the_node_group_configmap_is_mounted_where_the_setting_points(manifests, connector_pod):
+    configmap = manifests["ConfigMap/armada-flyte-node-groups"]
+    [volume] = [v for v in connector_pod["volumes"] if v["configMap"]["name"] == "armada-flyte-node-groups"]
+    for container in _containers(connector_pod):
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+        path = pathlib.PurePosixPath(env["ARMADA_FLYTE_NODE_GROUPS_FILE"])
+        assert str(path.parent) == mount["mountPath"]
+        assert path.name in configmap["data"]
+
+
+def test_the_node_group_configmap_holds_a_valid_node_group_file(manifests):
+    data = manifests["ConfigMap/armada-flyte-node-groups"]["data"]["node-groups.yaml"]
+    groups = NodeGroups.from_mapping(yaml.safe_load(data))
+    assert groups.offered == ["amd64", "arm64"]
+
+
+def test_readiness_asks_the_connector_services_own_grpc_health(connector_pod):
+    from flyteidl2.connector import service_pb2
+
+    container = _connector_container(connector_pod)
+    [grpc_port] = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
+    assert int(_flag(container["args"], "--port")) == grpc_port
+    probe = container["readinessProbe"]["grpc"]
+    assert probe["port"] == grpc_port
+    assert probe["service"] == service_pb2.DESCRIPTOR.services_by_name["AsyncConnectorService"].full_name
+    assert container["livenessProbe"]["grpc"]["port"] == grpc_port
+
+
+def test_service_selects_the_pods_and_exposes_the_grpc_port(manifests):
+    service = manifests["Service/armada-flyte-connector"]
+    deployment = manifests["Deployment/armada-flyte-connector"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    [port] = [p for p in service["spec"]["ports"] if p["name"] == "grpc"]
+    assert port["port"] == 8000 and port["targetPort"] == "grpc"
+
+
+def test_flyte_routes_task_type_armada_to_the_connector_service(load_yaml, manifests):
+    routing = load_yaml("flyte/connector-routing.yaml")
+    assert routing["tasks"]["task-plugins"]["default-for-task-types"][TASK_TYPE] == "connector-service"
+    plugin = routing["plugins"]["connector-service"]
+    connector_id = plugin["connectorForTaskTypes"][TASK_TYPE]
+    deployment = plugin["connectors"][connector_id]
+    namespace = load_yaml("kubernetes/kustomization.yaml")["namespace"]
+    service = manifests["Service/armada-flyte-connector"]
+    [port] = [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
+    assert deployment["endpoint"] == f"dns:///{service['metadata']['name']}.{namespace}.svc.cluster.local:{port}"
+    assert deployment["insecure"] is True
+    assert set(deployment["timeouts"]) <= {"CreateTask", "GetTask", "DeleteTask", "ListConnectors", "GetTaskLogs"}
+
+
+def test_connector_image_installs_the_connector_extra_and_runs_c0(deploy_dir):
+    dockerfile = (deploy_dir / "connector" / "Dockerfile").read_text()
+    assert re.search(r'pip install "\.\[connector\]"', dockerfile)
+    assert 'ENTRYPOINT ["c0"]' in dockerfile
+    assert "USER 10001" in dockerfile
+    for needed in ("pyproject.toml", "src", "arch"):
+        assert re.search(rf"^COPY .*\b{needed}\b", dockerfile, re.M), needed
+
+
+@pytest.mark.parametrize("preset", ["gke", "embedded", "generic"])
+def test_shipped_armada_configs_pass_the_doctor_for_arch_only_presets(deploy_dir, preset, capsys):
+    from armada_flyte.cli import main
+
+    code = main(
+        [
+            "doctor",
+            "--preset",
+            preset,
+            "--executor-config",
+            str(deploy_dir / "armada" / "executor-config.yaml"),
+            "--scheduler-config",
+            str(deploy_dir / "armada" / "scheduler-config.yaml"),
+        ]
+    )
+    assert code == 0, capsys.readouterr().out
+
+
+def test_shipped_executor_config_keeps_the_node_id_label_tracked(load_yaml):
+    tracked = load_yaml("armada/executor-config.yaml")["kubernetes"]["trackedNodeLabels"]
+    assert "kubernetes.io/hostname" in tracked and "kubernetes.io/arch" in tracked
