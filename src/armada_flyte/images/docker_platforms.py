@@ -1,0 +1,79 @@
+"""Which platforms an image supports, asked through a Docker daemon (Docker SDK for Python).
+
+Where a daemon runs, it already knows the user's logins, mirrors and insecure registries,
+so its answer matches what `docker pull` would see. The answer has the same shape as the
+registry path's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+from armada_flyte.images.errors import (
+    DockerDaemonUnavailable,
+    ImageNotFound,
+    RegistryAuthFailed,
+    RegistryUnreachable,
+)
+from armada_flyte.images.platforms import ImagePlatforms, Platform
+from armada_flyte.images.reference import ImageReference
+
+if TYPE_CHECKING:
+    import docker
+
+_NOT_FOUND_HINTS = ("manifest unknown", "not found", "name unknown", "no such")
+_AUTH_HINTS = ("unauthorized", "authentication required", "denied", "no basic auth credentials")
+
+
+def platforms_via_docker(
+    reference: Union[str, ImageReference],
+    client: Optional[docker.APIClient] = None,
+    auth_config: Optional[Mapping[str, str]] = None,
+) -> ImagePlatforms:
+    """Ask the daemon (`client`, else the one DOCKER_HOST names) for `reference`'s platforms.
+
+    `auth_config` ({"username": ..., "password": ...}) overrides the daemon client's stored login.
+    """
+    ref = reference if isinstance(reference, ImageReference) else ImageReference.parse(reference)
+    try:
+        import docker
+        import docker.errors
+    except ModuleNotFoundError as exc:
+        raise DockerDaemonUnavailable(
+            "the Docker SDK is not installed (pip install 'armada-flyte[connector]')"
+        ) from exc
+
+    if client is None:
+        try:
+            client = docker.APIClient(version="auto")
+        except docker.errors.DockerException as exc:
+            raise DockerDaemonUnavailable(str(exc)) from exc
+    try:
+        answer: dict[str, Any] = client.inspect_distribution(str(ref), auth_config=dict(auth_config) if auth_config else None)
+    except docker.errors.APIError as exc:
+        raise _registry_error(ref, exc) from exc
+    except docker.errors.DockerException as exc:
+        raise DockerDaemonUnavailable(str(exc)) from exc
+    except OSError as exc:
+        raise DockerDaemonUnavailable(str(exc)) from exc
+
+    descriptor = answer.get("Descriptor") or {}
+    found = {Platform.from_oci(entry) for entry in answer.get("Platforms") or []}
+    return ImagePlatforms(
+        reference=str(ref),
+        digest=str(descriptor.get("digest", "")),
+        media_type=str(descriptor.get("mediaType", "")),
+        platforms=tuple(sorted(p for p in found if not p.is_unknown)),
+    )
+
+
+def _registry_error(ref: ImageReference, exc: Exception) -> Exception:
+    """The daemon reports registry trouble as HTTP 500s with a message; sort them into our types."""
+    message = str(getattr(exc, "explanation", None) or exc)
+    lowered = message.lower()
+    status = getattr(exc, "status_code", None)
+    if any(hint in lowered for hint in _AUTH_HINTS):
+        return RegistryAuthFailed(ref.registry, str(ref), message)
+    if status == 404 or any(hint in lowered for hint in _NOT_FOUND_HINTS):
+        return ImageNotFound(str(ref), message)
+    return RegistryUnreachable(ref.registry, f"the Docker daemon could not read it: {message}")
