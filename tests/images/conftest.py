@@ -11,7 +11,6 @@ import base64
 import dataclasses
 import os
 import pathlib
-import secrets
 import shutil
 import signal
 import subprocess
@@ -20,11 +19,9 @@ from typing import Callable, Iterator
 
 import pytest
 from oci_upload import RegistryUploader
-from registry_process import RegistryProcess, free_port, htpasswd_line, wait_until
+from registry_process import PASSWORD, USER, RegistryProcess, free_port, htpasswd_line, wait_until
 from token_service import ISSUER, SERVICE, TokenService, TokenSigner
 
-USER = "flyte-tester"
-PASSWORD = secrets.token_urlsafe(12)
 DOCKERD_DEADLINE_SECONDS = 60.0
 
 

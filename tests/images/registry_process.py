@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import secrets
 import shutil
 import socket
 import subprocess
@@ -14,6 +15,9 @@ import httpx
 import yaml
 
 REGISTRY_BINARY = "docker-registry"
+USER = "flyte-tester"
+PASSWORD = secrets.token_urlsafe(12)
+"""The one account the basic-auth and token registries accept (a fresh password each session)."""
 READY_DEADLINE_SECONDS = 30.0
 
 
