@@ -18,7 +18,7 @@ DEFAULT_TRACKED_LABELS = ("kubernetes.io/hostname",)
 """What Armada's executor tracks when `kubernetes.trackedNodeLabels` is not set."""
 
 UNIFORMITY_LABEL = ARCH_LABEL
-"""The gang uniformity label the connector gives gangs that pin no architecture."""
+"""The node uniformity label the connector gives gangs that pin no architecture."""
 
 EXECUTOR_CONFIG_EXAMPLE = "deploy/armada/executor-config.yaml"
 SCHEDULER_CONFIG_EXAMPLE = "deploy/armada/scheduler-config.yaml"
@@ -77,9 +77,9 @@ def check_scheduler_config(config: Mapping[str, Any], uniformity_label: str = UN
     return [
         problem(
             "scheduler.indexed-labels",
-            f"{uniformity_label} is not in the scheduler's scheduling.indexedNodeLabels{where}: gangs use it as "
-            f"their node uniformity label (so all members land on one architecture), and Armada leaves such "
-            f"gangs unschedulable with \"uniformity label {uniformity_label} is not indexed\"",
+            f"{uniformity_label} is not in the scheduler's scheduling.indexedNodeLabels{where}: gangs that pin no "
+            f"architecture get it as their node uniformity label (so all members land on one architecture), and "
+            f"Armada leaves such gangs unschedulable with \"uniformity label {uniformity_label} is not indexed\"",
             f"add {uniformity_label} to scheduling.indexedNodeLabels in the Armada scheduler config "
             f"(see {SCHEDULER_CONFIG_EXAMPLE}) and restart the scheduler",
         )
