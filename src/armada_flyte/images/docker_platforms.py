@@ -7,7 +7,7 @@ registry path's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from armada_flyte.images.errors import (
     DockerDaemonUnavailable,
@@ -15,7 +15,8 @@ from armada_flyte.images.errors import (
     RegistryAuthFailed,
     RegistryUnreachable,
 )
-from armada_flyte.images.platforms import ImagePlatforms, Platform
+from armada_flyte.images.credentials import RegistryCredentials
+from armada_flyte.images.platforms import MANIFEST_MEDIA_TYPES, ImagePlatforms, Platform
 from armada_flyte.images.reference import ImageReference
 
 if TYPE_CHECKING:
@@ -29,15 +30,20 @@ def platforms_via_docker(
     reference: Union[str, ImageReference],
     client: Optional[docker.APIClient] = None,
     auth_config: Optional[Mapping[str, str]] = None,
+    insecure_hosts: Iterable[str] = (),
 ) -> ImagePlatforms:
     """Ask the daemon (`client`, else the one DOCKER_HOST names) for `reference`'s platforms.
 
     `auth_config` ({"username": ..., "password": ...}) overrides the daemon client's stored login.
+    Daemons before the OCI image manifest was handled in their distribution API (Debian 12's
+    20.10 among them) list no platform for a single OCI manifest; its config blob is then read
+    from the registry, by the digest the daemon resolved (`insecure_hosts` as for the registry path).
     """
     ref = reference if isinstance(reference, ImageReference) else ImageReference.parse(reference)
     try:
         import docker
         import docker.errors
+        import docker.utils
     except ModuleNotFoundError as exc:
         raise DockerDaemonUnavailable(
             "the Docker SDK is not installed (pip install 'armada-flyte[connector]')"
@@ -45,7 +51,7 @@ def platforms_via_docker(
 
     if client is None:
         try:
-            client = docker.APIClient(version="auto")
+            client = docker.APIClient(version="auto", **docker.utils.kwargs_from_env())
         except docker.errors.DockerException as exc:
             raise DockerDaemonUnavailable(str(exc)) from exc
     try:
@@ -58,13 +64,25 @@ def platforms_via_docker(
         raise DockerDaemonUnavailable(str(exc)) from exc
 
     descriptor = answer.get("Descriptor") or {}
+    digest = str(descriptor.get("digest", ""))
+    media_type = str(descriptor.get("mediaType", ""))
     found = {Platform.from_oci(entry) for entry in answer.get("Platforms") or []}
-    return ImagePlatforms(
-        reference=str(ref),
-        digest=str(descriptor.get("digest", "")),
-        media_type=str(descriptor.get("mediaType", "")),
-        platforms=tuple(sorted(p for p in found if not p.is_unknown)),
-    )
+    platforms = tuple(sorted(p for p in found if not p.is_unknown))
+    if not platforms and media_type in MANIFEST_MEDIA_TYPES and digest:
+        platforms = _config_platforms(ref, digest, auth_config, insecure_hosts)
+    return ImagePlatforms(reference=str(ref), digest=digest, media_type=media_type, platforms=platforms)
+
+
+def _config_platforms(
+    ref: ImageReference, digest: str, auth_config: Optional[Mapping[str, str]], insecure_hosts: Iterable[str]
+) -> tuple[Platform, ...]:
+    from armada_flyte.images.registry import image_platforms
+
+    credentials = None
+    if auth_config and auth_config.get("username"):
+        credentials = {ref.registry: RegistryCredentials(auth_config["username"], auth_config.get("password", ""))}
+    pinned = ImageReference(registry=ref.registry, repository=ref.repository, digest=digest)
+    return image_platforms(pinned, insecure_hosts=insecure_hosts, credentials=credentials).platforms
 
 
 def _registry_error(ref: ImageReference, exc: Exception) -> Exception:
