@@ -1,0 +1,164 @@
+"""The process executor: each leased pod runs for real, as a local process in its own sandbox.
+
+The first container's command and args run with the pod's env, in a session of its own so the
+whole process tree can be ended. Its stdout and stderr become the job's log. Pods run on this
+machine's CPU: when the pod's node group has another architecture, the log and job details
+say so plainly.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import selectors
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Optional
+
+from armada_flyte.dev.executors import process_tree
+from armada_flyte.dev.executors.base import PodLaunch, RunReporter, host_architecture
+from armada_flyte.dev.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox
+from armada_flyte.dev.logs import PodLog
+
+_DRAIN_AFTER_EXIT_SECONDS = 2.0
+_SHUTDOWN_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class _PodProcess:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    process: Optional[subprocess.Popen] = None
+    killed: bool = False
+    thread: Optional[threading.Thread] = None
+
+
+class ProcessExecutor:
+    """Runs pods as local processes under `sandbox_root/<job id>/` (a temporary folder by default)."""
+
+    def __init__(
+        self,
+        sandbox_root: str | pathlib.Path | None = None,
+        private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
+    ):
+        self._owns_root = sandbox_root is None
+        self.sandbox_root = pathlib.Path(sandbox_root or tempfile.mkdtemp(prefix="armada-flyte-dev-")).resolve()
+        self.sandbox_root.mkdir(parents=True, exist_ok=True)
+        self.private_prefixes = private_prefixes
+        self.host_architecture = host_architecture()
+        self._pods: dict[str, _PodProcess] = {}
+        self._lock = threading.Lock()
+
+    def sandbox_of(self, job_id: str) -> pathlib.Path:
+        return self.sandbox_root / job_id
+
+    def launch(self, pod: PodLaunch, reporter: RunReporter) -> None:
+        with self._lock:
+            state = self._pods.setdefault(pod.run_id, _PodProcess())
+        state.thread = threading.Thread(target=self._run, args=(pod, reporter, state), name=pod.pod_name, daemon=True)
+        state.thread.start()
+
+    def kill(self, run_id: str, grace_seconds: float) -> None:
+        with self._lock:
+            state = self._pods.get(run_id)
+        if state is None:
+            return  # never launched (the control plane won't start it now) or already over
+        with state.lock:
+            state.killed = True
+            process = state.process
+        if process is not None:
+            threading.Thread(target=process_tree.terminate, args=(process.pid, grace_seconds), daemon=True).start()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            states = list(self._pods.items())
+        for run_id, _ in states:
+            self.kill(run_id, _SHUTDOWN_GRACE_SECONDS)
+        for _, state in states:
+            if state.thread is not None:
+                state.thread.join(timeout=_SHUTDOWN_GRACE_SECONDS + 10)
+        if self._owns_root:
+            shutil.rmtree(self.sandbox_root, ignore_errors=True)
+
+    def _run(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> None:
+        try:
+            exit_code, error = self._run_pod(pod, reporter, state)
+            reporter.finished(pod.run_id, exit_code, error)
+        finally:
+            with self._lock:
+                self._pods.pop(pod.run_id, None)
+
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> tuple[int, str]:
+        if not reporter.pending(pod.run_id):
+            return 137, "the pod was stopped before it started"
+        container = pod.container
+        if pod.architecture != self.host_architecture:
+            reporter.note(
+                pod.run_id,
+                f"node group {pod.node_group} is {pod.architecture} but this host is {self.host_architecture}: "
+                f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
+                f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
+            )
+        try:
+            sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
+            with state.lock:
+                if state.killed:
+                    return 137, "the pod was stopped before it started"
+                state.process = subprocess.Popen(
+                    sandbox.argv(container),
+                    cwd=sandbox.working_dir(container),
+                    env=sandbox.environment(container, pod.fields),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+        except (OSError, ValueError) as exc:
+            pod.log.write("stderr", f"failed to start container {container.name}: {exc}")
+            return 128, f"failed to start container {container.name}: {exc}"
+        process = state.process
+        if not reporter.running(pod.run_id):
+            self.kill(pod.run_id, 0)
+        _pump_output(process, pod.log)
+        code = process.wait()
+        process_tree.terminate(process.pid, grace_seconds=0)  # what it left behind ends with the pod
+        exit_code = code if code >= 0 else 128 - code
+        if exit_code == 0:
+            return 0, ""
+        return exit_code, pod.log.stderr_tail() or f"container {container.name} exited with code {exit_code}"
+
+
+def _pump_output(process: subprocess.Popen, log: PodLog) -> None:
+    """Copy the pod's stdout and stderr into its log line by line until both close.
+
+    When the main process exits, the pod is over: whatever it left running is ended, as
+    Kubernetes does when a container's main process exits.
+    """
+    streams: dict[int, tuple[str, IO[bytes]]] = {}
+    selector = selectors.DefaultSelector()
+    for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
+        assert pipe is not None
+        selector.register(pipe, selectors.EVENT_READ)
+        streams[pipe.fileno()] = (name, pipe)
+    drain_deadline: Optional[float] = None
+    while selector.get_map():
+        for key, _ in selector.select(timeout=0.1):
+            name, pipe = streams[key.fd]
+            data = os.read(key.fd, 65536)
+            if not data:
+                selector.unregister(pipe)
+                continue
+            log.feed(name, data)
+        if drain_deadline is None and process.poll() is not None:
+            process_tree.terminate(process.pid, grace_seconds=0)
+            drain_deadline = time.monotonic() + _DRAIN_AFTER_EXIT_SECONDS
+        if drain_deadline is not None and time.monotonic() > drain_deadline:
+            break
+    log.flush()
+    selector.close()
+    for _, pipe in streams.values():
+        pipe.close()
+

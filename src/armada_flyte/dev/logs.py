@@ -1,0 +1,67 @@
+"""A pod's log: its stdout and stderr lines with the time each arrived, as the kubelet keeps them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+NOTE_PREFIX = "[armada-flyte dev] "
+_MAX_LINE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LogLine:
+    at: float
+    stream: str
+    text: str
+
+
+class PodLog:
+    """Lines in arrival order, bounded so a chatty pod can't exhaust memory; stderr's tail kept apart."""
+
+    def __init__(self, max_lines: int = 100_000, stderr_tail_lines: int = 20):
+        self._lines: deque[LogLine] = deque(maxlen=max_lines)
+        self._stderr: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._partial: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def feed(self, stream: str, data: bytes) -> None:
+        """Raw output as it arrives: complete lines are logged, the unfinished rest waits for more."""
+        *lines, rest = (self._partial.pop(stream, b"") + data).split(b"\n")
+        if len(rest) > _MAX_LINE_BYTES:
+            lines.append(rest)
+            rest = b""
+        for line in lines:
+            self.write(stream, line.decode(errors="replace"))
+        if rest:
+            self._partial[stream] = rest
+
+    def flush(self) -> None:
+        """Log unfinished last lines once the streams have closed."""
+        for stream in list(self._partial):
+            self.write(stream, self._partial.pop(stream).decode(errors="replace"))
+
+    def write(self, stream: str, text: str) -> None:
+        line = LogLine(time.time(), stream, text.rstrip("\r\n"))
+        with self._lock:
+            self._lines.append(line)
+            if stream == "stderr":
+                self._stderr.append(line.text)
+
+    def note(self, text: str) -> None:
+        """A line from the embedded server itself, marked as such, to say what it did to the pod."""
+        self.write("note", NOTE_PREFIX + text)
+
+    def lines(self, since: float | None = None, tail: int | None = None) -> list[LogLine]:
+        with self._lock:
+            lines = [line for line in self._lines if since is None or line.at > since]
+        return lines[-tail:] if tail else lines
+
+    def texts(self) -> list[str]:
+        return [line.text for line in self.lines()]
+
+    def stderr_tail(self) -> str:
+        with self._lock:
+            return "\n".join(self._stderr)

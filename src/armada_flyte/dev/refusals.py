@@ -1,0 +1,52 @@
+"""Refusals the API returns, each carrying the gRPC status code Armada uses for that case."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+import grpc
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Refusal(Exception):
+    """A request the server refuses; `code` is the status the client sees, the message its details."""
+
+    code = grpc.StatusCode.UNKNOWN
+
+
+class PermissionDenied(Refusal):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class InvalidArgument(Refusal):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(Refusal):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(Refusal):
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class QueueNotFound(PermissionDenied):
+    """Armada authorises against the queue first, so an unknown queue reads as a permission failure."""
+
+    def __init__(self, queue: str):
+        super().__init__(f'could not find queue "{queue}"')
+
+
+def as_status(method: F) -> F:
+    """Turn a `Refusal` raised by a unary servicer method into its gRPC status."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except Refusal as refusal:
+            context.abort(refusal.code, str(refusal))
+
+    return wrapper  # type: ignore[return-value]
