@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -67,3 +67,29 @@ def _no_connector_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("ARMADA_FLYTE_") or name in ("ARMADA_URL", "FLYTE_BLOB_ENDPOINT", "FLYTE_BLOB_ACCESS_KEY", "FLYTE_BLOB_SECRET_KEY"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def auth_armada() -> Iterator[str]:
+    """An Armada API on 127.0.0.1 that requires credentials (see doctor_auth_armada); queue `flyte` exists."""
+    from doctor_auth_armada import serve
+
+    yield from serve({"flyte"})
+
+
+@pytest.fixture
+def auth_armada_without_queue_service() -> Iterator[str]:
+    """The same, serving GetQueue only on the Submit service, as some servers do."""
+    from doctor_auth_armada import serve
+
+    yield from serve({"flyte"}, queue_service=False)
