@@ -188,7 +188,9 @@ def docker_config(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pa
 
 
 @pytest.fixture(scope="session")
-def dockerd(registry: RegistryProcess, basic_registry: AuthRegistry, missing_part: Callable[[str], None]) -> Iterator[str]:
+def dockerd(
+    registry: RegistryProcess, basic_registry: AuthRegistry, missing_part: Callable[[str], None]
+) -> Iterator[str]:
     """A Docker engine on a private socket, with the test registries as insecure registries; yields DOCKER_HOST."""
     program = shutil.which("dockerd")
     if program is None:
@@ -203,16 +205,23 @@ def dockerd(registry: RegistryProcess, basic_registry: AuthRegistry, missing_par
     socket_path = folder / "docker.sock"
     argv = [
         program,
-        "--config-file", str(folder / "daemon.json"),
-        "--host", f"unix://{socket_path}",
-        "--data-root", str(folder / "data"),
-        "--exec-root", str(folder / "exec"),
-        "--pidfile", str(folder / "docker.pid"),
+        "--config-file",
+        str(folder / "daemon.json"),
+        "--host",
+        f"unix://{socket_path}",
+        "--data-root",
+        str(folder / "data"),
+        "--exec-root",
+        str(folder / "exec"),
+        "--pidfile",
+        str(folder / "docker.pid"),
         "--bridge=none",
         "--iptables=false",
         "--ip6tables=false",
-        "--insecure-registry", registry.host,
-        "--insecure-registry", basic_registry.host,
+        "--insecure-registry",
+        registry.host,
+        "--insecure-registry",
+        basic_registry.host,
     ]
     log = open(folder / "dockerd.log", "wb")
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

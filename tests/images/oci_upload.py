@@ -113,7 +113,9 @@ class RegistryUploader:
         statement = json.dumps({"_type": "https://in-toto.io/Statement/v0.1", "subject": []}).encode()
         rootfs = {"type": "layers", "diff_ids": [digest_of(statement)]}
         config = json.dumps({"architecture": "unknown", "os": "unknown", "config": {}, "rootfs": rootfs}).encode()
-        descriptor = self._push_manifest_over(repository, None, (OCI_MANIFEST, OCI_CONFIG), config, (IN_TOTO, statement))
+        descriptor = self._push_manifest_over(
+            repository, None, (OCI_MANIFEST, OCI_CONFIG), config, (IN_TOTO, statement)
+        )
         return {
             **descriptor,
             "platform": {"architecture": "unknown", "os": "unknown"},
@@ -138,7 +140,9 @@ class RegistryUploader:
             "schemaVersion": 2,
             "mediaType": manifest_type,
             "config": {"mediaType": config_type, "digest": self.push_blob(repository, config), "size": len(config)},
-            "layers": [{"mediaType": layer_type, "digest": self.push_blob(repository, layer_bytes), "size": len(layer_bytes)}],
+            "layers": [
+                {"mediaType": layer_type, "digest": self.push_blob(repository, layer_bytes), "size": len(layer_bytes)}
+            ],
         }
         body = json.dumps(manifest, separators=(",", ":")).encode()
         digest, size = self.push_manifest(repository, tag or digest_of(body), manifest)

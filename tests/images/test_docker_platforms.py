@@ -44,7 +44,9 @@ def test_a_missing_tag_through_the_daemon_is_image_not_found(images, daemon):
 
 
 def test_basic_auth_through_the_daemon(basic_registry, daemon):
-    result = platforms_via_docker(basic_registry.multi, client=daemon, auth_config={"username": USER, "password": PASSWORD})
+    result = platforms_via_docker(
+        basic_registry.multi, client=daemon, auth_config={"username": USER, "password": PASSWORD}
+    )
     assert names(result) == ["linux/amd64", "linux/arm64/v8"]
 
 

@@ -43,7 +43,9 @@ def test_docker_hub_is_reached_at_its_api_host():
     assert ImageReference.parse("ghcr.io/org/app").api_host == "ghcr.io"
 
 
-@pytest.mark.parametrize("text", ["127.0.0.1:5000/app", "localhost:5000/app", "localhost/app", "[::1]:5000/app", "127.1.2.3/app"])
+@pytest.mark.parametrize(
+    "text", ["127.0.0.1:5000/app", "localhost:5000/app", "localhost/app", "[::1]:5000/app", "127.1.2.3/app"]
+)
 def test_loopback_registries_are_recognised(text):
     assert ImageReference.parse(text).is_loopback()
 

@@ -55,7 +55,12 @@ def test_refuses_arm64_on_an_amd64_only_image(images):
     with pytest.raises(ImagePlatformMismatch) as caught:
         run(check.check(images.amd64_only, Architecture.arm64, "train"))
     error = caught.value
-    assert (error.task, error.image, error.platforms, error.architecture) == ("train", images.amd64_only, ["linux/amd64"], "arm64")
+    assert (error.task, error.image, error.platforms, error.architecture) == (
+        "train",
+        images.amd64_only,
+        ["linux/amd64"],
+        "arm64",
+    )
     assert "linux/arm64" in str(error) and "Rebuild the image" in str(error)
 
 
@@ -117,7 +122,9 @@ def test_answers_are_cached_until_the_ttl_passes(registry):
         with pytest.raises(ImagePlatformMismatch):
             run(check.check(image, Architecture.arm64, "train"))
 
-        upload.push_index("moving", "1", [upload.push_image("moving", None, "amd64"), upload.push_image("moving", None, "arm64")])
+        upload.push_index(
+            "moving", "1", [upload.push_image("moving", None, "amd64"), upload.push_image("moving", None, "arm64")]
+        )
         clock.now += 59
         with pytest.raises(ImagePlatformMismatch):
             run(check.check(image, Architecture.arm64, "train"))

@@ -76,7 +76,9 @@ def test_docker_config_credential_helper_is_asked(basic_registry, docker_config,
     helper_folder.mkdir()
     helper = helper_folder / "docker-credential-armadatest"
     answer = json.dumps({"ServerURL": basic_registry.host, "Username": USER, "Secret": PASSWORD})
-    helper.write_text(f"#!/bin/sh\nread server\n[ \"$1\" = get ] && [ \"$server\" = \"{basic_registry.host}\" ] && echo '{answer}'\n")
+    helper.write_text(
+        f'#!/bin/sh\nread server\n[ "$1" = get ] && [ "$server" = "{basic_registry.host}" ] && echo \'{answer}\'\n'
+    )
     helper.chmod(helper.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{helper_folder}{os.pathsep}{os.environ['PATH']}")
     write_docker_config(docker_config, {"credHelpers": {basic_registry.host: "armadatest"}})

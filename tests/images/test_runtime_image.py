@@ -152,7 +152,9 @@ def docker_on_path(tmp_path, monkeypatch):
 
 def test_preflight_passes_with_buildx_and_emulation(binfmt, docker_on_path):
     (binfmt / "qemu-aarch64").write_text("enabled\ninterpreter /usr/bin/qemu-aarch64-static\n")
-    assert preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    assert (
+        preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    )
 
 
 def test_preflight_says_how_to_add_buildx(binfmt, docker_on_path):
@@ -162,31 +164,46 @@ def test_preflight_says_how_to_add_buildx(binfmt, docker_on_path):
 
 
 def test_preflight_says_how_to_add_qemu_for_the_foreign_architecture(binfmt, docker_on_path):
-    problems = preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True))
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
+    )
     assert len(problems) == 1
     assert "linux/arm64" in problems[0] and "qemu-aarch64" in problems[0]
     assert "tonistiigi/binfmt" in problems[0] and "qemu-user-static" in problems[0]
 
 
 def test_preflight_on_arm64_needs_x86_64_emulation(binfmt, docker_on_path):
-    problems = preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.arm64, runner=FakeDocker(True))
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.arm64, runner=FakeDocker(True)
+    )
     assert len(problems) == 1 and "qemu-x86_64" in problems[0]
 
 
 def test_preflight_ignores_a_disabled_emulator(binfmt, docker_on_path):
     (binfmt / "qemu-aarch64").write_text("disabled\n")
-    problems = preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True))
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
+    )
     assert len(problems) == 1
 
 
 def test_preflight_needs_no_emulation_for_the_native_platform(binfmt, docker_on_path):
-    assert preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    assert (
+        preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    )
 
 
 def test_preflight_skips_emulation_when_asked(binfmt, docker_on_path):
-    assert preflight_problems(
-        RUNTIME_PLATFORMS, check_emulation=False, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
-    ) == []
+    assert (
+        preflight_problems(
+            RUNTIME_PLATFORMS,
+            check_emulation=False,
+            binfmt_dir=binfmt,
+            host=Architecture.amd64,
+            runner=FakeDocker(True),
+        )
+        == []
+    )
 
 
 def test_preflight_without_a_docker_cli(monkeypatch, tmp_path):

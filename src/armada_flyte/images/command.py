@@ -27,10 +27,16 @@ def register(subparsers: Any) -> None:
         description="Print the platforms (os/arch[/variant]) an image reference supports. Credentials come "
         "from the Docker config (docker login) unless --username is given.",
     )
-    inspect.add_argument("reference", metavar="REF", help="image reference, e.g. ghcr.io/org/app:1.2 or 127.0.0.1:5000/app@sha256:...")
-    inspect.add_argument("--insecure", action="store_true", help="reach the registry over plain HTTP (loopback registries always are)")
+    inspect.add_argument(
+        "reference", metavar="REF", help="image reference, e.g. ghcr.io/org/app:1.2 or 127.0.0.1:5000/app@sha256:..."
+    )
+    inspect.add_argument(
+        "--insecure", action="store_true", help="reach the registry over plain HTTP (loopback registries always are)"
+    )
     inspect.add_argument("--json", action="store_true", help="print JSON instead of one platform per line")
-    inspect.add_argument("--daemon", action="store_true", help="ask the Docker daemon (DOCKER_HOST) instead of the registry")
+    inspect.add_argument(
+        "--daemon", action="store_true", help="ask the Docker daemon (DOCKER_HOST) instead of the registry"
+    )
     inspect.add_argument("--username", help=f"registry user; the password is read from stdin, or from ${PASSWORD_ENV}")
     inspect.set_defaults(func=_inspect)
 
@@ -41,7 +47,9 @@ def register(subparsers: Any) -> None:
         "From a checkout (editable install) armada-flyte is installed from the checkout, otherwise "
         "from the package index at this version.",
     )
-    build.add_argument("--tag", required=True, action="append", metavar="REF", help="image reference to tag (repeatable)")
+    build.add_argument(
+        "--tag", required=True, action="append", metavar="REF", help="image reference to tag (repeatable)"
+    )
     build.add_argument(
         "--platform",
         default=",".join(RUNTIME_PLATFORMS),
@@ -49,7 +57,12 @@ def register(subparsers: Any) -> None:
     )
     build.add_argument("--push", action="store_true", help="push the image index to the registry")
     build.add_argument("--print", action="store_true", dest="print_only", help="print the exact command and exit")
-    build.add_argument("--python", default=DEFAULT_PYTHON_VERSION, metavar="VERSION", help=f"Python version of the base image (default {DEFAULT_PYTHON_VERSION})")
+    build.add_argument(
+        "--python",
+        default=DEFAULT_PYTHON_VERSION,
+        metavar="VERSION",
+        help=f"Python version of the base image (default {DEFAULT_PYTHON_VERSION})",
+    )
     build.add_argument("--builder", help="buildx builder to use (skips the local QEMU check: it may have native nodes)")
     build.add_argument("--progress", default="auto", choices=("auto", "plain", "tty"), help="buildx progress output")
     build.set_defaults(func=_build)

@@ -55,7 +55,9 @@ def platforms_via_docker(
         except docker.errors.DockerException as exc:
             raise DockerDaemonUnavailable(str(exc)) from exc
     try:
-        answer: dict[str, Any] = client.inspect_distribution(str(ref), auth_config=dict(auth_config) if auth_config else None)
+        answer: dict[str, Any] = client.inspect_distribution(
+            str(ref), auth_config=dict(auth_config) if auth_config else None
+        )
     except docker.errors.APIError as exc:
         raise _registry_error(ref, exc) from exc
     except docker.errors.DockerException as exc:

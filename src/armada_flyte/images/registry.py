@@ -166,7 +166,9 @@ class RegistryClient:
         credentials = self._credentials_for(ref)
         if scheme == "basic":
             if credentials is None:
-                raise RegistryAuthFailed(ref.registry, str(ref), "it asks for a user name and password and none were found")
+                raise RegistryAuthFailed(
+                    ref.registry, str(ref), "it asks for a user name and password and none were found"
+                )
             return basic_authorization(credentials)
         if scheme == "bearer":
             return "Bearer " + self._fetch_token(ref, params, credentials)
@@ -190,7 +192,11 @@ class RegistryClient:
         except httpx.TransportError as exc:
             raise _unreachable(ref.registry, realm, exc, what="its token service") from exc
         if answer.status_code in (401, 403):
-            who = f"the credentials for {credentials.username!r} were refused" if credentials else "it refused anonymous access"
+            who = (
+                f"the credentials for {credentials.username!r} were refused"
+                if credentials
+                else "it refused anonymous access"
+            )
             raise RegistryAuthFailed(ref.registry, str(ref), f"its token service {realm}: {who}")
         if answer.status_code != 200:
             raise RegistryUnreachable(ref.registry, f"its token service {realm} answered HTTP {answer.status_code}")
@@ -202,7 +208,11 @@ class RegistryClient:
 
     def _refusal(self, ref: ImageReference, response: httpx.Response) -> str:
         credentials = self._credentials_for(ref)
-        who = f"the credentials for {credentials.username!r} were refused" if credentials else "it needs credentials and none were found"
+        who = (
+            f"the credentials for {credentials.username!r} were refused"
+            if credentials
+            else "it needs credentials and none were found"
+        )
         return who + _error_detail(response, " - ")
 
 
