@@ -103,6 +103,7 @@ def test_invalid_connector_settings_are_a_problem(doctor_json, monkeypatch):
     [
         ("kubernetes: [\n", "is not valid YAML"),
         ("- a\n- b\n", "holds list, not a mapping of settings"),
+        ("", "holds nothing, not a mapping of settings"),
     ],
 )
 def test_unreadable_executor_config_is_a_problem(doctor_json, write_yaml, content, says):

@@ -1,7 +1,7 @@
 """Checks of the node-group file against itself, the Armada executor and scheduler configs, and the runtime image.
 
 Pure: every function takes parsed data and returns `Finding`s, so each rule is tested without
-files or servers. The rules mirror how Armada treats nodes (see ARMADA_FACTS): the executor
+files or servers. The rules mirror how Armada treats nodes (docs/how-it-works.md): the executor
 reports only the node labels it tracks and marks nodes with untolerated NoSchedule taints
 unschedulable; the scheduler places gangs by uniformity label only if it indexes that label.
 """

@@ -61,9 +61,10 @@ def load_yaml_mapping(path: pathlib.Path, check: str, what: str) -> tuple[Option
     except yaml.YAMLError as exc:
         return None, problem(check, f"the {what} {path} is not valid YAML: {exc}", "correct the YAML syntax")
     if not isinstance(data, dict):
+        holds = "nothing" if data is None else type(data).__name__
         return None, problem(
             check,
-            f"the {what} {path} holds {type(data).__name__}, not a mapping of settings",
+            f"the {what} {path} holds {holds}, not a mapping of settings",
             f"pass the {what} file itself (or its Helm values with applicationConfig)",
         )
     return data, None
