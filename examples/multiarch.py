@@ -15,6 +15,7 @@ import asyncio
 import math
 import os
 import pathlib
+import platform
 import random
 from dataclasses import dataclass
 
@@ -102,8 +103,16 @@ def main() -> int:
             print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
             stack.init_flyte(root)
             run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
-    print(f"pipeline result: {run.outputs()}")
+    outputs = run.outputs()
+    best = outputs[0] if isinstance(outputs, tuple) else outputs
+    print(f"\npipeline result: best RMSE {float(best):.4f}\n")
     print_jobs_table()
+    if not os.environ.get("ARMADA_URL"):
+        print(
+            f"\nThe embedded server's process executor ran every pod natively on this {platform.machine()} host; "
+            "arm64 pods were scheduled on the arm64 node group (see each job's log, or use "
+            "`armada-flyte dev --executor docker` to run them under emulation)."
+        )
     return 0
 
 

@@ -4,6 +4,7 @@ set -euo pipefail
 packages=()
 command -v docker-registry >/dev/null 2>&1 || packages+=(docker-registry)
 command -v dockerd >/dev/null 2>&1 || packages+=(docker.io)
+command -v htpasswd >/dev/null 2>&1 || packages+=(apache2-utils)
 if [ ${#packages[@]} -eq 0 ]; then
   exit 0
 fi

@@ -19,6 +19,7 @@ from armada_flyte.errors import (  # noqa: E402
     ImagePlatformMismatch,
     InvalidConfig,
 )
+from armada_flyte.runtime_image import runtime_image  # noqa: E402
 from armada_flyte.task import ArmadaConfig, ArmadaFunctionTask  # noqa: E402
 
 __version__ = "0.1.0"
@@ -29,13 +30,6 @@ def configure(**settings: object) -> None:
     from armada_flyte.settings import configure as _configure
 
     _configure(**settings)
-
-
-def runtime_image(registry: str, name: str = "armada-flyte-runtime"):
-    """A `flyte.Image` of the generic task runtime for linux/amd64 and linux/arm64."""
-    from armada_flyte.runtime_image import runtime_image as _runtime_image
-
-    return _runtime_image(registry, name)
 
 
 __all__ = [

@@ -19,7 +19,7 @@ import os
 import pathlib
 import tempfile
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +27,17 @@ _bundles: dict[tuple[str, str, str], str] = {}
 """(root dir, bundle hash, raw data base) -> uploaded tgz, so a fan-out uploads its code once."""
 
 
-async def execute_locally(task: Any, stock_execute: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+async def execute_task(task: Any, *args: Any, **kwargs: Any) -> Any:
+    """Inside the job's pod: run the function. On a laptop: submit through the connector."""
     from flyte import storage
     from flyte._context import internal_ctx
     from flyte._task import AsyncFunctionTaskTemplate
 
     tctx = internal_ctx().data.task_context
     if tctx is None or tctx.mode == "remote":
-        return await stock_execute(*args, **kwargs)  # inside the pod: just run the function
+        # Inside the pod. Not the SDK mixin's execute: it looks the connector up first, and a
+        # task image has no connector registered.
+        return await AsyncFunctionTaskTemplate.execute(task, *args, **kwargs)
     if not storage.is_remote(tctx.raw_data_path.path):
         log.info(
             "task %s runs in-process: the raw data path %s is local, and Armada pods can't read it "
@@ -54,6 +57,8 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     from flyte.connectors import ConnectorRegistry
     from flyte.connectors.utils import _render_task_template
     from flyte.models import SerializationContext
+
+    import armada_flyte.connector  # noqa: F401  (registers the connector; the task side doesn't load it)
 
     connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
     cfg = get_init_config()

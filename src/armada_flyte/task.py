@@ -133,10 +133,10 @@ class ArmadaFunctionTask(AsyncConnectorExecutorMixin, AsyncFunctionTaskTemplate)
         return spec.to_custom()
 
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Run through Armada in local mode without the SDK mixin's fixed sleeps and lost cancels."""
-        from armada_flyte.local_run import execute_locally
+        """Run the function in the pod; in local runs, go through Armada (see `local_run`)."""
+        from armada_flyte.local_run import execute_task
 
-        return await execute_locally(self, super().execute, *args, **kwargs)
+        return await execute_task(self, *args, **kwargs)
 
 
 TaskPluginRegistry.register(ArmadaConfig, ArmadaFunctionTask)

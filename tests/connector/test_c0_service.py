@@ -18,7 +18,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
 
-from .conftest import execution_metadata, python_template
+from armada_templates import execution_metadata, python_template
 
 ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
 

@@ -15,7 +15,7 @@ from armada_flyte.connector import ArmadaConnector, ArmadaJobMetadata
 from armada_flyte.errors import SubmissionRefused
 from armada_flyte.settings import resolve_settings
 
-from .conftest import execution_metadata, python_template, run, wait_for
+from armada_templates import execution_metadata, python_template, run, wait_for
 
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 

@@ -99,12 +99,6 @@ def test_runtime_image_is_a_flyte_image_from_the_dockerfile_for_both_platforms()
     assert image.uri.startswith("127.0.0.1:5000/armada-flyte-runtime:")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importing the submodule armada_flyte.runtime_image rebinds the package attribute of the same "
-    "name to the module; armada_flyte/__init__.py must import the function eagerly "
-    "(`from armada_flyte.runtime_image import runtime_image`) instead of wrapping a lazy import",
-)
 def test_the_package_level_runtime_image_stays_callable_once_its_module_is_loaded():
     import armada_flyte
 
