@@ -13,7 +13,8 @@ _MAX_LINE_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class LogLine:
-    at: float
+    at_us: int
+    """Arrival time in whole microseconds since the epoch, the precision timestamps are shown in."""
     stream: str
     text: str
 
@@ -44,7 +45,7 @@ class PodLog:
             self.write(stream, self._partial.pop(stream).decode(errors="replace"))
 
     def write(self, stream: str, text: str) -> None:
-        line = LogLine(time.time(), stream, text.rstrip("\r\n"))
+        line = LogLine(time.time_ns() // 1000, stream, text.rstrip("\r\n"))
         with self._lock:
             self._lines.append(line)
             if stream == "stderr":
@@ -54,9 +55,10 @@ class PodLog:
         """A line from the embedded server itself, marked as such, to say what it did to the pod."""
         self.write("note", NOTE_PREFIX + text)
 
-    def lines(self, since: float | None = None, tail: int | None = None) -> list[LogLine]:
+    def lines(self, since_us: int | None = None, tail: int | None = None) -> list[LogLine]:
+        """Lines that arrived after `since_us` (all when None), the last `tail` of them if given."""
         with self._lock:
-            lines = [line for line in self._lines if since is None or line.at > since]
+            lines = [line for line in self._lines if since_us is None or line.at_us > since_us]
         return lines[-tail:] if tail else lines
 
     def texts(self) -> list[str]:

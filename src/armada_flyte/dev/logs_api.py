@@ -13,6 +13,7 @@ from armada_flyte.dev.control_plane import ControlPlane
 from armada_flyte.dev.refusals import InvalidArgument, NotFound, as_status
 
 _FRACTION = re.compile(r"\.(\d+)")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 class BinocularsServicer(binoculars_pb2_grpc.BinocularsServicer):
@@ -29,22 +30,26 @@ class BinocularsServicer(binoculars_pb2_grpc.BinocularsServicer):
             return binoculars_pb2.LogResponse()
         options = request.log_options
         tail = options.tailLines if options.HasField("tailLines") and options.tailLines > 0 else None
-        lines = run.log.lines(since=parse_rfc3339(request.since_time), tail=tail)
+        lines = run.log.lines(since_us=parse_rfc3339(request.since_time), tail=tail)
         return binoculars_pb2.LogResponse(
-            log=[binoculars_pb2.LogLine(timestamp=format_rfc3339(line.at), line=line.text) for line in lines]
+            log=[binoculars_pb2.LogLine(timestamp=format_rfc3339(line.at_us), line=line.text) for line in lines]
         )
 
 
-def format_rfc3339(at: float) -> str:
-    return dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def format_rfc3339(at_us: int) -> str:
+    moment = _EPOCH + dt.timedelta(microseconds=at_us)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_rfc3339(text: str) -> Optional[float]:
-    """Seconds since the epoch for an RFC 3339 time (nanoseconds allowed), None for the empty string."""
+def parse_rfc3339(text: str) -> Optional[int]:
+    """Microseconds since the epoch for an RFC 3339 time (nanoseconds allowed), None for the empty string."""
     if not text:
         return None
     normalised = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text.strip()).replace("Z", "+00:00")
     try:
-        return dt.datetime.fromisoformat(normalised).timestamp()
+        moment = dt.datetime.fromisoformat(normalised)
     except ValueError:
         raise InvalidArgument(f"since_time {text!r} is not an RFC 3339 time such as 2024-05-01T12:00:00Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
