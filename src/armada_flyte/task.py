@@ -8,9 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Optional, Union
 
-# The private module, not `flyte.connectors`: that package also loads the gRPC service
-# (grpcio, prometheus) which a task image does not need.
-from flyte.connectors._connector import AsyncConnectorExecutorMixin
 from flyte.extend import AsyncFunctionTaskTemplate, TaskPluginRegistry
 from flyte.models import SerializationContext
 
@@ -119,8 +116,12 @@ CONFIG_FIELDS = tuple(f.name for f in fields(ArmadaConfig))
 
 
 @dataclass(kw_only=True)
-class ArmadaFunctionTask(AsyncConnectorExecutorMixin, AsyncFunctionTaskTemplate):
-    """A Flyte function task that runs as an Armada job through the `armada` connector."""
+class ArmadaFunctionTask(AsyncFunctionTaskTemplate):
+    """A Flyte function task that runs as an Armada job through the `armada` connector.
+
+    It does not inherit the SDK's `AsyncConnectorExecutorMixin`: `execute` below replaces all
+    of it, and importing it would pull grpc into every task image.
+    """
 
     plugin_config: ArmadaConfig = field(default_factory=ArmadaConfig)
     task_type: str = TASK_TYPE
