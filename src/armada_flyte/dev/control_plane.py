@@ -13,13 +13,14 @@ import threading
 import time
 from typing import Any, Iterable, Optional
 
-from armada_client.armada import event_pb2, submit_pb2
+from armada_client.armada import event_pb2
 from armada_flyte.dev.cluster import Cluster
 from armada_flyte.dev.events import EventLog
 from armada_flyte.dev.executors.base import Executor, PodLaunch, grace_seconds
 from armada_flyte.dev.jobs import Job, JobState, Run, new_job_id
-from armada_flyte.dev.messages import CLUSTER_ID
-from armada_flyte.dev.refusals import AlreadyExists, InvalidArgument, NotFound, QueueNotFound
+from armada_flyte.dev.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
+from armada_flyte.dev.queues import QueueRegistry
+from armada_flyte.dev.refusals import InvalidArgument, QueueNotFound
 from armada_flyte.dev.requirements import Requirements
 from armada_flyte.dev.scheduler import Backlog, Scheduler
 from armada_flyte.dev.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
@@ -41,7 +42,7 @@ class ControlPlane:
         self.events = EventLog()
         self.scheduler = Scheduler(cluster)
         self._lock = threading.RLock()
-        self._queues: dict[str, submit_pb2.Queue] = {}
+        self.queues = QueueRegistry()
         self._backlogs: dict[str, Backlog] = {}
         self._jobs: dict[str, Job] = {}
         self._job_sets: dict[tuple[str, str], list[Job]] = {}
@@ -49,6 +50,7 @@ class ControlPlane:
         self._by_client_id: dict[tuple[str, str], str] = {}
         self._by_external_uri: dict[tuple[str, str, str], str] = {}
         self._gangs: dict[GangKey, list[Job]] = {}
+        self._requirements: dict[Requirements, Requirements] = {}
         self._unchecked_jobs: list[Job] = []
         self._unchecked_gangs: list[GangKey] = []
         self._seq = 0
@@ -85,45 +87,15 @@ class ControlPlane:
             self._held.clear()
         self._launch(launches)
 
-    # Queues
-
-    def create_queue(self, queue: submit_pb2.Queue) -> None:
-        _check_queue(queue)
-        with self._lock:
-            if queue.name in self._queues:
-                raise AlreadyExists(f"error creating queue: queue {queue.name} already exists")
-            self._queues[queue.name] = _copy(queue)
-            self._backlogs[queue.name] = Backlog()
-
-    def update_queue(self, queue: submit_pb2.Queue) -> None:
-        _check_queue(queue)
-        with self._lock:
-            if queue.name not in self._queues:
-                raise NotFound(f"error: queue {queue.name} does not exist")
-            self._queues[queue.name] = _copy(queue)
-        self._wake.set()
+    # Queues (the registry does the rest; deleting needs the jobs)
 
     def delete_queue(self, name: str) -> None:
         with self._lock:
             active = sum(1 for (queue, _), jobs in self._job_sets.items() if queue == name for j in jobs if not j.state.terminal)
             if active:
                 raise InvalidArgument(f"error deleting queue {name}: it has {active} active jobs; cancel them first")
-            self._queues.pop(name, None)
+            self.queues.remove(name)
             self._backlogs.pop(name, None)
-
-    def get_queue(self, name: str) -> submit_pb2.Queue:
-        with self._lock:
-            if name not in self._queues:
-                raise NotFound(f"error: queue {name} does not exist")
-            return _copy(self._queues[name])
-
-    def has_queue(self, name: str) -> bool:
-        with self._lock:
-            return name in self._queues
-
-    def queues(self) -> list[submit_pb2.Queue]:
-        with self._lock:
-            return [_copy(q) for q in self._queues.values()]
 
     # Submission and control
 
@@ -264,11 +236,11 @@ class ControlPlane:
             if not job.state.terminal and job.latest_run is run:
                 if exit_code == 0:
                     job.move_to(JobState.SUCCEEDED)
-                    self.events.append("succeeded", job, **_pod_fields(run))
+                    self.events.append("succeeded", job, **pod_event_fields(run))
                 else:
                     run.error = error
                     job.move_to(JobState.FAILED)
-                    self.events.append("failed", job, **_failure_fields(run, exit_code, error))
+                    self.events.append("failed", job, **failure_event_fields(run, exit_code, error))
         self._wake.set()
 
     def note(self, run_id: str, text: str) -> None:
@@ -281,11 +253,12 @@ class ControlPlane:
     # Internals
 
     def _require_queue(self, queue: str) -> None:
-        if queue not in self._queues:
+        if queue not in self.queues:
             raise QueueNotFound(queue)
 
     def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> str:
         self._seq += 1
+        needs = self._requirements.setdefault(needs, needs)  # equal requirements share one object
         job = Job(new_job_id(), queue, job_set, self._seq, item, pod, needs, gang_info(item.annotations))
         self._jobs[job.id] = job
         self._job_sets.setdefault((queue, job_set), []).append(job)
@@ -296,7 +269,7 @@ class ControlPlane:
             self._by_external_uri[(queue, job_set, uri)] = job.id
         self.events.append("submitted", job)
         self.events.append("queued", job)
-        self._backlogs[queue].add(job)
+        self._backlogs.setdefault(queue, Backlog()).add(job)
         if job.gang_key is None:
             self._unchecked_jobs.append(job)
         else:
@@ -329,8 +302,7 @@ class ControlPlane:
     def _schedule(self) -> None:
         with self._lock:
             self._reject_unschedulable()
-            factors = {name: queue.priority_factor for name, queue in self._queues.items()}
-            placements = self.scheduler.plan(self._backlogs, factors, self._queued_gang)
+            placements = self.scheduler.plan(self._backlogs, self.queues.priority_factors(), self._queued_gang)
             launches = [self._lease(job, node) for job, node in placements]
             if self._paused:
                 self._held.update((launch.run_id, launch) for launch in launches)
@@ -389,10 +361,10 @@ class ControlPlane:
             pool = self.cluster.pool
             if state == JobState.PENDING:
                 run.pending_at = now
-                self.events.append("pending", run.job, pool=pool, **_pod_fields(run, with_node=False))
+                self.events.append("pending", run.job, pool=pool, **pod_event_fields(run, with_node=False))
             else:
                 run.started_at = now
-                self.events.append("running", run.job, pool=pool, **_pod_fields(run))
+                self.events.append("running", run.job, pool=pool, **pod_event_fields(run))
             run.job.move_to(state, now)
             return True
 
@@ -418,47 +390,7 @@ class ControlPlane:
             self.scheduler.release(run.job, run.node.index)
 
 
-def _check_queue(queue: submit_pb2.Queue) -> None:
-    if not queue.name:
-        raise InvalidArgument("error validating queue: queue name must not be empty")
-    if queue.priority_factor < 1.0:
-        raise InvalidArgument(
-            f"error validating queue: priority factor of queue {queue.name} is {queue.priority_factor}; the minimum is 1"
-        )
-
-
-def _copy(queue: submit_pb2.Queue) -> submit_pb2.Queue:
-    copied = submit_pb2.Queue()
-    copied.CopyFrom(queue)
-    return copied
-
-
 def _error_of(job: Job) -> str:
     """Armada's rule: the job's own error, else its latest run's."""
     run = job.latest_run
     return job.error or (run.error if run else "")
-
-
-def _pod_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
-    fields = {
-        "cluster_id": CLUSTER_ID,
-        "kubernetes_id": run.id,
-        "pod_number": 0,
-        "pod_name": run.pod_name,
-        "pod_namespace": run.job.namespace,
-    }
-    if with_node:
-        fields["node_name"] = run.node.name
-    return fields
-
-
-def _failure_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]:
-    container = run.job.pod.containers[0].name
-    status = event_pb2.ContainerStatus(name=container, exitCode=exit_code, message=error, reason="Error", cause=event_pb2.Error)
-    return {
-        **_pod_fields(run),
-        "reason": error,
-        "exit_codes": {container: exit_code},
-        "container_statuses": [status],
-        "cause": event_pb2.Error,
-    }

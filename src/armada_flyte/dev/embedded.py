@@ -127,7 +127,7 @@ class EmbeddedArmada:
         return self._plane
 
     def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
-        self.plane.create_queue(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
 
     def pause(self) -> None:
         """Hold new leases: scheduled jobs stay LEASED and nothing starts until `resume()`."""

@@ -37,7 +37,7 @@ class EventServicer(event_pb2_grpc.EventServicer):
         events = self._plane.events
         try:
             after = _position(from_id)
-            if not self._plane.has_queue(queue):
+            if not queue in self._plane.queues:
                 raise QueueNotFound(queue)
             if error_if_missing and not events.exists(queue, job_set):
                 raise NotFound(f"job set {job_set} in queue {queue} does not exist")

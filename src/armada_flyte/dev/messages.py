@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -105,3 +105,29 @@ def job_details(job: Job, expand_spec: bool, expand_runs: bool) -> job_pb2.JobDe
         job_spec=job_message(job) if expand_spec else None,
         job_runs=[run_details(r) for r in job.runs] if expand_runs else [],
     )
+
+
+def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
+    """The fields pod events (pending, running, succeeded, failed) share."""
+    fields = {
+        "cluster_id": CLUSTER_ID,
+        "kubernetes_id": run.id,
+        "pod_number": 0,
+        "pod_name": run.pod_name,
+        "pod_namespace": run.job.namespace,
+    }
+    if with_node:
+        fields["node_name"] = run.node.name
+    return fields
+
+
+def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]:
+    container = run.job.pod.containers[0].name
+    status = event_pb2.ContainerStatus(name=container, exitCode=exit_code, message=error, reason="Error", cause=event_pb2.Error)
+    return {
+        **pod_event_fields(run),
+        "reason": error,
+        "exit_codes": {container: exit_code},
+        "container_statuses": [status],
+        "cause": event_pb2.Error,
+    }

@@ -58,6 +58,14 @@ class Requirements:
     affinity_terms: tuple[tuple[NodeExpression, ...], ...] = ()
     resources: tuple[tuple[str, int], ...] = ()
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        """Computed once: the scheduler looks requirements up in its caches for every job it tries."""
+        return hash((self.tolerations, self.node_selector, self.affinity_terms, self.resources))
+
     @classmethod
     def of_pod(cls, pod: Any) -> Requirements:
         """Read a validated PodSpec (armada_client's k8s proto)."""

@@ -21,20 +21,20 @@ class _QueueMethods:
 
     @as_status
     def CreateQueue(self, request: submit_pb2.Queue, context: grpc.ServicerContext) -> empty_pb2.Empty:
-        self._plane.create_queue(request)
+        self._plane.queues.create(request)
         return empty_pb2.Empty()
 
     def CreateQueues(self, request: submit_pb2.QueueList, context: grpc.ServicerContext) -> submit_pb2.BatchQueueCreateResponse:
-        failed = [submit_pb2.QueueCreateResponse(queue=q, error=e) for q, e in _each(self._plane.create_queue, request.queues)]
+        failed = [submit_pb2.QueueCreateResponse(queue=q, error=e) for q, e in _each(self._plane.queues.create, request.queues)]
         return submit_pb2.BatchQueueCreateResponse(failed_queues=failed)
 
     @as_status
     def UpdateQueue(self, request: submit_pb2.Queue, context: grpc.ServicerContext) -> empty_pb2.Empty:
-        self._plane.update_queue(request)
+        self._plane.queues.update(request)
         return empty_pb2.Empty()
 
     def UpdateQueues(self, request: submit_pb2.QueueList, context: grpc.ServicerContext) -> submit_pb2.BatchQueueUpdateResponse:
-        failed = [submit_pb2.QueueUpdateResponse(queue=q, error=e) for q, e in _each(self._plane.update_queue, request.queues)]
+        failed = [submit_pb2.QueueUpdateResponse(queue=q, error=e) for q, e in _each(self._plane.queues.update, request.queues)]
         return submit_pb2.BatchQueueUpdateResponse(failed_queues=failed)
 
     @as_status
@@ -44,12 +44,12 @@ class _QueueMethods:
 
     @as_status
     def GetQueue(self, request: submit_pb2.QueueGetRequest, context: grpc.ServicerContext) -> submit_pb2.Queue:
-        return self._plane.get_queue(request.name)
+        return self._plane.queues.get(request.name)
 
     def GetQueues(
         self, request: submit_pb2.StreamingQueueGetRequest, context: grpc.ServicerContext
     ) -> Iterator[submit_pb2.StreamingQueueMessage]:
-        queues = self._plane.queues()
+        queues = self._plane.queues.all()
         for queue in queues[: request.num or len(queues)]:
             yield submit_pb2.StreamingQueueMessage(queue=queue)
         yield submit_pb2.StreamingQueueMessage(end=submit_pb2.EndMarker())
