@@ -75,7 +75,8 @@ class ArmadaApi:
         roots = self._settings.armada_ca_cert.read_bytes() if self._settings.armada_ca_cert else None
         return grpc.aio.secure_channel(self._settings.armada_url, grpc.ssl_channel_credentials(roots), options=options)
 
-    def _metadata(self) -> list[tuple[str, str]]:
+    def auth_metadata(self) -> list[tuple[str, str]]:
+        """The `authorization` header for the configured credentials (empty: none)."""
         s = self._settings
         if s.auth_token is not None:
             return [("authorization", f"Bearer {s.auth_token.get_secret_value()}")]
@@ -101,7 +102,7 @@ class ArmadaApi:
         raise AssertionError("unreachable")
 
     def _kw(self) -> dict[str, Any]:
-        return {"metadata": self._metadata(), "timeout": self._settings.grpc_timeout_seconds}
+        return {"metadata": self.auth_metadata(), "timeout": self._settings.grpc_timeout_seconds}
 
     # ---- Submit ----
     async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:

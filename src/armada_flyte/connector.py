@@ -74,8 +74,9 @@ class _GangArchitectures:
     """Which architecture each gang's first member took, so a member asking for another fails at create.
 
     Soft state, bounded: within one connector process (local runs, one c0 replica) a mixed gang
-    is refused with a clear error; across replicas, Armada's uniformity label still keeps a gang on
-    one architecture.
+    is refused with a clear error. Across replicas this can't see the other members; every gang
+    also carries the `kubernetes.io/arch` uniformity label (unless the author chose another), so
+    Armada never splits one across architectures.
     """
 
     def __init__(self, limit: int = 10_000):

@@ -264,9 +264,9 @@ def build_job_request(
         gang_id = f"{spec.gang_id}-{identity.run}" if identity.run else spec.gang_id
         annotations[GANG_ID] = gang_id
         annotations[GANG_CARDINALITY] = str(spec.gang_cardinality)
-        uniformity = spec.gang_node_uniformity_label or (None if placement.architecture else ARCH_LABEL)
-        if uniformity:
-            annotations[GANG_UNIFORMITY] = uniformity
+        # Always a uniformity label: with the arch label, Armada itself keeps the gang on one
+        # architecture, even when members were submitted by different connector replicas.
+        annotations[GANG_UNIFORMITY] = spec.gang_node_uniformity_label or ARCH_LABEL
 
     return JobRequest(
         pod_spec=pod_spec,

@@ -133,7 +133,7 @@ def test_gang_annotations_are_scoped_to_the_run(serialize):
     job = build(serialize(task), meta=metadata(run="r9"))
     assert job.annotations["armadaproject.io/gangId"] == "train-r9"
     assert job.annotations["armadaproject.io/gangCardinality"] == "3"
-    assert "armadaproject.io/gangNodeUniformityLabel" not in job.annotations  # pinned already
+    assert job.annotations["armadaproject.io/gangNodeUniformityLabel"] == "kubernetes.io/arch"
 
 
 def test_gang_without_architecture_is_kept_on_one_architecture(serialize):

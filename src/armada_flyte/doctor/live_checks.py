@@ -137,7 +137,7 @@ def _credentials(settings: ConnectorConfig) -> str:
 
 def _authorization(settings: ConnectorConfig) -> list[tuple[str, str]]:
     """Exactly the `authorization` header the connector sends, so the doctor tests what it will use."""
-    return ArmadaApi(settings)._metadata()
+    return ArmadaApi(settings).auth_metadata()
 
 
 def _channel(url: str, settings: ConnectorConfig) -> grpc.Channel:
