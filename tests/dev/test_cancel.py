@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import grpc
 import pytest
 
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
-from dev.pods import cluster, item, node_group, pod, python, sleeper, submit_one
+from dev.pods import cluster, item, node_group, pod, python, sleeper, submit_one, unique
 from dev.process_checks import is_alive, pids_in_log
 from dev.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state, wait_until
 
@@ -78,3 +79,15 @@ def test_cancelling_a_job_set_can_be_limited_to_states(own_armada) -> None:
     client.cancel_jobset("conformance", "js", [JobState.QUEUED])
     wait_for_state(client, queued, CANCELLED)
     assert state_of(client, running) == RUNNING
+
+
+def test_cancel_needs_a_job_set(client: ArmadaClient, queue: str) -> None:
+    with pytest.raises(grpc.RpcError) as error:
+        client.submit_stub.CancelJobs(submit_pb2.JobCancelRequest(queue=queue, job_set_id="", job_ids=["x"]))
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_cancel_in_an_unknown_queue_is_permission_denied(client: ArmadaClient) -> None:
+    with pytest.raises(grpc.RpcError) as error:
+        client.cancel_jobs(unique("nowhere"), "js", "x")
+    assert error.value.code() == grpc.StatusCode.PERMISSION_DENIED

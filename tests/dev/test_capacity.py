@@ -21,10 +21,16 @@ QUEUED, RUNNING, SUCCEEDED, REJECTED = submit_pb2.QUEUED, submit_pb2.RUNNING, su
 PLACED = (submit_pb2.LEASED, submit_pb2.PENDING, submit_pb2.RUNNING, submit_pb2.SUCCEEDED)
 
 
-def test_a_job_that_fits_but_not_now_waits_queued_then_runs(own_armada) -> None:
+def one_busy_cpu(own_armada):
+    """A cluster of one node with one cpu, held by a running job: returns the client and that job."""
     _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
     blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="1")))
     wait_for_state(client, blocker, RUNNING)
+    return client, blocker
+
+
+def test_a_job_that_fits_but_not_now_waits_queued_then_runs(own_armada) -> None:
+    client, blocker = one_busy_cpu(own_armada)
     waiting = submit_one(client, QUEUE, "js", item(pod(cpu="1")))
     wait_for_a_scheduling_pass(client, QUEUE, "js")
     assert state_of(client, waiting) == QUEUED
@@ -46,15 +52,24 @@ def test_capacity_comes_back_when_a_job_ends_by_itself(own_armada, tmp_path: pat
 
 
 def test_lower_priority_number_goes_first(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
-    blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="1")))
-    wait_for_state(client, blocker, RUNNING)
+    client, blocker = one_busy_cpu(own_armada)
     later = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), priority=5))
     sooner = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), priority=1))
     wait_for_a_scheduling_pass(client, QUEUE, "js")
     client.cancel_jobs(QUEUE, "js", blocker)
     wait_for_state(client, sooner, RUNNING)
     assert state_of(client, later) == QUEUED
+
+
+def test_reprioritizing_a_waiting_job_moves_it_ahead(own_armada) -> None:
+    client, blocker = one_busy_cpu(own_armada)
+    first = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), priority=1))
+    second = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), priority=2))
+    client.reprioritize_jobs(0, [second], "js", QUEUE)
+    wait_for_a_scheduling_pass(client, QUEUE, "js")
+    client.cancel_jobs(QUEUE, "js", blocker)
+    wait_for_state(client, second, RUNNING)
+    assert state_of(client, first) == QUEUED
 
 
 def test_queues_share_freed_capacity_fairly(own_armada) -> None:
@@ -119,9 +134,7 @@ def test_a_gang_that_could_never_fit_is_rejected(own_armada) -> None:
 
 
 def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
-    victim = submit_one(client, QUEUE, "js", item(sleeper(cpu="1")))
-    wait_for_state(client, victim, RUNNING)
+    client, victim = one_busy_cpu(own_armada)
     waiting = submit_one(client, QUEUE, "js", item(pod(cpu="1")))
     client.preempt_jobs(QUEUE, "js", victim)
     wait_for_state(client, victim, submit_pb2.PREEMPTED)

@@ -119,10 +119,15 @@ class ControlPlane:
     def cancel(
         self, queue: str, job_set: str, job_ids: Iterable[str] = (), reason: str = "", states: Iterable[int] = ()
     ) -> list[str]:
-        """Cancel the given jobs of the job set (all of them when no ids), optionally only those in `states`."""
+        """Cancel the given jobs of the job set (all of them when no ids), optionally only those in `states`.
+
+        Answers, like Armada, the ids asked for (cancelling is a request), or the ids cancelled
+        when the whole job set was asked for.
+        """
         wanted_states = {JobState(s) for s in states}
+        job_ids = list(dict.fromkeys(job_ids))
         with self._lock:
-            self._require_queue(queue)
+            self._require_job_set(queue, job_set)
             kills, cancelled = [], []
             for job in self._select(queue, job_set, job_ids):
                 if job.state.terminal or (wanted_states and job.state not in wanted_states):
@@ -136,13 +141,13 @@ class ControlPlane:
                 cancelled.append(job.id)
         self._kill(kills)
         self._wake.set()
-        return cancelled
+        return job_ids or cancelled
 
     def preempt(self, queue: str, job_set: str, job_ids: Iterable[str], reason: str = "") -> dict[str, str]:
         """Preempt leased or running jobs; the answer maps each id to "" or why it was not preempted."""
         results, kills = {}, []
         with self._lock:
-            self._require_queue(queue)
+            self._require_job_set(queue, job_set)
             found = {job.id: job for job in self._select(queue, job_set, job_ids)}
             for job_id in job_ids:
                 job = found.get(job_id)
@@ -164,7 +169,7 @@ class ControlPlane:
 
     def reprioritize(self, queue: str, job_set: str, job_ids: Iterable[str], priority: float) -> dict[str, str]:
         with self._lock:
-            self._require_queue(queue)
+            self._require_job_set(queue, job_set)
             results = {}
             for job in self._select(queue, job_set, job_ids):
                 if job.state.terminal:
@@ -255,6 +260,14 @@ class ControlPlane:
     def _require_queue(self, queue: str) -> None:
         if queue not in self.queues:
             raise QueueNotFound(queue)
+
+    def _require_job_set(self, queue: str, job_set: str) -> None:
+        """Armada's order for acting on a job set: both names present, then the queue must exist."""
+        if not queue:
+            raise InvalidArgument("queue is a required field")
+        if not job_set:
+            raise InvalidArgument("job set id is a required field")
+        self._require_queue(queue)
 
     def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> str:
         self._seq += 1

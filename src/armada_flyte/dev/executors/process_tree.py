@@ -94,11 +94,13 @@ def _still_alive(leader: int, victims: set[int]) -> set[int]:
 
 
 def _signal(leader: int, pids: Iterable[int], signum: signal.Signals) -> None:
-    try:
-        os.killpg(leader, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in pids:
+    own = {os.getpid(), os.getpgrp()}
+    if leader not in own:
+        try:
+            os.killpg(leader, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in set(pids) - own:
         try:
             os.kill(pid, signum)
         except (ProcessLookupError, PermissionError):
