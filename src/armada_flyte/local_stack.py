@@ -34,6 +34,18 @@ class LocalEndpoints:
     def raw_data_path(self) -> str:
         return f"s3://{self.bucket}/raw"
 
+    def connector_settings(self) -> dict[str, Any]:
+        """Settings that point the connector at this stack (for `armada_flyte.configure`)."""
+        return {
+            "armada_url": self.armada_url,
+            "blob_endpoint": self.blob_endpoint,
+            "blob_access_key": ACCESS_KEY,
+            "blob_secret_key": SECRET_KEY,
+            "node_groups_preset": "embedded",
+            "first_poll_seconds": 0.05,
+            "poll_interval_seconds": 0.5,
+        }
+
     def flyte_storage(self) -> Any:
         import flyte.storage
 
@@ -102,15 +114,7 @@ def local_stack(
         with EmbeddedArmada(cluster=cluster, port=armada_port, executor=executor, queues=(queue,)) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint, blob.bucket, queue)
             if configure_connector:
-                connector_settings.configure(
-                    armada_url=armada.url,
-                    blob_endpoint=blob.endpoint,
-                    blob_access_key=ACCESS_KEY,
-                    blob_secret_key=SECRET_KEY,
-                    node_groups_preset="embedded",
-                    first_poll_seconds=0.05,
-                    poll_interval_seconds=0.5,
-                )
+                connector_settings.configure(**endpoints.connector_settings())
             try:
                 yield endpoints
             finally:

@@ -24,16 +24,8 @@ def flyte_run(stack):
     import flyte
 
     from armada_flyte import configure, journal
-    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
 
-    configure(
-        armada_url=stack.armada_url,
-        blob_endpoint=stack.blob_endpoint,
-        blob_access_key=ACCESS_KEY,
-        blob_secret_key=SECRET_KEY,
-        node_groups_preset="embedded",
-        poll_interval_seconds=0.5,
-    )
+    configure(**stack.connector_settings())
     journal.clear()
     sys.path.insert(0, str(PROJECT))
     stack.init_flyte(PROJECT)
