@@ -1,14 +1,22 @@
-"""The docker executor's container settings, built from a leased pod (no Docker daemon needed)."""
+"""The docker executor: container settings built from a leased pod, and its run loop against a stand-in
+Docker API (no daemon on this machine; nothing here pulls or runs a real container).
+"""
 
 from __future__ import annotations
 
+import grpc
 import pytest
 
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_flyte.dev import EmbeddedArmada
 from armada_flyte.dev.executors.base import PodLaunch
+from armada_flyte.dev.executors.docker import DockerExecutor, container_options
 from armada_flyte.dev.logs import PodLog
 from armada_flyte.errors import InvalidConfig
-from dev.pods import pod
+from dev.pods import arm64_pod, item, pod, submit_one
+from dev.waiting import wait_for_state
 
 
 def launch(spec: core.PodSpec, architecture: str = "arm64") -> PodLaunch:
@@ -16,8 +24,6 @@ def launch(spec: core.PodSpec, architecture: str = "arm64") -> PodLaunch:
 
 
 def options(spec: core.PodSpec, architecture: str = "arm64") -> dict:
-    from armada_flyte.dev.executors.docker import container_options
-
     return container_options(launch(spec, architecture))
 
 
@@ -60,8 +66,55 @@ def test_field_refs_resolve_to_the_pod() -> None:
 
 
 def test_no_reachable_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from armada_flyte.dev.executors.docker import DockerExecutor
-
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     with pytest.raises(InvalidConfig, match="no Docker daemon is reachable"):
         DockerExecutor()
+
+
+class FakeContainer:
+    """What the Docker SDK returns for a started container, scripted: output, exit code, and stops."""
+
+    def __init__(self, stdout: bytes, stderr: bytes, exit_code: int):
+        self.chunks = [(stdout, None), (None, stderr)]
+        self.exit_code = exit_code
+        self.stopped_with: list[int] = []
+        self.removed = False
+
+    def attach(self, **options):
+        assert options["demux"] and options["stream"]
+        return iter(self.chunks)
+
+    def wait(self):
+        return {"StatusCode": self.exit_code}
+
+    def stop(self, timeout: int):
+        self.stopped_with.append(timeout)
+
+    def remove(self, force: bool):
+        self.removed = True
+
+
+class FakeDockerClient:
+    """Stands in for `docker.DockerClient`: records what would have been run."""
+
+    def __init__(self, container: FakeContainer):
+        self.runs: list[dict] = []
+        self.container = container
+        self.containers = self
+
+    def run(self, **options):
+        self.runs.append(options)
+        return self.container
+
+
+def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
+    container = FakeContainer(b"hello\n", b"disk full\n", exit_code=3)
+    docker_client = FakeDockerClient(container)
+    with EmbeddedArmada(executor=DockerExecutor(client=docker_client)) as armada, grpc.insecure_channel(armada.url) as channel:
+        client = ArmadaClient(channel)
+        job_id = submit_one(client, "flyte", "js", item(arm64_pod(["python3", "-c", "..."])))
+        wait_for_state(client, job_id, submit_pb2.FAILED)
+        assert client.get_job_errors([job_id]).job_errors[job_id] == "disk full"
+        assert armada.logs(job_id)[-2:] == ["hello", "disk full"]
+    assert docker_client.runs[0]["platform"] == "linux/arm64"
+    assert container.removed

@@ -126,3 +126,9 @@ def test_a_pod_of_the_host_architecture_carries_no_note(embedded_armada, client,
     wait_for_state(client, job_id, SUCCEEDED)
     assert embedded_armada.job(job_id).note == ""
 
+
+
+def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, queue, job_set) -> None:
+    job_id = submit_one(client, queue, job_set, item(pod([])))
+    wait_for_state(client, job_id, submit_pb2.FAILED)
+    assert "cannot run the image's own entrypoint" in client.get_job_errors([job_id]).job_errors[job_id]

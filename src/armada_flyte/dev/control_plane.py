@@ -35,6 +35,8 @@ GangKey = tuple[str, str, str]
 
 
 class ControlPlane:
+    """Queues, jobs, runs and their events; the scheduler and the executor do their work through it."""
+
     def __init__(self, cluster: Cluster, executor: Executor, *, visibility_delay: float = 0.0, paused: bool = False):
         self.cluster = cluster
         self.executor = executor

@@ -17,7 +17,7 @@ import grpc
 from armada_client.armada import submit_pb2
 from armada_flyte.dev.cluster import Cluster, NodeGroupSpec
 from armada_flyte.dev.control_plane import ControlPlane
-from armada_flyte.dev.executors import make_executor
+from armada_flyte.dev.executors import Executor, make_executor
 from armada_flyte.dev.executors.process import ProcessExecutor
 from armada_flyte.dev.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.dev.server import HOST, start_grpc_server
@@ -46,7 +46,8 @@ class EmbeddedArmada:
     """Armada's gRPC API, scheduler and an executor, in this process, on a port of 127.0.0.1.
 
     `cluster` is a `Cluster`, a path to a cluster YAML, or None for the default (amd64 and
-    tainted arm64 groups). `executor` is "process" (pods run as local processes) or "docker".
+    tainted arm64 groups). `executor` is "process" (pods run as local processes), "docker", or
+    an `Executor` object of your own.
     `paused` leaves scheduled jobs LEASED until `resume()`. `visibility_delay` makes a new job
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
     """
@@ -55,7 +56,7 @@ class EmbeddedArmada:
         self,
         cluster: Cluster | str | pathlib.Path | None = None,
         port: int = 0,
-        executor: str = "process",
+        executor: str | Executor = "process",
         queues: Iterable[str] = ("flyte",),
         *,
         paused: bool = False,
@@ -69,7 +70,7 @@ class EmbeddedArmada:
             cluster = Cluster.from_yaml(cluster)
         self.cluster = cluster
         self.requested_port = port
-        self.executor_kind = executor
+        self._executor = executor
         self._executor_options = (
             {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes} if executor == "process" else {}
         )
@@ -81,7 +82,9 @@ class EmbeddedArmada:
         self.port = 0
 
     def start(self) -> EmbeddedArmada:
-        executor = make_executor(self.executor_kind, **self._executor_options)
+        executor = self._executor
+        if isinstance(executor, str):
+            executor = make_executor(executor, **self._executor_options)
         plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
         plane.start()
         try:

@@ -82,21 +82,23 @@ class DockerExecutor:
             thread.join(timeout=_STOP_GRACE_SECONDS + 10)
 
     def _run(self, pod: PodLaunch, reporter: RunReporter) -> None:
+        try:
+            exit_code, error = self._run_pod(pod, reporter)
+        except (docker.errors.DockerException, requests.RequestException) as exc:
+            pod.log.write("stderr", f"docker failed running the pod: {exc}")
+            exit_code, error = 128, f"docker failed running the pod: {exc}"
+        reporter.finished(pod.run_id, exit_code, error)
+
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter) -> tuple[int, str]:
         if not reporter.pending(pod.run_id):
-            reporter.finished(pod.run_id, 137, "the pod was stopped before it started")
-            return
+            return 137, "the pod was stopped before it started"
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
                 f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
                 f"the docker executor runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
-        try:
-            container = self._client.containers.run(**container_options(pod))
-        except (docker.errors.DockerException, requests.RequestException) as exc:
-            pod.log.write("stderr", f"docker could not start the pod: {exc}")
-            reporter.finished(pod.run_id, 128, f"docker could not start the pod: {exc}")
-            return
+        container = self._client.containers.run(**container_options(pod))
         with self._lock:
             self._containers[pod.run_id] = container
         try:
@@ -109,12 +111,11 @@ class DockerExecutor:
                     pod.log.feed("stderr", stderr)
             pod.log.flush()
             exit_code = int(container.wait().get("StatusCode", 1))
-            error = "" if exit_code == 0 else pod.log.stderr_tail() or f"container exited with code {exit_code}"
-            reporter.finished(pod.run_id, exit_code, error)
         finally:
             with self._lock:
                 self._containers.pop(pod.run_id, None)
             _remove(container)
+        return exit_code, ("" if exit_code == 0 else pod.log.stderr_tail() or f"container exited with code {exit_code}")
 
 
 def _connect() -> Any:

@@ -8,6 +8,7 @@ say so plainly.
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import selectors
@@ -23,6 +24,8 @@ from armada_flyte.dev.executors import process_tree
 from armada_flyte.dev.executors.base import PodLaunch, RunReporter, host_architecture
 from armada_flyte.dev.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox
 from armada_flyte.dev.logs import PodLog
+
+log = logging.getLogger(__name__)
 
 _DRAIN_AFTER_EXIT_SECONDS = 2.0
 _SHUTDOWN_GRACE_SECONDS = 2.0
@@ -86,6 +89,10 @@ class ProcessExecutor:
     def _run(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> None:
         try:
             exit_code, error = self._run_pod(pod, reporter, state)
+        except Exception as exc:  # a bug here must still end the run, or its job would hold its node forever
+            log.exception("running pod %s failed", pod.pod_name)
+            exit_code, error = 128, f"the process executor failed to run the pod: {exc}"
+        try:
             reporter.finished(pod.run_id, exit_code, error)
         finally:
             with self._lock:
@@ -95,6 +102,13 @@ class ProcessExecutor:
         if not reporter.pending(pod.run_id):
             return 137, "the pod was stopped before it started"
         container = pod.container
+        if not container.command and not container.args:
+            error = (
+                f"container {container.name} has no command or args: the process executor cannot run the image's "
+                "own entrypoint; give the command in the pod spec, or use the docker executor"
+            )
+            pod.log.write("stderr", error)
+            return 128, error
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
