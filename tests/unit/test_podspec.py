@@ -186,3 +186,14 @@ def test_pod_template_target_keeps_its_constraints(serialize):
     assert job.pod_spec["containers"][0]["name"] == "main"
     assert job.pod_spec["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
     assert job.labels["team"] == "ml"
+
+
+def test_same_arm64_task_takes_each_presets_shape(serialize):
+    template = serialize(make_task(ArmadaConfig(architecture="arm64")))
+    gke = build(template, preset="gke").pod_spec
+    eks = build(template, preset="eks-karpenter").pod_spec
+    arm_toleration = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
+    assert gke["nodeSelector"] == {"kubernetes.io/arch": "arm64"}
+    assert gke["tolerations"] == [arm_toleration]
+    assert eks["nodeSelector"] == {"kubernetes.io/arch": "arm64", "karpenter.sh/nodepool": "graviton-pool"}
+    assert eks["tolerations"] == [arm_toleration]
