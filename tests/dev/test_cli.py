@@ -61,6 +61,30 @@ def test_prints_endpoint_queue_and_node_groups(server) -> None:
     assert "amd64: 2 nodes" in text and "taints kubernetes.io/arch=arm64:NoSchedule" in text
 
 
+def test_starts_a_blob_store_and_prints_the_settings_flyte_needs(server) -> None:
+    import boto3
+
+    _, output = server
+    endpoint = output.wait_for(r"export FLYTE_BLOB_ENDPOINT=(http://127\.0\.0\.1:\d+) FLYTE_BLOB_ACCESS_KEY=(\S+) FLYTE_BLOB_SECRET_KEY=(\S+)")
+    output.wait_for(r"raw_data_path='s3://flyte/raw'")
+    s3 = boto3.client(
+        "s3", endpoint_url=endpoint.group(1), aws_access_key_id=endpoint.group(2),
+        aws_secret_access_key=endpoint.group(3), region_name="us-east-1",
+    )
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["flyte"]
+
+
+def test_no_blob_store_when_asked() -> None:
+    process = subprocess.Popen([*CLI, "--port", "0", "--no-blob-store"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = Output(process)
+    try:
+        output.wait_for(r"Press Ctrl-C to stop")
+        assert not any("FLYTE_BLOB_ENDPOINT" in line for line in output.lines)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+
+
 def test_sigterm_stops_it_and_kills_running_pods(server) -> None:
     process, output = server
     url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)

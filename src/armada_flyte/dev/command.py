@@ -1,4 +1,5 @@
-"""`armada-flyte dev`: run the embedded Armada-compatible server until Ctrl-C or SIGTERM."""
+"""`armada-flyte dev`: run the embedded Armada-compatible server (and, by default, an S3 blob
+store) until Ctrl-C or SIGTERM, printing the settings the connector and Flyte need."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ def register(subparsers: Any) -> None:
         help="run an Armada-compatible server locally, with amd64 and arm64 node groups",
         description=(
             "Start the embedded Armada-compatible server on 127.0.0.1: Armada's gRPC API, a scheduler "
-            "and an executor that runs each pod. Stops cleanly on Ctrl-C or SIGTERM, killing every pod."
+            "and an executor that runs each pod, plus an S3-compatible blob store for task data. "
+            "Stops cleanly on Ctrl-C or SIGTERM, killing every pod."
         ),
     )
     parser.add_argument("--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1, 0 for any free one (default {DEFAULT_PORT})")
     parser.add_argument("--executor", choices=("process", "docker"), default="process", help="how pods run (default process)")
     parser.add_argument("--queue", default="flyte", help="queue created at start (default flyte)")
+    parser.add_argument("--no-blob-store", action="store_true", help="don't start the local S3-compatible blob store")
+    parser.add_argument("--blob-port", type=int, default=0, help="blob store port on 127.0.0.1 (default: any free one)")
     parser.add_argument(
         "--visibility-delay",
         type=float,
@@ -40,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    blob = None
     try:
+        if not args.no_blob_store:
+            from armada_flyte.local_stack import BlobStore
+
+            blob = BlobStore(args.blob_port).start()
         armada = EmbeddedArmada(
             cluster=args.cluster,
             port=args.port,
@@ -51,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         with armada:
             print(f"Armada-compatible server listening on {armada.url} (executor: {args.executor})")
             print(f"  export ARMADA_URL={armada.url}")
+            if blob is not None:
+                _print_blob_settings(armada.url, blob, args.queue)
             print(f"queue: {args.queue}")
             print("node groups:")
             for group in armada.node_groups:
@@ -68,5 +79,22 @@ def run(args: argparse.Namespace) -> int:
                 pass
         print("stopped", flush=True)
     finally:
+        if blob is not None:
+            blob.stop()
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _print_blob_settings(armada_url: str, blob: Any, queue: str) -> None:
+    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY, LocalEndpoints
+
+    endpoints = LocalEndpoints(armada_url, blob.endpoint, blob.bucket, queue)
+    print(f"S3-compatible blob store on {blob.endpoint}, bucket {blob.bucket}")
+    print(f"  export FLYTE_BLOB_ENDPOINT={blob.endpoint} FLYTE_BLOB_ACCESS_KEY={ACCESS_KEY} FLYTE_BLOB_SECRET_KEY={SECRET_KEY}")
+    print("  export ARMADA_FLYTE_NODE_GROUPS_PRESET=embedded")
+    print("Flyte, in your script:")
+    print(
+        f"  flyte.init(root_dir=..., storage=flyte.storage.S3(endpoint={blob.endpoint!r}, "
+        f"access_key_id={ACCESS_KEY!r}, secret_access_key={SECRET_KEY!r}))"
+    )
+    print(f"  flyte.with_runcontext(mode='local', raw_data_path={endpoints.raw_data_path!r}).run(task, ...)")
