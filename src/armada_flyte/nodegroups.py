@@ -10,10 +10,10 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Dict, List, Literal, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from armada_flyte.architecture import Architecture
+from armada_flyte.config_file import read_yaml
 from armada_flyte.errors import ArchitectureNotOffered, InvalidConfig
 from armada_flyte.k8s_names import label_key_problem, label_value_problem
 
@@ -205,13 +205,9 @@ class NodeGroups(_Strict):
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> NodeGroups:
-        path = pathlib.Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise InvalidConfig("node_groups_file", str(path), "the file does not exist; point ARMADA_FLYTE_NODE_GROUPS_FILE at a node-group YAML (presets are in arch/)") from None
-        except yaml.YAMLError as exc:
-            raise InvalidConfig("node_groups_file", str(path), f"not valid YAML: {exc}") from None
+        data = read_yaml(
+            path, "node_groups_file", "point ARMADA_FLYTE_NODE_GROUPS_FILE at a node-group YAML (presets are in arch/)"
+        )
         return cls.from_mapping(data, str(path))
 
     @classmethod

@@ -12,9 +12,9 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from armada_flyte.config_file import read_yaml
 from armada_flyte.dev.resources import format_amount, milli
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.k8s_names import dns_label_problem, label_key_problem, label_value_problem
@@ -152,13 +152,7 @@ class Cluster:
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:
-        path = pathlib.Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise InvalidConfig("cluster", str(path), "the file does not exist; pass a cluster YAML (see docs/embedded-server.md)") from None
-        except yaml.YAMLError as exc:
-            raise InvalidConfig("cluster", str(path), f"not valid YAML: {exc}") from None
+        data = read_yaml(path, "cluster", "pass a cluster YAML (see docs/embedded-server.md)")
         return cls.from_mapping(data, str(path))
 
     @classmethod
