@@ -155,7 +155,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             placement,
             identity,
             output_prefix,
-            BlobStore(settings.blob_endpoint, settings.blob_access_key, settings.blob_secret_key.get_secret_value()),
+            _blob_store(settings),
             extra_env=dict(task_execution_metadata.environment_variables) if task_execution_metadata else None,
         )
         if job.gang_id:
@@ -209,7 +209,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         info["node"] = node
         task_error = None
         if state in (submit_pb2.SUCCEEDED, submit_pb2.FAILED):
-            task_error = await read_task_error(meta.outputs_path, settings.error_read_timeout_seconds)
+            task_error = await read_task_error(meta.outputs_path, settings.error_read_timeout_seconds, _blob_store(settings))
         reason = ""
         if state in (submit_pb2.FAILED, submit_pb2.REJECTED, submit_pb2.PREEMPTED) and task_error is None:
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
@@ -256,6 +256,16 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return []
         uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
         return [TaskLog(uri=uri, name="Armada Lookout")]
+
+
+def _blob_store(settings: ConnectorConfig) -> BlobStore:
+    """The blob store the pods are told to use (and the connector reads error.pb from)."""
+    return BlobStore(
+        settings.blob_endpoint,
+        settings.blob_access_key,
+        settings.blob_secret_key.get_secret_value(),
+        settings.blob_region,
+    )
 
 
 def _identity(task_template: Any, metadata: Any) -> RunIdentity:

@@ -6,8 +6,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Optional
+from urllib.parse import urlparse
+
+from armada_flyte.podspec import BlobStore
 
 log = logging.getLogger(__name__)
+
+ERROR_FILE = "error.pb"
 
 
 @dataclass(frozen=True)
@@ -22,27 +27,65 @@ class TaskError:
         return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
 
 
-async def read_task_error(outputs_path: str, timeout: float) -> Optional[TaskError]:
+async def read_task_error(outputs_path: str, timeout: float, blob: Optional[BlobStore] = None) -> Optional[TaskError]:
     """The error a0 wrote under `outputs_path`, or None (none written, or unreadable within `timeout`).
 
-    The bound matters: in the c0 service Flyte's storage may not reach the pods' blob store, and
-    an unbounded read would stall the poll that must report the job terminal.
+    With the connector's blob settings (those it gives the pods), the file is read with them, so
+    the `c0` service sees user errors without Flyte's storage being set up in its process.
+    Otherwise Flyte's configured storage reads it (local runs). The time bound matters: an
+    unbounded read would stall the poll that must report the job terminal.
     """
     if not outputs_path:
         return None
-    from flyte import storage
-    from flyte._internal.runtime import io
-
-    path = io.error_path(outputs_path)
+    path = outputs_path.rstrip("/") + "/" + ERROR_FILE
     try:
-        if not await asyncio.wait_for(storage.exists(path), timeout):
-            return None
-        error = await asyncio.wait_for(io.load_error(path), timeout)
+        if blob is not None and blob.endpoint and path.startswith("s3://"):
+            data = await asyncio.wait_for(_read_s3(path, blob), timeout)
+        else:
+            data = await asyncio.wait_for(_read_with_flyte_storage(path), timeout)
     except asyncio.TimeoutError:
         log.warning("reading %s took over %.1fs; using Armada's state alone", path, timeout)
         return None
-    except Exception as exc:  # storage not configured for this store, permissions, ...
+    except Exception as exc:  # storage not reachable, permissions, ...
         log.warning("could not read %s (%s); using Armada's state alone", path, exc)
         return None
-    kind = {1: "user", 2: "system"}.get(int(error.kind), "unknown")
-    return TaskError(code=error.code or "Error", message=error.message, kind=kind)
+    return None if data is None else parse_error_document(data)
+
+
+def parse_error_document(data: bytes) -> TaskError:
+    from flyte._internal.runtime.convert import _clean_error_code
+    from flyteidl2.core import execution_pb2
+
+    document = execution_pb2.ErrorDocument()
+    document.ParseFromString(data)
+    code, _ = _clean_error_code(document.error.code)
+    kind = {1: "user", 2: "system"}.get(int(document.error.origin), "unknown")
+    return TaskError(code=code or "Error", message=document.error.message, kind=kind)
+
+
+async def _read_s3(path: str, blob: BlobStore) -> Optional[bytes]:
+    import obstore
+    from obstore.store import S3Store
+
+    url = urlparse(path)
+    store = S3Store(
+        url.netloc,
+        endpoint=blob.endpoint,
+        access_key_id=blob.access_key or None,
+        secret_access_key=blob.secret_key or None,
+        region=blob.region,
+        client_options={"allow_http": blob.endpoint.startswith("http://")},
+    )
+    try:
+        result = await obstore.get_async(store, url.path.lstrip("/"))
+    except FileNotFoundError:
+        return None
+    return bytes(await result.bytes_async())
+
+
+async def _read_with_flyte_storage(path: str) -> Optional[bytes]:
+    from flyte import storage
+
+    if not await storage.exists(path):
+        return None
+    return b"".join([chunk async for chunk in storage.get_stream(path=path)])

@@ -85,6 +85,7 @@ class BlobStore:
     endpoint: str = ""
     access_key: str = ""
     secret_key: str = ""
+    region: str = "us-east-1"
 
     def pod_env(self) -> list[dict[str, str]]:
         if not self.endpoint:

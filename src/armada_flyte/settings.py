@@ -47,6 +47,8 @@ class ConnectorConfig(BaseSettings):
     """S3 endpoint the pods reach; injected into each pod as FLYTE_AWS_ENDPOINT."""
     blob_access_key: str = Field("", validation_alias=_env("blob_access_key", "FLYTE_BLOB_ACCESS_KEY"))
     blob_secret_key: SecretStr = Field(SecretStr(""), validation_alias=_env("blob_secret_key", "FLYTE_BLOB_SECRET_KEY"))
+    blob_region: str = "us-east-1"
+    """Region of the blob store's bucket (the connector reads error.pb with it)."""
 
     node_groups_file: Optional[pathlib.Path] = None
     """The platform admin's node-group YAML."""

@@ -34,13 +34,27 @@ def test_entry_point_names_the_connector_module():
     assert entry.value == "armada_flyte.connector"
 
 
+@pytest.fixture(scope="module")
+def blob():
+    from armada_flyte.local_stack import BlobStore
+
+    store = BlobStore().start()
+    yield store
+    store.stop()
+
+
 @pytest.fixture
-def c0(armada, tmp_path):
+def c0(armada, blob, tmp_path):
+    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
+
     port = _free_port()
     env = {
         **os.environ,
         "ARMADA_URL": armada.url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
+        "FLYTE_BLOB_ENDPOINT": blob.endpoint,
+        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
+        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
     }
     c0_bin = pathlib.Path(sys.executable).parent / "c0"
     log = (tmp_path / "c0.log").open("w")
@@ -59,6 +73,16 @@ def c0(armada, tmp_path):
         log.close()
 
 
+def _poll_until_done(c0, meta: bytes):
+    deadline = time.monotonic() + 60
+    while True:
+        resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
+        if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
+            return resource
+        assert time.monotonic() < deadline, resource.message
+        time.sleep(0.1)
+
+
 def test_c0_creates_polls_and_deletes_armada_jobs(c0):
     request = connector_pb2.CreateTaskRequest(
         template=python_template("print('from c0')", ArmadaConfig(architecture="arm64")),
@@ -68,13 +92,7 @@ def test_c0_creates_polls_and_deletes_armada_jobs(c0):
     meta = c0.CreateTask(request, timeout=30).resource_meta
     assert b'"architecture": "arm64"' in meta and b'"node_group": "arm64"' in meta
 
-    deadline = time.monotonic() + 60
-    while True:
-        resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
-        if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-            break
-        assert time.monotonic() < deadline, resource.message
-        time.sleep(0.1)
+    resource = _poll_until_done(c0, meta)
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
     assert resource.custom_info["node_group"] == "arm64"
     c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30)
@@ -88,3 +106,31 @@ def test_c0_passes_armadas_refusal_back_to_the_backend(c0):
     with pytest.raises(grpc.RpcError) as info:
         c0.CreateTask(request, timeout=30)
     assert "missing" in info.value.details()
+
+
+# What a0 does when the user's function raises: write error.pb beside the outputs, exit 0.
+WRITE_ERROR_PB = """
+import os, sys, boto3
+from flyteidl2.core import execution_pb2
+outputs = sys.argv[sys.argv.index("--outputs-path") + 1]
+bucket, _, prefix = outputs.removeprefix("s3://").partition("/")
+document = execution_pb2.ErrorDocument()
+document.error.code, document.error.message = "ValueError", "bad input: -1 samples"
+s3 = boto3.client("s3", endpoint_url=os.environ["FLYTE_AWS_ENDPOINT"], region_name="us-east-1",
+                  aws_access_key_id=os.environ["FLYTE_AWS_ACCESS_KEY_ID"],
+                  aws_secret_access_key=os.environ["FLYTE_AWS_SECRET_ACCESS_KEY"])
+s3.put_object(Bucket=bucket, Key=prefix + "/error.pb", Body=document.SerializeToString())
+"""
+
+
+def test_c0_reads_error_pb_with_its_blob_settings_and_fails_the_task(c0):
+    template = python_template(WRITE_ERROR_PB)
+    template.container.args.extend(["--outputs-path", "s3://flyte/raw/c0run/a1/0"])
+    request = connector_pb2.CreateTaskRequest(
+        template=template, output_prefix="s3://flyte/raw/c0run/a1/0",
+        task_execution_metadata=execution_metadata(run="c0run", action="a1"),
+    )
+    meta = c0.CreateTask(request, timeout=30).resource_meta
+    resource = _poll_until_done(c0, meta)
+    assert resource.phase == TaskExecution.FAILED
+    assert "ValueError: bad input: -1 samples" in resource.message
