@@ -193,14 +193,20 @@ class _StatusBatch:
         self._api = api
         self._waiting: dict[str, list[asyncio.Future[int]]] = {}
         self._scheduled = False
+        self._flushing: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
 
     async def get(self, job_id: str) -> int:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(job_id, []).append(future)
         if not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+            asyncio.get_running_loop().call_soon(self._start_flush)
         return await future
+
+    def _start_flush(self) -> None:
+        task = asyncio.ensure_future(self._flush())
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
 
     async def _flush(self) -> None:
         waiting, self._waiting, self._scheduled = self._waiting, {}, False

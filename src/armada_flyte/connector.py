@@ -29,7 +29,7 @@ from armada_flyte.error_file import TaskError, read_task_error
 from armada_flyte.errors import ArchitectureConflict
 from armada_flyte.job_states import TERMINAL_STATES, phase_of, state_name
 from armada_flyte.placement import placement_for, resolve_architecture
-from armada_flyte.podspec import BlobStore, RunIdentity, build_job_request, template_pod
+from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request
 from armada_flyte.settings import ConnectorConfig
 from armada_flyte.submission import SubmissionSpec
 from armada_flyte.task import TASK_TYPE
@@ -71,7 +71,7 @@ class JobOutcome:
 
 
 class _GangArchitectures:
-    """Which architecture each gang's first member took, so a member asking for another fails at create.
+    """Which architecture each gang's members take, so a member asking for another fails at create.
 
     Soft state, bounded: within one connector process (local runs, one c0 replica) a mixed gang
     is refused with a clear error. Across replicas this can't see the other members; every gang
@@ -80,24 +80,36 @@ class _GangArchitectures:
     """
 
     def __init__(self, limit: int = 10_000):
-        self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._gangs: OrderedDict[tuple[str, str], tuple[str, set[str]]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 
-    def claim(self, queue: str, gang_id: str, architecture: str, task: str) -> None:
+    def claim(self, queue: str, gang_id: str, member: str, architecture: str, task: str) -> None:
         key = (queue, gang_id)
         with self._lock:
-            taken = self._seen.get(key)
-            if taken is not None and taken != architecture:
+            taken, members = self._gangs.get(key, (architecture, set()))
+            if members and taken != architecture:
                 raise ArchitectureConflict(
                     f"gang {gang_id!r}: task {task!r} asks for {architecture or 'no architecture'}, but other members "
                     f"run on {taken or 'no architecture'}. One gang runs on one architecture: give every member's "
                     "TaskEnvironment the same ArmadaConfig(architecture=...)."
                 )
-            self._seen[key] = architecture
-            self._seen.move_to_end(key)
-            while len(self._seen) > self._limit:
-                self._seen.popitem(last=False)
+            members.add(member)
+            self._gangs[key] = (taken, members)
+            self._gangs.move_to_end(key)
+            while len(self._gangs) > self._limit:
+                self._gangs.popitem(last=False)
+
+    def release(self, queue: str, gang_id: str, member: str) -> None:
+        """Forget a member whose submission failed (the gang is free again once it has none)."""
+        key = (queue, gang_id)
+        with self._lock:
+            entry = self._gangs.get(key)
+            if entry is None:
+                return
+            entry[1].discard(member)
+            if not entry[1]:
+                del self._gangs[key]
 
 
 class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
@@ -142,14 +154,14 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     ) -> ArmadaJobMetadata:
         settings, api = self._context()
         spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
-        pod_spec, _, _, _ = template_pod(task_template)
-        resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), self._node_groups, pod_spec)
-        placement = placement_for(resolved, self._node_groups, pod_spec)
+        template = TemplatePod.of(task_template)
+        resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), self._node_groups, template.pod_spec)
+        placement = placement_for(resolved, self._node_groups, template.pod_spec)
         identity = _identity(task_template, task_execution_metadata)
         if settings.check_image_platforms and placement.architecture is not None:
-            await self._check_image(settings, task_template, placement.architecture, identity.task)
+            await self._check_image(settings, template.image, placement.architecture, identity.task)
         job = build_job_request(
-            task_template,
+            template,
             spec,
             resolved,
             placement,
@@ -158,10 +170,16 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             _blob_store(settings),
             extra_env=dict(task_execution_metadata.environment_variables) if task_execution_metadata else None,
         )
-        if job.gang_id:
-            self._gangs.claim(spec.queue, job.gang_id, placement.architecture.value if placement.architecture else "", identity.task)
         job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
-        (job_id,) = await api.submit(spec.queue, job_set_id, [job])
+        architecture = placement.architecture.value if placement.architecture else ""
+        if job.gang_id:
+            self._gangs.claim(spec.queue, job.gang_id, job.client_id, architecture, identity.task)
+        try:
+            (job_id,) = await api.submit(spec.queue, job_set_id, [job])
+        except BaseException:
+            if job.gang_id:
+                self._gangs.release(spec.queue, job.gang_id, job.client_id)
+            raise
         log.info("submitted %s as Armada job %s (queue %s, %s)", identity.task, job_id, spec.queue, placement.architecture or "any arch")
         return ArmadaJobMetadata(
             job_id=job_id,
@@ -176,13 +194,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             task=identity.task,
         )
 
-    async def _check_image(self, settings: ConnectorConfig, task_template: Any, architecture: Any, task: str) -> None:
+    async def _check_image(self, settings: ConnectorConfig, image: str, architecture: Any, task: str) -> None:
         from armada_flyte.images.check import ImagePlatformCheck
 
         if self._image_check is None:
             self._image_check = ImagePlatformCheck(settings)
-        _, container, _, _ = template_pod(task_template)
-        await self._image_check.check(container["image"], architecture, task)
+        await self._image_check.check(image, architecture, task)
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
         """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
@@ -258,9 +275,9 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         return [TaskLog(uri=uri, name="Armada Lookout")]
 
 
-def _blob_store(settings: ConnectorConfig) -> BlobStore:
+def _blob_store(settings: ConnectorConfig) -> BlobSettings:
     """The blob store the pods are told to use (and the connector reads error.pb from)."""
-    return BlobStore(
+    return BlobSettings(
         settings.blob_endpoint,
         settings.blob_access_key,
         settings.blob_secret_key.get_secret_value(),

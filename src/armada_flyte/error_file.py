@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlparse
 
-from armada_flyte.podspec import BlobStore
+from armada_flyte.podspec import BlobSettings
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class TaskError:
         return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
 
 
-async def read_task_error(outputs_path: str, timeout: float, blob: Optional[BlobStore] = None) -> Optional[TaskError]:
+async def read_task_error(outputs_path: str, timeout: float, blob: Optional[BlobSettings] = None) -> Optional[TaskError]:
     """The error a0 wrote under `outputs_path`, or None (none written, or unreadable within `timeout`).
 
     With the connector's blob settings (those it gives the pods), the file is read with them, so
@@ -53,17 +53,16 @@ async def read_task_error(outputs_path: str, timeout: float, blob: Optional[Blob
 
 
 def parse_error_document(data: bytes) -> TaskError:
-    from flyte._internal.runtime.convert import _clean_error_code
     from flyteidl2.core import execution_pb2
 
     document = execution_pb2.ErrorDocument()
     document.ParseFromString(data)
-    code, _ = _clean_error_code(document.error.code)
+    code = document.error.code
     kind = {1: "user", 2: "system"}.get(int(document.error.origin), "unknown")
     return TaskError(code=code or "Error", message=document.error.message, kind=kind)
 
 
-async def _read_s3(path: str, blob: BlobStore) -> Optional[bytes]:
+async def _read_s3(path: str, blob: BlobSettings) -> Optional[bytes]:
     import obstore
     from obstore.store import S3Store
 

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 from google.protobuf import json_format
 
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.nodegroups import ARCH_LABEL
 from armada_flyte.placement import Placement, ResolvedArchitecture
 from armada_flyte.submission import SubmissionSpec
 
@@ -22,7 +23,6 @@ CONTAINER_NAME = "armada-task"
 GANG_ID = "armadaproject.io/gangId"
 GANG_CARDINALITY = "armadaproject.io/gangCardinality"
 GANG_UNIFORMITY = "armadaproject.io/gangNodeUniformityLabel"
-ARCH_LABEL = "kubernetes.io/arch"
 
 LABEL_CONNECTOR = "flyte.org/connector"
 LABEL_PROJECT = "flyte.org/project"
@@ -79,7 +79,7 @@ class RunIdentity:
 
 
 @dataclass(frozen=True)
-class BlobStore:
+class BlobSettings:
     """The S3 endpoint and keys the pod's a0 uses (empty endpoint: inject nothing)."""
 
     endpoint: str = ""
@@ -109,29 +109,45 @@ class JobRequest:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def template_pod(task_template: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], dict[str, str]]:
-    """(pod spec, primary container, labels, annotations) from a TaskTemplate's container or k8s_pod."""
-    if task_template.HasField("k8s_pod"):
-        pod = json_format.MessageToDict(task_template.k8s_pod.pod_spec)
-        primary_name = task_template.k8s_pod.primary_container_name or dict(task_template.config).get(
-            "primary_container_name", "primary"
-        )
-        containers = pod.get("containers") or []
-        primary = next((c for c in containers if c.get("name") == primary_name), None)
-        if primary is None:
-            raise InvalidConfig("pod_template", primary_name, "the pod template has no container with the primary container's name")
-        if len(containers) > 1:
-            raise InvalidConfig(
-                "pod_template.containers",
-                [c.get("name") for c in containers],
-                "an Armada job runs one container per task; remove the sidecars",
+@dataclass(frozen=True)
+class TemplatePod:
+    """The pod a task template describes: its pod spec (empty for a plain container), its one
+    container, and the pod template's labels and annotations."""
+
+    pod_spec: dict[str, Any]
+    container: dict[str, Any]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    from_pod_template: bool
+
+    @property
+    def image(self) -> str:
+        return self.container["image"]
+
+    @classmethod
+    def of(cls, task_template: Any) -> TemplatePod:
+        """Read a TaskTemplate's `k8s_pod` (a task with a pod template) or its `container`."""
+        if task_template.HasField("k8s_pod"):
+            pod = json_format.MessageToDict(task_template.k8s_pod.pod_spec)
+            primary_name = task_template.k8s_pod.primary_container_name or dict(task_template.config).get(
+                "primary_container_name", "primary"
             )
-        metadata = task_template.k8s_pod.metadata
-        return pod, primary, dict(metadata.labels), dict(metadata.annotations)
-    if not task_template.HasField("container") or not task_template.container.image:
-        raise InvalidConfig("task_template.container.image", "", "the task has no container image; set image= on the TaskEnvironment")
-    container = json_format.MessageToDict(task_template.container, preserving_proto_field_name=True)
-    return {}, container, {}, {}
+            containers = pod.get("containers") or []
+            primary = next((c for c in containers if c.get("name") == primary_name), None)
+            if primary is None:
+                raise InvalidConfig("pod_template", primary_name, "the pod template has no container with the primary container's name")
+            if len(containers) > 1:
+                raise InvalidConfig(
+                    "pod_template.containers",
+                    [c.get("name") for c in containers],
+                    "an Armada job runs one container per task; remove the sidecars",
+                )
+            metadata = task_template.k8s_pod.metadata
+            return cls(pod, primary, dict(metadata.labels), dict(metadata.annotations), True)
+        if not task_template.HasField("container") or not task_template.container.image:
+            raise InvalidConfig("task_template.container.image", "", "the task has no container image; set image= on the TaskEnvironment")
+        container = json_format.MessageToDict(task_template.container, preserving_proto_field_name=True)
+        return cls({}, container, {}, {}, False)
 
 
 def runtime_args(args: list[str], identity: RunIdentity, output_prefix: str) -> list[str]:
@@ -161,6 +177,13 @@ def outputs_path(args: list[str]) -> str:
         if arg == "--outputs-path":
             return args[index + 1]
     return ""
+
+
+def _env_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Flyte's `{key, value}` pairs become `{name, value}`; Kubernetes entries (with `valueFrom`) stay whole."""
+    if "key" in entry and "name" not in entry:
+        return {"name": entry["key"], "value": entry.get("value", "")}
+    return dict(entry)
 
 
 def container_resources(container: Mapping[str, Any], spec: SubmissionSpec) -> dict[str, dict[str, str]]:
@@ -206,52 +229,49 @@ def label_value(value: str) -> str:
 
 
 def build_job_request(
-    task_template: Any,
+    template: TemplatePod,
     spec: SubmissionSpec,
     resolved: ResolvedArchitecture,
     placement: Placement,
     identity: RunIdentity,
     output_prefix: str,
-    blob_store: BlobStore,
+    blob_store: BlobSettings,
     extra_env: Mapping[str, str] | None = None,
 ) -> JobRequest:
     """Everything Armada needs for one task, as plain data."""
-    pod, container, template_labels, template_annotations = template_pod(task_template)
+    container = template.container
     args = runtime_args(list(container.get("args") or []), identity, output_prefix)
     out_path = outputs_path(args)
-    env = [
-        {"name": e["name"] if "name" in e else e["key"], "value": e.get("value", "")}
-        for e in container.get("env") or []
-    ]
-    for name, value in (extra_env or {}).items():
-        env.append({"name": name, "value": value})
+    env = [_env_entry(e) for e in container.get("env") or []]
+    env += [{"name": name, "value": value} for name, value in (extra_env or {}).items()]
     blob_env = blob_store.pod_env()
     overridden = {e["name"] for e in blob_env} | set(_FORBIDDEN_POD_ENV)
     env = [e for e in env if e["name"] not in overridden] + blob_env
 
-    pod_container: dict[str, Any] = {
-        "name": container.get("name") or CONTAINER_NAME,
-        "image": container["image"],
-        "args": args,
-        "env": env,
-        "imagePullPolicy": container.get("imagePullPolicy", "IfNotPresent"),
-        "resources": container_resources(container, spec),
-    }
+    # A pod template's container keeps everything it declares (volumeMounts, ports,
+    # securityContext, envFrom, ...); Flyte's plain container proto has nothing more to keep.
+    pod_container: dict[str, Any] = dict(container) if template.from_pod_template else {}
+    pod_container.update(
+        name=container.get("name") or CONTAINER_NAME,
+        image=container["image"],
+        args=args,
+        env=env,
+        imagePullPolicy=container.get("imagePullPolicy", "IfNotPresent"),
+        resources=container_resources(container, spec),
+    )
     if container.get("command"):
         pod_container["command"] = list(container["command"])
-    if container.get("workingDir"):
-        pod_container["workingDir"] = container["workingDir"]
-    pod_spec = {k: v for k, v in pod.items() if k not in ("containers",)}
+    pod_spec = {k: v for k, v in template.pod_spec.items() if k != "containers"}
     pod_spec["containers"] = [pod_container]
     pod_spec["restartPolicy"] = "Never"
     pod_spec = placement.apply_to(pod_spec)
 
-    labels = {k: label_value(v) for k, v in template_labels.items()}
+    labels = {k: label_value(v) for k, v in template.labels.items()}
     labels[LABEL_CONNECTOR] = "armada"
     for key, value in ((LABEL_PROJECT, identity.project), (LABEL_DOMAIN, identity.domain), (LABEL_RUN, identity.run), (LABEL_ACTION, identity.action)):
         if value:
             labels[key] = label_value(value)
-    annotations = dict(template_annotations)
+    annotations = dict(template.annotations)
     annotations[ANNOTATION_ARCH_SOURCE] = resolved.source
     annotations[ANNOTATION_OUTPUTS] = out_path
     if identity.task:

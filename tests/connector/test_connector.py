@@ -150,6 +150,19 @@ def test_gang_members_asking_for_different_architectures_fail_at_create(connecto
     assert "g1-gang-run" in message and "arm64" in message and "amd64" in message
 
 
+def test_a_refused_gang_member_leaves_no_claim_behind(connector):
+    async def scenario():
+        refused = ArmadaConfig(queue="nope", gang_id="g2", gang_cardinality=2, architecture="arm64")
+        with pytest.raises(SubmissionRefused):
+            await connector.create(python_template("pass", refused), "s3://b/raw", task_execution_metadata=execution_metadata(run="g2run", action="m1"))
+        fixed = ArmadaConfig(gang_id="g2", gang_cardinality=2, architecture="amd64")
+        meta = await connector.create(python_template("pass", fixed), "s3://b/raw", task_execution_metadata=execution_metadata(run="g2run", action="m2"))
+        await connector.delete(meta)
+        return meta
+
+    assert run(scenario()).architecture == "amd64"
+
+
 def test_gang_without_architecture_lands_on_one_architecture(armada):
     armada_flyte.configure(armada_url=armada.url, node_groups_preset="generic")  # no default architecture
     connector = ArmadaConnector()

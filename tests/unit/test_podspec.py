@@ -6,7 +6,7 @@ from google.protobuf import json_format
 from armada_flyte import ArmadaConfig, InvalidConfig
 from armada_flyte.nodegroups import NodeGroups
 from armada_flyte.placement import placement_for, resolve_architecture
-from armada_flyte.podspec import BlobStore, RunIdentity, build_job_request, label_value, runtime_args
+from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request, label_value, runtime_args
 from armada_flyte.submission import SubmissionSpec
 
 
@@ -31,13 +31,13 @@ def metadata(run="run1", action="a3", attempt=1):
     return meta
 
 
-def build(template, preset="gke", meta=None, blob=BlobStore()):
+def build(template, preset="gke", meta=None, blob=BlobSettings()):
     spec = SubmissionSpec.from_custom(json_format.MessageToDict(template.custom))
     groups = NodeGroups.preset(preset)
     resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), groups)
     placement = placement_for(resolved, groups)
     identity = RunIdentity.from_metadata(meta, template.id.name)
-    return build_job_request(template, spec, resolved, placement, identity, "s3://bucket/raw/run1/a3/1", blob)
+    return build_job_request(TemplatePod.of(template), spec, resolved, placement, identity, "s3://bucket/raw/run1/a3/1", blob)
 
 
 def test_pod_wraps_flytes_rendered_container(serialize):
@@ -70,7 +70,7 @@ def test_complete_args_pass_unchanged():
 
 def test_blob_store_env_is_injected_and_wins(serialize):
     task = make_task(ArmadaConfig(), env_vars={"FLYTE_AWS_ENDPOINT": "http://in-cluster:9000", "FLYTE_STORAGE_RETRIES": "3", "MINE": "1"})
-    job = build(serialize(task), blob=BlobStore("http://127.0.0.1:9000", "ak", "sk"))
+    job = build(serialize(task), blob=BlobSettings("http://127.0.0.1:9000", "ak", "sk"))
     env = {e["name"]: e["value"] for e in job.pod_spec["containers"][0]["env"]}
     assert env["FLYTE_AWS_ENDPOINT"] == "http://127.0.0.1:9000"
     assert env["FLYTE_AWS_ACCESS_KEY_ID"] == "ak"
@@ -167,7 +167,11 @@ def test_pod_template_target_keeps_its_constraints(serialize):
     json_format.ParseDict(
         {
             "containers": [{"name": "main", "image": container["image"], "args": container["args"],
-                            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+                            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+                            "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            "securityContext": {"runAsNonRoot": True}}],
+            "volumes": [{"name": "data", "emptyDir": {}}],
             "nodeSelector": {"disk": "ssd"},
             "serviceAccountName": "runner",
         },
@@ -180,12 +184,17 @@ def test_pod_template_target_keeps_its_constraints(serialize):
     groups = NodeGroups.preset("gke")
     pod_spec = json_format.MessageToDict(template.k8s_pod.pod_spec)
     resolved = resolve_architecture(spec.architecture, "task", groups, pod_spec)
-    job = build_job_request(template, spec, resolved, placement_for(resolved, groups, pod_spec), RunIdentity(), "s3://b/p", BlobStore())
+    job = build_job_request(TemplatePod.of(template), spec, resolved, placement_for(resolved, groups, pod_spec), RunIdentity(), "s3://b/p", BlobSettings())
     assert job.pod_spec["nodeSelector"] == {"disk": "ssd", "kubernetes.io/arch": "arm64"}
     assert job.pod_spec["serviceAccountName"] == "runner"
     assert job.pod_spec["containers"][0]["name"] == "main"
     assert job.pod_spec["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
     assert job.labels["team"] == "ml"
+    main = job.pod_spec["containers"][0]
+    assert {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}} in main["env"]
+    assert main["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
+    assert main["securityContext"] == {"runAsNonRoot": True}
+    assert job.pod_spec["volumes"] == [{"name": "data", "emptyDir": {}}]
 
 
 def test_same_arm64_task_takes_each_presets_shape(serialize):
