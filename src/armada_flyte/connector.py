@@ -256,6 +256,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return
         await api.cancel(resource_meta.queue, resource_meta.job_set_id, resource_meta.job_id)
 
+    async def armada_state(self, resource_meta: ArmadaJobMetadata) -> str:
+        """Armada's state name for the job, e.g. `CANCELLED`."""
+        _, api = self._context()
+        return state_name((await api.status([resource_meta.job_id]))[resource_meta.job_id])
+
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
         """The job's container log from Armada's log API (Binoculars)."""
         _, api = self._context()

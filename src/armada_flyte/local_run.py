@@ -19,7 +19,7 @@ import os
 import pathlib
 import tempfile
 import time
-from typing import Any
+from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ async def execute_task(task: Any, *args: Any, **kwargs: Any) -> Any:
         # task image has no connector registered.
         return await AsyncFunctionTaskTemplate.execute(task, *args, **kwargs)
     if not storage.is_remote(tctx.raw_data_path.path):
-        log.info(
+        log.warning(
             "task %s runs in-process: the raw data path %s is local, and Armada pods can't read it "
             "(use raw_data_path='s3://...' to run through Armada)",
             task.name,
@@ -82,8 +82,8 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     try:
         outcome = await _wait_for_end(connector, meta)
     except BaseException:
-        await asyncio.shield(_cancel_quietly(connector, meta))
-        _record(task.name, meta, None, time.monotonic() - started)
+        state = await asyncio.shield(_cancel_quietly(connector, meta))
+        _record(task.name, meta, None, time.monotonic() - started, state)
         raise
     _record(task.name, meta, outcome, time.monotonic() - started)
     _raise_unless_succeeded(task.name, outcome)
@@ -96,7 +96,7 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     return None
 
 
-def _record(task_name: str, meta: Any, outcome: Any, seconds: float) -> None:
+def _record(task_name: str, meta: Any, outcome: Any, seconds: float, state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted)."""
     from armada_flyte.journal import JobRecord, record
 
@@ -107,33 +107,44 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float) -> None:
             source=meta.architecture_source,
             node_group=meta.node_group,
             node=outcome.node if outcome else "",
-            state=outcome.info.get("armada_state", "") if outcome else "CANCELLED",
+            state=outcome.info.get("armada_state", "") if outcome else state,
             seconds=seconds,
             job_id=meta.job_id,
         )
     )
 
 
+def poll_delays(first: float, longest: float) -> Iterator[float]:
+    """Waits between polls: `first`, then x1.5 each time, capped at `longest`."""
+    delay = first
+    while True:
+        yield min(delay, longest)
+        delay = min(delay * 1.5, longest)
+
+
 async def _wait_for_end(connector: Any, meta: Any) -> Any:
-    """Poll at once, then back off (x1.5) to the configured interval; return the terminal outcome."""
+    """Poll at once, then back off to the configured interval; return the terminal outcome, without
+    sleeping after it."""
     from armada_flyte.settings import resolve_settings
 
     settings = resolve_settings()
-    delay = settings.first_poll_seconds
-    while True:
+    for delay in poll_delays(settings.first_poll_seconds, settings.poll_interval_seconds):
         outcome = await connector.poll(meta)
         if outcome.terminal:
             return outcome
         await asyncio.sleep(delay)
-        delay = min(delay * 1.5, settings.poll_interval_seconds)
+    raise AssertionError("unreachable")
 
 
-async def _cancel_quietly(connector: Any, meta: Any) -> None:
+async def _cancel_quietly(connector: Any, meta: Any) -> str:
+    """Cancel the job, and return the state Armada then reports (for the jobs table)."""
     try:
         await connector.delete(meta)
         log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
+        return await connector.armada_state(meta)
     except Exception as exc:  # the interruption is what the caller must see
         log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
+        return f"cancel failed: {exc}"
 
 
 def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import time
 
 import pytest
@@ -110,9 +111,9 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
         assert time.monotonic() < deadline, f"process {pid} of the cancelled run is still alive"
         time.sleep(0.05)
     (job,) = journal.jobs()
-    assert job.state == "CANCELLED"
+    assert job.state == "CANCELLED"  # what Armada reported after the cancel
     states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
-    assert states == {job.job_id: 9}  # Armada's CANCELLED: nothing left running
+    assert states == {job.job_id: 9}
 
 
 def _alive(pid: int) -> bool:
@@ -121,3 +122,24 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplog):
+    """A file raw data path can't be read by pods: the task runs in-process, and says so."""
+    import sys
+
+    import flyte
+
+    project = pathlib.Path(__file__).parent / "project"
+    sys.path.insert(0, str(project))
+    try:
+        import workflows
+
+        flyte.init(root_dir=project)
+        journal.clear()
+        run = flyte.with_runcontext(mode="local", raw_data_path=str(tmp_path / "raw")).run(workflows.square, x=7)
+    finally:
+        sys.path.remove(str(project))
+    assert (run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == 49
+    assert journal.jobs() == []  # no Armada job
+    assert any("runs in-process" in r.getMessage() for r in caplog.records)
