@@ -56,24 +56,26 @@ class ArmadaApi:
 
     def __init__(self, settings: ConnectorConfig):
         self._settings = settings
-        self._channels: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, grpc.aio.Channel]" = weakref.WeakKeyDictionary()
+        self._channels: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]]" = (
+            weakref.WeakKeyDictionary()
+        )
         self._status_batches: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StatusBatch]" = weakref.WeakKeyDictionary()
 
     # ---- channel, metadata, retries ----
-    def _channel(self) -> grpc.aio.Channel:
-        loop = asyncio.get_running_loop()
-        channel = self._channels.get(loop)
-        if channel is None:
-            channel = self._new_channel()
-            self._channels[loop] = channel
-        return channel
+    def _channel(self, target: Optional[str] = None) -> grpc.aio.Channel:
+        """This loop's channel to `target` (default: the Armada API)."""
+        target = target or self._settings.armada_url
+        channels = self._channels.setdefault(asyncio.get_running_loop(), {})
+        if target not in channels:
+            channels[target] = self._new_channel(target)
+        return channels[target]
 
-    def _new_channel(self) -> grpc.aio.Channel:
+    def _new_channel(self, target: str) -> grpc.aio.Channel:
         options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
         if not self._settings.armada_tls:
-            return grpc.aio.insecure_channel(self._settings.armada_url, options=options)
+            return grpc.aio.insecure_channel(target, options=options)
         roots = self._settings.armada_ca_cert.read_bytes() if self._settings.armada_ca_cert else None
-        return grpc.aio.secure_channel(self._settings.armada_url, grpc.ssl_channel_credentials(roots), options=options)
+        return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
 
     def auth_metadata(self) -> list[tuple[str, str]]:
         """The `authorization` header for the configured credentials (empty: none)."""
@@ -173,16 +175,14 @@ class ArmadaApi:
     # ---- Binoculars ----
     async def logs(self, job_id: str, namespace: str) -> list[str]:
         """The job's container log lines, from Armada's Binoculars log API."""
-        stub = binoculars_pb2_grpc.BinocularsStub(self._channel())
+        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url))
         request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
         response = await self._call("Logs", lambda: stub.Logs(request, **self._kw()))
         return [line.line for line in response.log]
 
     async def close(self) -> None:
-        """Close the channel of the running loop (others close with their loops)."""
-        loop = asyncio.get_running_loop()
-        channel = self._channels.pop(loop, None)
-        if channel is not None:
+        """Close the running loop's channels (others close with their loops)."""
+        for channel in self._channels.pop(asyncio.get_running_loop(), {}).values():
             await channel.close()
 
 

@@ -26,7 +26,7 @@ from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, Resour
 from armada_flyte import settings as settings_module
 from armada_flyte.armada_api import ArmadaApi
 from armada_flyte.error_file import TaskError, read_task_error
-from armada_flyte.errors import ArchitectureConflict
+from armada_flyte.errors import ArchitectureConflict, ArmadaFlyteError
 from armada_flyte.job_states import TERMINAL_STATES, phase_of, state_name
 from armada_flyte.placement import placement_for, resolve_architecture
 from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request
@@ -262,9 +262,19 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         return state_name((await api.status([resource_meta.job_id]))[resource_meta.job_id])
 
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
-        """The job's container log from Armada's log API (Binoculars)."""
-        _, api = self._context()
-        lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
+        """The job's container log from Armada's log API (Binoculars); where that can't be
+        reached, a pointer to the job in Lookout when a link template is set."""
+        settings, api = self._context()
+        try:
+            lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
+        except ArmadaFlyteError as exc:
+            links = self._log_links(resource_meta)
+            if not links:
+                raise ArmadaFlyteError(
+                    f"{exc} Set ARMADA_FLYTE_BINOCULARS_URL to your cluster's Binoculars service, "
+                    "or ARMADA_FLYTE_LOOKOUT_URL_TEMPLATE to link to Lookout instead."
+                ) from None
+            lines = [f"Armada's log service is not reachable ({exc}); the job's logs are in Lookout: {links[0].uri}"]
         return GetTaskLogsResponse(
             body=GetTaskLogsResponseBody(
                 results=lines,

@@ -40,8 +40,9 @@ class ConnectorConfig(BaseSettings):
     auth_username: Optional[str] = None
     """Basic-auth user (with auth_password)."""
     auth_password: Optional[SecretStr] = None
-    queue_must_exist: bool = False
-    """Ask Armada for the queue before the first submission of each queue (clearer errors)."""
+    """Basic-auth password (with auth_username)."""
+    binoculars_url: Optional[str] = None
+    """Armada's Binoculars (log) service, host:port; unset: the Armada URL (the embedded server serves both)."""
 
     blob_endpoint: str = Field("", validation_alias=_env("blob_endpoint", "FLYTE_BLOB_ENDPOINT"))
     """S3 endpoint the pods reach; injected into each pod as FLYTE_AWS_ENDPOINT."""
@@ -58,6 +59,7 @@ class ConnectorConfig(BaseSettings):
     poll_interval_seconds: float = Field(3.0, gt=0)
     """Longest wait between status polls in local runs (polling starts at once and backs off to it)."""
     first_poll_seconds: float = Field(0.05, gt=0)
+    """First wait between status polls in local runs."""
     ack_timeout_seconds: float = Field(300.0, gt=0)
     """How long a just-submitted job may read UNKNOWN before it is treated as lost."""
     error_read_timeout_seconds: float = Field(8.0, gt=0)
@@ -65,12 +67,14 @@ class ConnectorConfig(BaseSettings):
     grpc_retries: int = Field(3, ge=0, le=10)
     """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
     grpc_timeout_seconds: float = Field(30.0, gt=0)
+    """Deadline of each gRPC call to Armada."""
 
     check_image_platforms: bool = False
     """Look up the image's platforms in its registry before submitting."""
     image_check_blocks_when_unreachable: bool = False
     """Refuse submission when the registry can't be reached (else: warn and submit)."""
     image_platform_cache_seconds: float = Field(300.0, ge=0)
+    """How long an image's platforms are remembered (0: ask the registry every time)."""
     registry_insecure_hosts: tuple[str, ...] = ()
     """Registries reached over plain HTTP (e.g. 127.0.0.1:5000)."""
 

@@ -231,3 +231,40 @@ async def asyncio_sleep() -> None:
     import asyncio
 
     await asyncio.sleep(0.02)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_logs_are_read_from_the_configured_binoculars_url(armada):
+    armada_flyte.configure(armada_url=armada.url, binoculars_url=armada.url, node_groups_preset="embedded")
+    connector = ArmadaConnector()
+
+    async def scenario():
+        meta = await connector.create(python_template("print('via binoculars')"), "s3://b/raw", task_execution_metadata=execution_metadata(action="l1"))
+        await wait_for(connector, meta, DONE)
+        return await connector.get_logs(meta)
+
+    assert "via binoculars" in [line.message for line in run(scenario()).body.lines]
+
+
+def test_unreachable_log_service_points_at_lookout(armada):
+    armada_flyte.configure(
+        armada_url=armada.url, binoculars_url=f"127.0.0.1:{_free_port()}", grpc_retries=0,
+        lookout_url_template="http://127.0.0.1:8089/jobs/{job_id}",
+    )
+    meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
+    (line,) = [line.message for line in run(ArmadaConnector().get_logs(meta)).body.lines]
+    assert "http://127.0.0.1:8089/jobs/j1" in line
+
+
+def test_unreachable_log_service_without_lookout_says_what_to_set(armada):
+    armada_flyte.configure(armada_url=armada.url, binoculars_url=f"127.0.0.1:{_free_port()}", grpc_retries=0)
+    meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
+    with pytest.raises(armada_flyte.ArmadaFlyteError, match="ARMADA_FLYTE_BINOCULARS_URL"):
+        run(ArmadaConnector().get_logs(meta))
