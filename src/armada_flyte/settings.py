@@ -148,8 +148,41 @@ def reset() -> None:
     _generation += 1
 
 
+# Other ARMADA_FLYTE_* names this project reads, so a typo among the connector's can be told apart.
+OTHER_ENV_NAMES = frozenset(
+    {
+        CONFIG_FILE_ENV,
+        "ARMADA_FLYTE_REGISTRY_PASSWORD",  # `armada-flyte image inspect --username`
+        "ARMADA_FLYTE_RUNTIME_IMAGE",  # examples/multiarch.py
+        "ARMADA_FLYTE_RAW_DATA_PATH",  # examples/multiarch.py
+    }
+)
+_TEST_PREFIX = "ARMADA_FLYTE_TEST_"  # the project's own tests
+
+
+def _known_env_names() -> set[str]:
+    from armada_flyte.defaults import ENV_PREFIX, PROJECT_FIELDS
+
+    names = {ENV_PREFIX + name.upper() for name in (*FIELDS, *PROJECT_FIELDS)}
+    return names | OTHER_ENV_NAMES
+
+
+def check_env_names(environ: Optional[dict[str, str]] = None) -> None:
+    """Refuse an `ARMADA_FLYTE_*` variable nobody reads: a typo would otherwise be ignored silently."""
+    import difflib
+
+    environ = dict(os.environ) if environ is None else environ
+    known = _known_env_names()
+    for name in sorted(environ):
+        if name.startswith("ARMADA_FLYTE_") and name not in known and not name.startswith(_TEST_PREFIX):
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise InvalidConfig(name, "<not shown>", f"unknown setting; {hint}known: {', '.join(sorted(known))}")
+
+
 def resolve_settings(**extra: Any) -> ConnectorConfig:
     """Build the settings from all sources now."""
+    check_env_names()
     try:
         return ConnectorConfig(**{**_overrides, **extra})
     except ValidationError as exc:

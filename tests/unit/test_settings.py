@@ -77,3 +77,17 @@ def test_missing_config_file_is_named(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_CONFIG_FILE", "/nonexistent/connector.yaml")
     with pytest.raises(InvalidConfig, match="ARMADA_FLYTE_CONFIG_FILE"):
         resolve_settings()
+
+
+def test_a_mistyped_variable_is_an_error_with_a_suggestion(monkeypatch):
+    monkeypatch.setenv("ARMADA_FLYTE_NODE_GROUP_FILE", "/etc/groups.yaml")
+    with pytest.raises(InvalidConfig) as info:
+        resolve_settings()
+    assert info.value.field == "ARMADA_FLYTE_NODE_GROUP_FILE"
+    assert "did you mean ARMADA_FLYTE_NODE_GROUPS_FILE" in str(info.value)
+
+
+def test_project_default_variables_are_known_to_the_connector(monkeypatch):
+    monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "arm64")
+    monkeypatch.setenv("ARMADA_FLYTE_QUEUE", "ml")
+    assert resolve_settings().armada_url
