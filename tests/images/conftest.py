@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import os
 import pathlib
 import shutil
-import signal
-import subprocess
-import tempfile
 from typing import Callable, Iterator
 
 import pytest
+from docker_engine import DockerEngine, EngineUnavailable
 from oci_upload import RegistryUploader
-from registry_process import PASSWORD, USER, RegistryProcess, free_port, htpasswd_line, wait_until
+from registry_process import PASSWORD, USER, RegistryProcess, free_port, htpasswd_line
 from token_service import ISSUER, SERVICE, TokenService, TokenSigner
-
-DOCKERD_DEADLINE_SECONDS = 60.0
 
 
 @pytest.fixture(scope="session")
@@ -192,81 +187,11 @@ def dockerd(
     registry: RegistryProcess, basic_registry: AuthRegistry, missing_part: Callable[[str], None]
 ) -> Iterator[str]:
     """A Docker engine on a private socket, with the test registries as insecure registries; yields DOCKER_HOST."""
-    program = shutil.which("dockerd")
-    if program is None:
-        missing_part("no Docker engine: install Debian's docker.io (it provides dockerd)")
     try:
-        import docker
-    except ModuleNotFoundError:
-        missing_part("the Docker SDK is not installed (pip install docker)")
-    # Short paths: containerd's socket lives under the exec root and unix sockets allow ~100 bytes.
-    folder = pathlib.Path(tempfile.mkdtemp(prefix="af-dockerd-"))
-    (folder / "daemon.json").write_text("{}")
-    socket_path = folder / "docker.sock"
-    argv = [
-        program,
-        "--config-file",
-        str(folder / "daemon.json"),
-        "--host",
-        f"unix://{socket_path}",
-        "--data-root",
-        str(folder / "data"),
-        "--exec-root",
-        str(folder / "exec"),
-        "--pidfile",
-        str(folder / "docker.pid"),
-        "--bridge=none",
-        "--iptables=false",
-        "--ip6tables=false",
-        "--insecure-registry",
-        registry.host,
-        "--insecure-registry",
-        basic_registry.host,
-    ]
-    log = open(folder / "dockerd.log", "wb")
-    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    base_url = f"unix://{socket_path}"
-
-    def answers() -> bool:
-        if process.poll() is not None:
-            return True
-        try:
-            return docker.APIClient(base_url=base_url, version="auto").ping()
-        except docker.errors.DockerException:
-            return False
-
+        engine = DockerEngine.start(insecure_registries=(registry.host, basic_registry.host))
+    except EngineUnavailable as exc:
+        missing_part(str(exc))
     try:
-        wait_until(answers, DOCKERD_DEADLINE_SECONDS, "dockerd answering on its socket", step=0.2)
-    except TimeoutError:
-        pass
-    if process.poll() is not None or not answers():
-        tail = (folder / "dockerd.log").read_text(errors="replace").splitlines()[-25:]
-        _stop_group(process)
-        missing_part("dockerd did not start here:\n" + "\n".join(tail))
-    try:
-        yield base_url
+        yield engine.base_url
     finally:
-        _stop_group(process)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """Stop dockerd and the containerd it started: the process group this fixture created for them."""
-    group = process.pid
-    _signal_group(group, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-        wait_until(lambda: not _signal_group(group, 0), 10, "containerd exiting after dockerd", step=0.2)
-    except (subprocess.TimeoutExpired, TimeoutError):
-        _signal_group(group, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-def _signal_group(group: int, signal_number: int) -> bool:
-    """Send a signal to the group; False when no process is left in it."""
-    try:
-        os.killpg(group, signal_number)
-        return True
-    except ProcessLookupError:
-        return False
+        engine.stop()

@@ -7,8 +7,10 @@ server and a local blob store on 127.0.0.1 as the process executor's pods do.
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import docker
 import docker.errors
@@ -18,12 +20,14 @@ from armada_flyte.dev.executors.base import PodLaunch, RunReporter, container_en
 from armada_flyte.dev.requirements import container_requests
 from armada_flyte.errors import InvalidConfig
 
+log = logging.getLogger(__name__)
+
 _STOP_GRACE_SECONDS = 2
 LABEL_JOB_ID = "armada-flyte.dev/job-id"
 
 
 def container_options(pod: PodLaunch) -> dict[str, Any]:
-    """Keyword arguments for `docker.containers.run` that run the pod's first container as Kubernetes would.
+    """Keyword arguments for `docker.containers.create` that run the pod's first container as Kubernetes would.
 
     `command` replaces the image's entrypoint and `args` its cmd, as in a pod; limits become
     Docker's cpu and memory limits.
@@ -39,7 +43,6 @@ def container_options(pod: PodLaunch) -> dict[str, Any]:
         "network_mode": "host",
         "name": pod.pod_name,
         "labels": {LABEL_JOB_ID: pod.job_id},
-        "detach": True,
     }
     limits = container_requests(container)
     if "cpu" in limits:
@@ -49,6 +52,21 @@ def container_options(pod: PodLaunch) -> dict[str, Any]:
     return options
 
 
+class _PodCannotStart(Exception):
+    """The pod's container could not be created; the message is the job's error."""
+
+
+@dataclass
+class _PodContainer:
+    """One pod's container, once created; `killed` records a stop asked for before it started."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    container: Optional[Any] = None
+    started: bool = False
+    killed: bool = False
+    thread: Optional[threading.Thread] = None
+
+
 class DockerExecutor:
     """Runs pods through the Docker Engine API (the `docker` package); needs a reachable daemon."""
 
@@ -56,40 +74,54 @@ class DockerExecutor:
         if client is None:
             client = _connect()
         self._client = client
-        self._containers: dict[str, Any] = {}
-        self._threads: list[threading.Thread] = []
+        self._pods: dict[str, _PodContainer] = {}
         self._lock = threading.Lock()
         self.host_architecture = host_architecture()
 
     def launch(self, pod: PodLaunch, reporter: RunReporter) -> None:
-        thread = threading.Thread(target=self._run, args=(pod, reporter), name=pod.pod_name, daemon=True)
+        state = _PodContainer()
+        state.thread = threading.Thread(target=self._run, args=(pod, reporter, state), name=pod.pod_name, daemon=True)
         with self._lock:
-            self._threads.append(thread)
-        thread.start()
+            self._pods[pod.run_id] = state
+        state.thread.start()
 
     def kill(self, run_id: str, grace_seconds: float) -> None:
         with self._lock:
-            container = self._containers.get(run_id)
+            state = self._pods.get(run_id)
+        if state is None:
+            return  # never launched, or already over
+        with state.lock:
+            state.killed = True
+            container = state.container if state.started else None
         if container is not None:
             threading.Thread(target=_stop, args=(container, grace_seconds), daemon=True).start()
 
     def shutdown(self) -> None:
         with self._lock:
-            containers, threads = list(self._containers.values()), list(self._threads)
-        for container in containers:
-            _stop(container, _STOP_GRACE_SECONDS)
-        for thread in threads:
-            thread.join(timeout=_STOP_GRACE_SECONDS + 10)
+            states = list(self._pods.items())
+        for run_id, _ in states:
+            self.kill(run_id, _STOP_GRACE_SECONDS)
+        for _, state in states:
+            if state.thread is not None:
+                state.thread.join(timeout=_STOP_GRACE_SECONDS + 10)
 
-    def _run(self, pod: PodLaunch, reporter: RunReporter) -> None:
+    def _run(self, pod: PodLaunch, reporter: RunReporter, state: _PodContainer) -> None:
         try:
-            exit_code, error = self._run_pod(pod, reporter)
-        except (docker.errors.DockerException, requests.RequestException) as exc:
-            pod.log.write("stderr", f"docker failed running the pod: {exc}")
+            exit_code, error = self._run_pod(pod, reporter, state)
+        except _PodCannotStart as exc:
+            exit_code, error = 128, str(exc)
+            pod.log.write("stderr", error)
+        except Exception as exc:  # a failure here must still end the run, or its job would hold its node forever
+            log.exception("running pod %s in docker failed", pod.pod_name)
             exit_code, error = 128, f"docker failed running the pod: {exc}"
-        reporter.finished(pod.run_id, exit_code, error)
+            pod.log.write("stderr", error)
+        try:
+            reporter.finished(pod.run_id, exit_code, error)
+        finally:
+            with self._lock:
+                self._pods.pop(pod.run_id, None)
 
-    def _run_pod(self, pod: PodLaunch, reporter: RunReporter) -> tuple[int, str]:
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodContainer) -> tuple[int, str]:
         if not reporter.pending(pod.run_id):
             return 137, "the pod was stopped before it started"
         if pod.architecture != self.host_architecture:
@@ -98,13 +130,22 @@ class DockerExecutor:
                 f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
                 f"the docker executor runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
-        container = self._client.containers.run(**container_options(pod))
-        with self._lock:
-            self._containers[pod.run_id] = container
+        container = self._create(pod)
         try:
-            if not reporter.running(pod.run_id):
+            with state.lock:
+                state.container = container
+                if state.killed:
+                    return 137, "the pod was stopped before it started"
+            # Attached before it starts, as `docker run` does: no output is missed, and the
+            # stream ends when the container's main process does.
+            output = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+            container.start()
+            with state.lock:
+                state.started = True
+                killed = state.killed
+            if killed or not reporter.running(pod.run_id):
                 _stop(container, 0)
-            for stdout, stderr in container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True):
+            for stdout, stderr in output:
                 if stdout:
                     pod.log.feed("stdout", stdout)
                 if stderr:
@@ -112,10 +153,66 @@ class DockerExecutor:
             pod.log.flush()
             exit_code = int(container.wait().get("StatusCode", 1))
         finally:
-            with self._lock:
-                self._containers.pop(pod.run_id, None)
             _remove(container)
-        return exit_code, ("" if exit_code == 0 else pod.log.stderr_tail() or f"container exited with code {exit_code}")
+        if exit_code == 0:
+            return 0, ""
+        error = pod.log.stderr_tail() or f"container {pod.container.name} exited with code {exit_code}"
+        if pod.architecture != self.host_architecture and "exec format error" in error:
+            hint = (
+                f"this {self.host_architecture} host cannot run linux/{pod.architecture} programs: register QEMU for "
+                f"{pod.architecture} in binfmt_misc with the F flag (Debian: apt-get install qemu-user-static "
+                f"binfmt-support; or `docker run --privileged --rm tonistiigi/binfmt --install {pod.architecture}`)"
+            )
+            pod.log.note(hint)
+            error = f"{error}\n{hint}"
+        return exit_code, error
+
+    def _create(self, pod: PodLaunch) -> Any:
+        """Create the pod's container, pulling its image for the pod's platform when Docker lacks it."""
+        options = container_options(pod)
+        image, platform = options["image"], options["platform"]
+        try:
+            return self._client.containers.create(**options)
+        except docker.errors.ImageNotFound:
+            pass  # not here for this platform: pull it, as the kubelet would
+        pull_error = self._pull(image, platform)
+        try:
+            return self._client.containers.create(**options)
+        except docker.errors.ImageNotFound:
+            pass
+        held = self._platform_held(image)
+        if held is None:
+            raise _PodCannotStart(
+                f"image {image} could not be pulled for {platform} (node group {pod.node_group}): "
+                f"{pull_error or 'Docker has no image of that name'}"
+            )
+        tried = f"pulling it for {platform} failed: {pull_error}" if pull_error else f"the pull brought no {platform} variant"
+        held_architecture = held.split("/")[1]
+        raise _PodCannotStart(
+            f"image {image} has no {platform} variant, which node group {pod.node_group} needs: Docker holds it for "
+            f"{held} only, and {tried}. Build the image for {platform} too (a multi-platform image, e.g. "
+            f"`docker buildx build --platform linux/amd64,linux/arm64`), or pin the pod to {held_architecture} nodes "
+            f"(nodeSelector kubernetes.io/arch={held_architecture})."
+        )
+
+    def _pull(self, image: str, platform: str) -> str:
+        """Pull `image` for `platform`; the daemon's error, or "" when the pull went through."""
+        try:
+            for message in self._client.api.pull(image, stream=True, decode=True, platform=platform):
+                if "error" in message:
+                    return str(message.get("errorDetail", {}).get("message") or message["error"])
+        except docker.errors.APIError as exc:
+            return str(exc.explanation or exc)
+        return ""
+
+    def _platform_held(self, image: str) -> Optional[str]:
+        """The platform of the image Docker holds under this name, or None when it holds none."""
+        try:
+            attrs = self._client.images.get(image).attrs
+        except docker.errors.ImageNotFound:
+            return None
+        variant = f"/{attrs['Variant']}" if attrs.get("Variant") else ""
+        return f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'unknown')}{variant}"
 
 
 def _connect() -> Any:
@@ -130,10 +227,13 @@ def _connect() -> Any:
 
 
 def _stop(container: Any, grace_seconds: float) -> None:
+    """SIGTERM, then SIGKILL after the grace period (Docker's stop); a container already gone is fine."""
     try:
         container.stop(timeout=int(grace_seconds))
     except docker.errors.NotFound:
         pass  # already gone
+    except (docker.errors.APIError, requests.RequestException) as exc:
+        log.warning("stopping container %s failed: %s", container.name, exc)
 
 
 def _remove(container: Any) -> None:
