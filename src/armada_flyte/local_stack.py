@@ -27,8 +27,11 @@ class LocalEndpoints:
 
     armada_url: str
     blob_endpoint: str
+    """Empty when the stack runs without a blob store."""
     bucket: str
     queue: str
+    server: Any = None
+    """The running `EmbeddedArmada` (node groups, jobs, logs)."""
 
     @property
     def raw_data_path(self) -> str:
@@ -46,6 +49,20 @@ class LocalEndpoints:
             "poll_interval_seconds": 0.5,
         }
 
+    def exports(self) -> list[str]:
+        """Shell lines that point the connector, a0 and `flyte.storage.S3.auto()` at this stack."""
+        lines = [f"export ARMADA_URL={self.armada_url} ARMADA_FLYTE_NODE_GROUPS_PRESET=embedded"]
+        if self.blob_endpoint:
+            lines.append(
+                f"export FLYTE_BLOB_ENDPOINT={self.blob_endpoint} FLYTE_BLOB_ACCESS_KEY={ACCESS_KEY} "
+                f"FLYTE_BLOB_SECRET_KEY={SECRET_KEY}"
+            )
+            lines.append(
+                f"export FLYTE_AWS_ENDPOINT={self.blob_endpoint} FLYTE_AWS_ACCESS_KEY_ID={ACCESS_KEY} "
+                f"FLYTE_AWS_SECRET_ACCESS_KEY={SECRET_KEY} ARMADA_FLYTE_RAW_DATA_PATH={self.raw_data_path}"
+            )
+        return lines
+
     def flyte_storage(self) -> Any:
         import flyte.storage
 
@@ -58,7 +75,7 @@ class LocalEndpoints:
         flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
 
 
-class BlobStore:
+class LocalBlobServer:
     """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
 
     def __init__(self, port: int = 0, bucket: str = BUCKET):
@@ -67,7 +84,7 @@ class BlobStore:
         self._server: Any = None
         self.endpoint = ""
 
-    def start(self) -> BlobStore:
+    def start(self) -> LocalBlobServer:
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -104,15 +121,20 @@ def local_stack(
     queue: str = "flyte",
     cluster: Optional[pathlib.Path] = None,
     executor: str = "process",
+    visibility_delay: float = 0.0,
+    blob_store: bool = True,
     configure_connector: bool = True,
 ) -> Iterator[LocalEndpoints]:
-    """Start the embedded Armada server and the blob store; stop both (and every pod) on exit."""
+    """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
+    both, and every pod, on exit."""
     from armada_flyte.dev import EmbeddedArmada
 
-    blob = BlobStore(blob_port).start()
+    blob = LocalBlobServer(blob_port).start() if blob_store else None
     try:
-        with EmbeddedArmada(cluster=cluster, port=armada_port, executor=executor, queues=(queue,)) as armada:
-            endpoints = LocalEndpoints(armada.url, blob.endpoint, blob.bucket, queue)
+        with EmbeddedArmada(
+            cluster=cluster, port=armada_port, executor=executor, queues=(queue,), visibility_delay=visibility_delay
+        ) as armada:
+            endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:
                 connector_settings.configure(**endpoints.connector_settings())
             try:
@@ -121,4 +143,5 @@ def local_stack(
                 if configure_connector:
                     connector_settings.reset()
     finally:
-        blob.stop()
+        if blob is not None:
+            blob.stop()

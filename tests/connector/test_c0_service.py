@@ -36,9 +36,9 @@ def test_entry_point_names_the_connector_module():
 
 @pytest.fixture(scope="module")
 def blob():
-    from armada_flyte.local_stack import BlobStore
+    from armada_flyte.local_stack import LocalBlobServer
 
-    store = BlobStore().start()
+    store = LocalBlobServer().start()
     yield store
     store.stop()
 

@@ -66,7 +66,7 @@ def test_starts_a_blob_store_and_prints_the_settings_flyte_needs(server) -> None
 
     _, output = server
     endpoint = output.wait_for(r"export FLYTE_BLOB_ENDPOINT=(http://127\.0\.0\.1:\d+) FLYTE_BLOB_ACCESS_KEY=(\S+) FLYTE_BLOB_SECRET_KEY=(\S+)")
-    output.wait_for(r"raw_data_path='s3://flyte/raw'")
+    output.wait_for(r"export FLYTE_AWS_ENDPOINT=http://127\.0\.0\.1:\d+ .*ARMADA_FLYTE_RAW_DATA_PATH=s3://flyte/raw")
     s3 = boto3.client(
         "s3", endpoint_url=endpoint.group(1), aws_access_key_id=endpoint.group(2),
         aws_secret_access_key=endpoint.group(3), region_name="us-east-1",

@@ -39,32 +39,31 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from armada_flyte.dev.embedded import EmbeddedArmada
     from armada_flyte.dev.executors.base import host_architecture
+    from armada_flyte.local_stack import local_stack
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    blob = None
     try:
-        if not args.no_blob_store:
-            from armada_flyte.local_stack import BlobStore
-
-            blob = BlobStore(args.blob_port).start()
-        armada = EmbeddedArmada(
+        with local_stack(
+            armada_port=args.port,
+            blob_port=args.blob_port,
+            queue=args.queue,
             cluster=args.cluster,
-            port=args.port,
             executor=args.executor,
-            queues=(args.queue,),
             visibility_delay=args.visibility_delay,
-        )
-        with armada:
-            print(f"Armada-compatible server listening on {armada.url} (executor: {args.executor})")
-            print(f"  export ARMADA_URL={armada.url}")
-            if blob is not None:
-                _print_blob_settings(armada.url, blob, args.queue)
+            blob_store=not args.no_blob_store,
+            configure_connector=False,
+        ) as stack:
+            print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor})")
+            if stack.blob_endpoint:
+                print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")
+            print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")
+            for line in stack.exports():
+                print(f"  {line}")
             print(f"queue: {args.queue}")
             print("node groups:")
-            for group in armada.node_groups:
+            for group in stack.server.node_groups:
                 print(f"  {group.describe()}")
             if args.executor == "process":
                 print(
@@ -79,22 +78,5 @@ def run(args: argparse.Namespace) -> int:
                 pass
         print("stopped", flush=True)
     finally:
-        if blob is not None:
-            blob.stop()
         signal.signal(signal.SIGTERM, previous)
     return 0
-
-
-def _print_blob_settings(armada_url: str, blob: Any, queue: str) -> None:
-    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY, LocalEndpoints
-
-    endpoints = LocalEndpoints(armada_url, blob.endpoint, blob.bucket, queue)
-    print(f"S3-compatible blob store on {blob.endpoint}, bucket {blob.bucket}")
-    print(f"  export FLYTE_BLOB_ENDPOINT={blob.endpoint} FLYTE_BLOB_ACCESS_KEY={ACCESS_KEY} FLYTE_BLOB_SECRET_KEY={SECRET_KEY}")
-    print("  export ARMADA_FLYTE_NODE_GROUPS_PRESET=embedded")
-    print("Flyte, in your script:")
-    print(
-        f"  flyte.init(root_dir=..., storage=flyte.storage.S3(endpoint={blob.endpoint!r}, "
-        f"access_key_id={ACCESS_KEY!r}, secret_access_key={SECRET_KEY!r}))"
-    )
-    print(f"  flyte.with_runcontext(mode='local', raw_data_path={endpoints.raw_data_path!r}).run(task, ...)")
