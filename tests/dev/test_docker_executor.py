@@ -1,5 +1,5 @@
 """The docker executor: container settings built from a leased pod, and its run loop against a stand-in
-Docker API (no daemon on this machine; nothing here pulls or runs a real container).
+Docker API (nothing here pulls or runs a real container; test_docker_executor_real.py does, on a real engine).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ def test_runs_on_the_node_groups_platform_with_the_host_network() -> None:
     result = options(pod(["true"]), "arm64")
     assert result["platform"] == "linux/arm64"
     assert result["network_mode"] == "host"
-    assert result["detach"] is True
 
 
 def test_command_replaces_the_entrypoint_and_args_the_cmd() -> None:
@@ -77,12 +76,17 @@ class FakeContainer:
     def __init__(self, stdout: bytes, stderr: bytes, exit_code: int):
         self.chunks = [(stdout, None), (None, stderr)]
         self.exit_code = exit_code
+        self.calls: list[str] = []
         self.stopped_with: list[int] = []
         self.removed = False
 
     def attach(self, **options):
         assert options["demux"] and options["stream"]
+        self.calls.append("attach")
         return iter(self.chunks)
+
+    def start(self):
+        self.calls.append("start")
 
     def wait(self):
         return {"StatusCode": self.exit_code}
@@ -95,15 +99,15 @@ class FakeContainer:
 
 
 class FakeDockerClient:
-    """Stands in for `docker.DockerClient`: records what would have been run."""
+    """Stands in for `docker.DockerClient`: records the containers it was asked to create."""
 
     def __init__(self, container: FakeContainer):
-        self.runs: list[dict] = []
+        self.created: list[dict] = []
         self.container = container
         self.containers = self
 
-    def run(self, **options):
-        self.runs.append(options)
+    def create(self, **options):
+        self.created.append(options)
         return self.container
 
 
@@ -116,5 +120,6 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
         wait_for_state(client, job_id, submit_pb2.FAILED)
         assert client.get_job_errors([job_id]).job_errors[job_id] == "disk full"
         assert armada.logs(job_id)[-2:] == ["hello", "disk full"]
-    assert docker_client.runs[0]["platform"] == "linux/arm64"
+    assert docker_client.created[0]["platform"] == "linux/arm64"
+    assert container.calls == ["attach", "start"]  # attached first: no output is lost
     assert container.removed
