@@ -9,6 +9,7 @@ import pytest
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
+from armada_flyte.dev.executors.process_tree import is_alive
 from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
 from armada_flyte.armada_api import ArmadaApi
 from armada_flyte.connector import ArmadaConnector, ArmadaJobMetadata
@@ -118,7 +119,7 @@ def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path)
     pid = int(pid_file.read_text())
     # As in Armada, CANCELLED is recorded first and the pod is killed right after.
     deadline = time.monotonic() + 10
-    while _alive(pid):
+    while is_alive(pid):
         assert time.monotonic() < deadline, f"process {pid} of the cancelled job is still running"
         time.sleep(0.02)
 
@@ -218,13 +219,6 @@ def test_status_of_more_ids_than_armada_answers_at_once_is_chunked(armada):
     states = run(api.status([f"unknown-{i}" for i in range(1200)]))
     assert len(states) == 1200 and set(states.values()) == {5}  # UNKNOWN
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def asyncio_sleep() -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 import time
 
 import pytest
 
 import armada_flyte
+from armada_flyte.dev.executors.process_tree import is_alive
 from armada_flyte import journal
 
 pytestmark = pytest.mark.e2e
@@ -107,7 +107,7 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
     asyncio.run(interrupted_run())
     pid = int(pid_file.read_text())
     deadline = time.monotonic() + 30
-    while _alive(pid):
+    while is_alive(pid):
         assert time.monotonic() < deadline, f"process {pid} of the cancelled run is still alive"
         time.sleep(0.05)
     (job,) = journal.jobs()
@@ -115,13 +115,6 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
     states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
     assert states == {job.job_id: 9}
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplog):
