@@ -13,7 +13,8 @@ import os
 import pathlib
 from typing import Any, Mapping, Optional
 
-from armada_flyte.errors import ImagePlatformMismatch, InvalidConfig
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.image_declaration import check_image_declares
 from armada_flyte.submission import SubmissionSpec
 from armada_flyte.task import ArmadaConfig
 
@@ -127,39 +128,3 @@ def _read_toml(path: pathlib.Path) -> dict[str, Any]:
         return toml.loads(path.read_text())
     with path.open("rb") as handle:
         return tomllib.load(handle)
-
-
-def declared_platforms(image: Any) -> Optional[tuple[str, ...]]:
-    """The platforms a `flyte.Image` will be built for, or None when Flyte doesn't know.
-
-    A plain prebuilt reference (`Image.from_base("repo:tag")`, or a string) carries Flyte's
-    placeholder platform, not a fact about the image; only images Flyte builds or names
-    (layers, a Dockerfile, `from_debian_base`, a clone) are trusted here. The registry check at
-    submission covers the rest.
-    """
-    try:
-        from flyte import Image
-    except ImportError:  # pragma: no cover - flyte is a dependency
-        return None
-    if not isinstance(image, Image):
-        return None
-    built_by_flyte = bool(
-        getattr(image, "_layers", ())
-        or getattr(image, "dockerfile", None) is not None
-        or getattr(image, "name", None)
-        or getattr(image, "_is_cloned", False)
-    )
-    if not built_by_flyte:
-        return None
-    return tuple(image.platform)
-
-
-def check_image_declares(task_name: str, image: Any, architecture: str) -> None:
-    """Fail serialisation when the task's image is declared without the task's architecture."""
-    platforms = declared_platforms(image)
-    if platforms is None:
-        return
-    if f"linux/{architecture}" in platforms or any(p.startswith(f"linux/{architecture}/") for p in platforms):
-        return
-    name = getattr(image, "uri", None) or getattr(image, "name", None) or repr(image)
-    raise ImagePlatformMismatch(task_name, str(name), platforms, architecture)
