@@ -15,20 +15,18 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
 
 import grpc
+from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf import json_format
 
 import armada_flyte  # noqa: F401  (aliases google.api protos before armada_client loads)
-from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
-from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
-
+from armada_flyte.armada_names import MAX_IDS_PER_CALL
 from armada_flyte.errors import ArmadaFlyteError, SubmissionRefused
 from armada_flyte.podspec import JobRequest
 from armada_flyte.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
 
-MAX_IDS_PER_CALL = 500
-"""Armada answers at most this many job ids per status, errors or details call."""
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 T = TypeVar("T")

@@ -13,11 +13,10 @@ from typing import Any, Dict, List, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from armada_flyte.architecture import Architecture
+from armada_flyte.armada_names import ARCH_LABEL
 from armada_flyte.config_file import read_yaml
 from armada_flyte.errors import ArchitectureNotOffered, InvalidConfig
 from armada_flyte.k8s_names import label_key_problem, label_value_problem
-
-ARCH_LABEL = "kubernetes.io/arch"
 
 
 class _Strict(BaseModel):

@@ -14,15 +14,12 @@ from typing import Any, Mapping, Optional
 
 from google.protobuf import json_format
 
+from armada_flyte.armada_names import ARCH_LABEL, GANG_CARDINALITY, GANG_ID, GANG_UNIFORMITY_LABEL
 from armada_flyte.errors import InvalidConfig
-from armada_flyte.nodegroups import ARCH_LABEL
 from armada_flyte.placement import Placement, ResolvedArchitecture
 from armada_flyte.submission import SubmissionSpec
 
 CONTAINER_NAME = "armada-task"
-GANG_ID = "armadaproject.io/gangId"
-GANG_CARDINALITY = "armadaproject.io/gangCardinality"
-GANG_UNIFORMITY = "armadaproject.io/gangNodeUniformityLabel"
 
 LABEL_CONNECTOR = "flyte.org/connector"
 LABEL_PROJECT = "flyte.org/project"
@@ -287,7 +284,7 @@ def build_job_request(
         annotations[GANG_CARDINALITY] = str(spec.gang_cardinality)
         # Always a uniformity label: with the arch label, Armada itself keeps the gang on one
         # architecture, even when members were submitted by different connector replicas.
-        annotations[GANG_UNIFORMITY] = spec.gang_node_uniformity_label or ARCH_LABEL
+        annotations[GANG_UNIFORMITY_LABEL] = spec.gang_node_uniformity_label or ARCH_LABEL
 
     return JobRequest(
         pod_spec=pod_spec,

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import grpc
-
 from armada_client.armada import job_pb2, job_pb2_grpc
+
+from armada_flyte.armada_names import MAX_IDS_PER_CALL
 from armada_flyte.dev.control_plane import ControlPlane
 from armada_flyte.dev.messages import job_details, run_details
 from armada_flyte.dev.refusals import InvalidArgument, as_status
-
-MAX_IDS_PER_CALL = 500
 
 
 def _bounded(ids: Sequence[str]) -> list[str]:

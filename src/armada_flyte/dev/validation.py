@@ -11,14 +11,12 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
+from armada_flyte.armada_names import GANG_CARDINALITY, GANG_ID, GANG_UNIFORMITY_LABEL
 from armada_flyte.dev.refusals import InvalidArgument
 from armada_flyte.dev.requirements import NODE_NAME_FIELD, required_node_selector, toleration
 from armada_flyte.dev.resources import format_amount, milli
 from armada_flyte.nodegroups import MatchExpression
 
-GANG_ID = "armadaproject.io/gangId"
-GANG_CARDINALITY = "armadaproject.io/gangCardinality"
-GANG_UNIFORMITY_LABEL = "armadaproject.io/gangNodeUniformityLabel"
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
 
 MAX_JOB_SET_ID_CHARS = 1024
