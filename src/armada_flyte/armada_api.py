@@ -135,7 +135,7 @@ class ArmadaApi:
         states: dict[str, int] = {}
         for chunk in _chunks(job_ids):
             request = job_pb2.JobStatusRequest(job_ids=chunk)
-            response = await self._call("GetJobStatus", lambda: stub.GetJobStatus(request, **self._kw()))
+            response = await self._call("GetJobStatus", lambda request=request: stub.GetJobStatus(request, **self._kw()))
             states.update(response.job_states)
         return {job_id: states.get(job_id, submit_pb2.UNKNOWN) for job_id in job_ids}
 
@@ -152,7 +152,7 @@ class ArmadaApi:
         found: dict[str, str] = {}
         for chunk in _chunks(job_ids):
             request = job_pb2.JobErrorsRequest(job_ids=chunk)
-            response = await self._call("GetJobErrors", lambda: stub.GetJobErrors(request, **self._kw()))
+            response = await self._call("GetJobErrors", lambda request=request: stub.GetJobErrors(request, **self._kw()))
             found.update(response.job_errors)
         return found
 
@@ -162,7 +162,7 @@ class ArmadaApi:
         found: dict[str, RunDetails] = {}
         for chunk in _chunks(job_ids):
             request = job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_run=True)
-            response = await self._call("GetJobDetails", lambda: stub.GetJobDetails(request, **self._kw()))
+            response = await self._call("GetJobDetails", lambda request=request: stub.GetJobDetails(request, **self._kw()))
             for job_id, details in response.job_details.items():
                 runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
                 if runs:

@@ -40,10 +40,10 @@ def test_fan_out_of_five(flyte_run):
 def test_task_without_architecture_takes_the_platform_default(flyte_run):
     import workflows
 
-    with pytest.raises(Exception):
-        flyte_run(workflows.explode, reason="x")
+    run = flyte_run(workflows.double, x=21)
+    assert (run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == 42
     (job,) = journal.jobs()
-    assert (job.architecture, job.source) == ("amd64", "platform")
+    assert (job.architecture, job.source, job.node_group) == ("amd64", "platform", "amd64")
 
 
 def test_user_exception_reaches_the_caller_with_type_and_message(flyte_run):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import platform
-import time
 from dataclasses import dataclass
 
 import flyte
@@ -44,10 +44,14 @@ async def explode(reason: str) -> int:
 
 
 @default.task
+async def double(x: int) -> int:
+    return 2 * x
+
+
+@default.task
 async def linger(pid_file: str) -> int:
-    with open(pid_file, "w") as handle:
-        handle.write(str(os.getpid()))
-    time.sleep(600)
+    pathlib.Path(pid_file).write_text(str(os.getpid()))
+    await asyncio.sleep(600)
     return 0
 
 
