@@ -13,6 +13,7 @@ from dev.process_checks import is_alive, pids_in_log
 from dev.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state, wait_until
 
 CANCELLED, RUNNING, SUCCEEDED, QUEUED = submit_pb2.CANCELLED, submit_pb2.RUNNING, submit_pb2.SUCCEEDED, submit_pb2.QUEUED
+PREEMPTED = submit_pb2.PREEMPTED
 
 # A pod whose main process starts a child in its process group and a grandchild in a session of
 # its own (escaping the group), prints their pids, and then waits.
@@ -57,6 +58,18 @@ def test_cancel_kills_the_whole_process_tree(embedded_armada, client: ArmadaClie
     assert len(pids) == 3 and all(is_alive(pid) for pid in pids)
     client.cancel_jobs(queue, job_set, job_id)
     wait_for_state(client, job_id, CANCELLED)
+    wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pids {pids} to be gone")
+
+
+@pytest.mark.embedded_only
+def test_preempt_kills_the_whole_process_tree(embedded_armada, client: ArmadaClient, queue: str, job_set: str) -> None:
+    job_id = submit_one(client, queue, job_set, item(pod(python(SPAWNER), cpu="100m")))
+    wait_for_state(client, job_id, RUNNING)
+    lines = wait_until(lambda: (log := embedded_armada.logs(job_id)) and len(log) >= 3 and log, what="the pids")
+    pids = pids_in_log(lines, "main") + pids_in_log(lines, "child") + pids_in_log(lines, "escaped")
+    assert len(pids) == 3 and all(is_alive(pid) for pid in pids)
+    client.preempt_jobs(queue, job_set, job_id)
+    wait_for_state(client, job_id, PREEMPTED)
     wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pids {pids} to be gone")
 
 
