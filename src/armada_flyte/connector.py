@@ -8,9 +8,7 @@ in-process by local runs.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -26,7 +24,8 @@ from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, Resour
 from armada_flyte import settings as settings_module
 from armada_flyte.armada_api import ArmadaApi
 from armada_flyte.error_file import TaskError, read_task_error
-from armada_flyte.errors import ArchitectureConflict, ArmadaFlyteError
+from armada_flyte.gangs import GangArchitectures
+from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.job_states import TERMINAL_STATES, phase_of, state_name
 from armada_flyte.placement import placement_for, resolve_architecture
 from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request
@@ -70,48 +69,6 @@ class JobOutcome:
         return self.state in TERMINAL_STATES or self.phase == TaskExecution.FAILED
 
 
-class _GangArchitectures:
-    """Which architecture each gang's members take, so a member asking for another fails at create.
-
-    Soft state, bounded: within one connector process (local runs, one c0 replica) a mixed gang
-    is refused with a clear error. Across replicas this can't see the other members; every gang
-    also carries the `kubernetes.io/arch` uniformity label (unless the author chose another), so
-    Armada never splits one across architectures.
-    """
-
-    def __init__(self, limit: int = 10_000):
-        self._gangs: OrderedDict[tuple[str, str], tuple[str, set[str]]] = OrderedDict()
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def claim(self, queue: str, gang_id: str, member: str, architecture: str, task: str) -> None:
-        key = (queue, gang_id)
-        with self._lock:
-            taken, members = self._gangs.get(key, (architecture, set()))
-            if members and taken != architecture:
-                raise ArchitectureConflict(
-                    f"gang {gang_id!r}: task {task!r} asks for {architecture or 'no architecture'}, but other members "
-                    f"run on {taken or 'no architecture'}. One gang runs on one architecture: give every member's "
-                    "TaskEnvironment the same ArmadaConfig(architecture=...)."
-                )
-            members.add(member)
-            self._gangs[key] = (taken, members)
-            self._gangs.move_to_end(key)
-            while len(self._gangs) > self._limit:
-                self._gangs.popitem(last=False)
-
-    def release(self, queue: str, gang_id: str, member: str) -> None:
-        """Forget a member whose submission failed (the gang is free again once it has none)."""
-        key = (queue, gang_id)
-        with self._lock:
-            entry = self._gangs.get(key)
-            if entry is None:
-                return
-            entry[1].discard(member)
-            if not entry[1]:
-                del self._gangs[key]
-
-
 class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     """Submits Flyte tasks as Armada jobs, polls them, and cancels them."""
 
@@ -125,7 +82,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._api: Optional[ArmadaApi] = None
         self._node_groups = None
         self._image_check = None
-        self._gangs = _GangArchitectures()
+        self._gangs = GangArchitectures()
 
     # ---- settings, resolved lazily and again after `configure` ----
     def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
