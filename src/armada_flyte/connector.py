@@ -85,21 +85,22 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._gangs = GangArchitectures()
 
     # ---- settings, resolved lazily and again after `configure` ----
-    def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
+    async def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
+        """The current settings and client; rebuilt (closing the old ones) after `configure`."""
         generation = settings_module.generation()
         if self._settings is None or generation != self._generation:
-            self._settings = settings_module.resolve_settings()
-            self._api = ArmadaApi(self._settings)
-            self._node_groups = self._settings.node_groups()
+            settings = settings_module.resolve_settings()
+            node_groups = settings.node_groups()
+            stale_api, stale_check = self._api, self._image_check
+            self._settings, self._api, self._node_groups = settings, ArmadaApi(settings), node_groups
             self._image_check = None
             self._generation = generation
+            if stale_api is not None:
+                await stale_api.close()
+            if stale_check is not None:
+                stale_check.close()
         assert self._api is not None
         return self._settings, self._api
-
-    @property
-    def node_groups(self):
-        self._context()
-        return self._node_groups
 
     async def create(
         self,
@@ -109,7 +110,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         task_execution_metadata: Any = None,
         **kwargs: Any,
     ) -> ArmadaJobMetadata:
-        settings, api = self._context()
+        settings, api = await self._context()
         spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
         template = TemplatePod.of(task_template)
         resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), self._node_groups, template.pod_spec)
@@ -160,7 +161,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
         """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
-        settings, api = self._context()
+        settings, api = await self._context()
         state = await api.status_of(meta.job_id)
         phase = phase_of(state)
         info = {"armada_state": state_name(state), "architecture": meta.architecture, "node_group": meta.node_group}
@@ -207,7 +208,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def delete(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> None:
         """Cancel the job; cancelling a finished or already-cancelled job is a no-op."""
-        _, api = self._context()
+        _, api = await self._context()
         state = (await api.status([resource_meta.job_id]))[resource_meta.job_id]
         if state in TERMINAL_STATES:
             return
@@ -215,13 +216,13 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def armada_state(self, resource_meta: ArmadaJobMetadata) -> str:
         """Armada's state name for the job, e.g. `CANCELLED`."""
-        _, api = self._context()
+        _, api = await self._context()
         return state_name((await api.status([resource_meta.job_id]))[resource_meta.job_id])
 
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
         """The job's container log from Armada's log API (Binoculars); where that can't be
         reached, a pointer to the job in Lookout when a link template is set."""
-        settings, api = self._context()
+        settings, api = await self._context()
         try:
             lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
         except ArmadaFlyteError as exc:
