@@ -18,9 +18,10 @@ from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_flyte.dev.executors.base import host_architecture
+from armada_flyte.dev.executors.process import ProcessExecutor
 from armada_flyte.dev.messages import NOTE_ANNOTATION
 from dev.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
-from dev.waiting import wait_for_state
+from dev.waiting import wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -132,3 +133,16 @@ def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, 
     job_id = submit_one(client, queue, job_set, item(pod([])))
     wait_for_state(client, job_id, submit_pb2.FAILED)
     assert "cannot run the image's own entrypoint" in client.get_job_errors([job_id]).job_errors[job_id]
+
+
+@pytest.mark.embedded_only
+def test_only_the_newest_finished_sandboxes_are_kept(own_armada, tmp_path: pathlib.Path) -> None:
+    executor = ProcessExecutor(sandbox_root=tmp_path, kept_sandboxes=1)
+    armada, client = own_armada(executor=executor)
+    first = submit_one(client, "conformance", "js", item(pod(python("print('one')"))))
+    wait_for_state(client, first, submit_pb2.SUCCEEDED)
+    assert executor.sandbox_of(first).is_dir()
+    second = submit_one(client, "conformance", "js", item(pod(python("print('two')"))))
+    wait_for_state(client, second, submit_pb2.SUCCEEDED)
+    wait_until(lambda: not executor.sandbox_of(first).exists(), what="the older sandbox to be removed")
+    assert executor.sandbox_of(second).is_dir()

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Optional
 
@@ -46,6 +47,7 @@ class ProcessExecutor:
         self,
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
+        kept_sandboxes: int = 500,
     ):
         self._owns_root = sandbox_root is None
         self.sandbox_root = pathlib.Path(sandbox_root or tempfile.mkdtemp(prefix="armada-flyte-dev-")).resolve()
@@ -54,6 +56,10 @@ class ProcessExecutor:
         self.host_architecture = host_architecture()
         self._pods: dict[str, _PodProcess] = {}
         self._lock = threading.Lock()
+        # Finished pods' sandboxes stay for inspection, the newest `kept_sandboxes` of them, so a
+        # long `armada-flyte dev` session doesn't fill the disk.
+        self._finished: deque[str] = deque()
+        self._kept_sandboxes = kept_sandboxes
 
     def sandbox_of(self, job_id: str) -> pathlib.Path:
         return self.sandbox_root / job_id
@@ -97,6 +103,10 @@ class ProcessExecutor:
         finally:
             with self._lock:
                 self._pods.pop(pod.run_id, None)
+                self._finished.append(pod.job_id)
+                expired = [self._finished.popleft() for _ in range(max(0, len(self._finished) - self._kept_sandboxes))]
+            for job_id in expired:
+                shutil.rmtree(self.sandbox_of(job_id), ignore_errors=True)
 
     def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> tuple[int, str]:
         if not reporter.pending(pod.run_id):
