@@ -63,7 +63,7 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
     cfg = get_init_config()
     prefix = tctx.raw_data_path.get_random_remote_path()
-    code_bundle = await _code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
+    code_bundle = await upload_code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
     sctx = SerializationContext(
         project=tctx.action.project,
         domain=tctx.action.domain,
@@ -159,7 +159,7 @@ def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
     raise RuntimeSystemError(outcome.info.get("armada_state", "ArmadaJobFailed"), f"task {task_name}: {outcome.message}")
 
 
-async def _code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
+async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
     """Build the code bundle, and upload it once per (code, raw data path) for this process."""
     from flyte import storage
     from flyte._code_bundle import build_code_bundle

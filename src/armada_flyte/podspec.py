@@ -20,6 +20,8 @@ from armada_flyte.placement import Placement, ResolvedArchitecture
 from armada_flyte.submission import SubmissionSpec
 
 CONTAINER_NAME = "armada-task"
+DEFAULT_ORG = "default"
+"""The `--org` given to a0 when Flyte's metadata names none (a0 requires one)."""
 
 LABEL_CONNECTOR = "flyte.org/connector"
 LABEL_PROJECT = "flyte.org/project"
@@ -60,7 +62,7 @@ class RunIdentity:
         tid = metadata.task_execution_id
         execution = tid.node_execution_id.execution_id
         return cls(
-            org=execution.org or tid.task_id.org,
+            org=execution.org or tid.task_id.org or dict(metadata.labels).get("organization", ""),
             project=execution.project or tid.task_id.project,
             domain=execution.domain or tid.task_id.domain,
             run=execution.name,
@@ -162,7 +164,8 @@ def runtime_args(args: list[str], identity: RunIdentity, output_prefix: str) -> 
     if "--run-base-dir" not in filled:
         base = output_prefix.rstrip("/")
         filled[1:1] = ["--run-base-dir", base]
-    for flag, value in (("--org", identity.org), ("--project", identity.project), ("--domain", identity.domain)):
+    # a0 insists on an org; open-source backends often have none, so a stand-in is given.
+    for flag, value in (("--org", identity.org or DEFAULT_ORG), ("--project", identity.project), ("--domain", identity.domain)):
         if flag not in filled and value:
             filled[1:1] = [flag, value]
     return filled

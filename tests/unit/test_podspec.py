@@ -206,3 +206,15 @@ def test_same_arm64_task_takes_each_presets_shape(serialize):
     assert gke["tolerations"] == [arm_toleration]
     assert eks["nodeSelector"] == {"kubernetes.io/arch": "arm64", "karpenter.sh/nodepool": "graviton-pool"}
     assert eks["tolerations"] == [arm_toleration]
+
+
+def test_org_comes_from_the_organization_label_else_a_stand_in(serialize):
+    template = serialize(make_task(ArmadaConfig()))
+    meta = metadata()
+    meta.task_execution_id.node_execution_id.execution_id.org = ""
+    meta.labels["organization"] = "acme"
+    args = build(template, meta=meta).pod_spec["containers"][0]["args"]
+    assert args[args.index("--org") + 1] == "acme"
+    del meta.labels["organization"]
+    args = build(template, meta=meta).pod_spec["containers"][0]["args"]
+    assert args[args.index("--org") + 1] == "default"  # a0 refuses to start without one

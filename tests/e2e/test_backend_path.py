@@ -1,0 +1,135 @@
+"""The backend path: a registered task's template, rendered as a Flyte backend renders it, driven
+through the `c0` connector service over gRPC into the embedded Armada server, with a real a0 pod
+reading its inputs from and writing its outputs to the S3 blob store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from flyteidl2.connector import connector_pb2, service_pb2_grpc
+from flyteidl2.connector.connector_pb2 import TaskExecutionMetadata
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
+
+pytestmark = pytest.mark.e2e
+
+PROJECT = pathlib.Path(__file__).parent / "project"
+ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def c0(stack, tmp_path):
+    port = _free_port()
+    env = {
+        **os.environ,
+        "ARMADA_URL": stack.armada_url,
+        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
+        "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
+        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
+        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+    }
+    log = (tmp_path / "c0.log").open("w")
+    process = subprocess.Popen(
+        [str(pathlib.Path(sys.executable).parent / "c0"), "--port", str(port), "--prometheus_port", str(_free_port())],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+        yield service_pb2_grpc.AsyncConnectorServiceStub(channel)
+    finally:
+        channel.close()
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+async def registered_template(stack, task, prefix: str):
+    """Serialise `task` as `flyte deploy` would, with its code bundle and inputs in the blob store,
+    and fill the placeholders a backend fills itself (it leaves run and action names to the connector)."""
+    from flyte._internal.runtime.task_serde import get_proto_task
+    from flyte.models import SerializationContext
+
+    from armada_flyte.local_run import upload_code_bundle
+
+    bundle = await upload_code_bundle(PROJECT, prefix, prefix)
+    sctx = SerializationContext(project="proj", domain="dev", org="", version="v1", root_dir=PROJECT, code_bundle=bundle)
+    template = get_proto_task(task, sctx)
+    rendered = []
+    for arg in template.container.args:
+        for placeholder, value in (
+            ("{{.input}}", f"{prefix}/inputs.pb"),
+            ("{{.outputPrefix}}", prefix),
+            ("{{.rawOutputDataPrefix}}", f"{prefix}/raw"),
+            ("{{.checkpointOutputPrefix}}", f"{prefix}/checkpoint"),
+            ("{{.prevCheckpointPrefix}}", ""),
+            ("{{.runStartTime}}", "2026-11-29T00:00:00+00:00"),
+        ):
+            arg = arg.replace(placeholder, value)
+        rendered.append(arg)
+    del template.container.args[:]
+    template.container.args.extend(rendered)
+    return template
+
+
+def metadata(run: str, action: str) -> TaskExecutionMetadata:
+    meta = TaskExecutionMetadata()
+    tid = meta.task_execution_id
+    tid.task_id.project, tid.task_id.domain, tid.task_id.name = "proj", "dev", "square"
+    tid.node_execution_id.node_id = action
+    execution = tid.node_execution_id.execution_id
+    execution.project, execution.domain, execution.name = "proj", "dev", run
+    return meta
+
+
+def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blob_store(stack, c0):
+    sys.path.insert(0, str(PROJECT))
+    try:
+        import workflows
+        from flyte._internal.runtime import convert, io
+
+        stack.init_flyte(PROJECT)
+        prefix = f"s3://{stack.bucket}/backend/r1/a1/0"
+
+        async def prepare():
+            template = await registered_template(stack, workflows.square, prefix)
+            inputs = await convert.convert_from_native_to_inputs(workflows.square.native_interface, x=12)
+            await io.upload_inputs(inputs, io.inputs_path(prefix))
+            return template
+
+        template = asyncio.run(prepare())
+        assert "{{.runName}}" in template.container.args  # left for the connector, as a backend does
+        request = connector_pb2.CreateTaskRequest(template=template, output_prefix=prefix, task_execution_metadata=metadata("r1", "a1"))
+        meta = c0.CreateTask(request, timeout=60).resource_meta
+        deadline = time.monotonic() + 120
+        while True:
+            resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
+            if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
+                break
+            assert time.monotonic() < deadline, resource.message
+            time.sleep(0.1)
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        assert resource.custom_info["node_group"] == "amd64"
+
+        async def result():
+            outputs = await io.load_outputs(io.outputs_path(prefix))
+            return await convert.convert_outputs_to_native(workflows.square.interface, outputs)
+
+        assert asyncio.run(result()) == 144
+    finally:
+        sys.path.remove(str(PROJECT))
