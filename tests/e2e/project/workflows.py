@@ -18,7 +18,11 @@ SMALL = flyte.Resources(cpu="250m", memory="256Mi")
 arm = flyte.TaskEnvironment("e2e-arm", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="arm64"))
 amd = flyte.TaskEnvironment("e2e-amd", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="amd64"))
 default = flyte.TaskEnvironment("e2e-default", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig())
-driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default])
+trio = flyte.TaskEnvironment(
+    "e2e-gang", image=IMAGE, resources=SMALL,
+    plugin_config=ArmadaConfig(gang_id="trio", gang_cardinality=3, architecture="arm64"),
+)
+driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio])
 
 
 @dataclass
@@ -58,3 +62,13 @@ async def linger(pid_file: str) -> int:
 @driver.task
 async def fan_out(n: int) -> list[int]:
     return list(await asyncio.gather(*(square(x=i) for i in range(n))))
+
+
+@trio.task
+async def member(rank: int) -> int:
+    return rank
+
+
+@driver.task
+async def gang_of_three() -> list[int]:
+    return list(await asyncio.gather(*(member(rank=r) for r in range(3))))
