@@ -3,30 +3,20 @@ driven over gRPC the way a Flyte backend drives it."""
 
 from __future__ import annotations
 
-import os
-import pathlib
-import socket
-import subprocess
-import sys
 import time
 from importlib.metadata import entry_points
 
 import grpc
 import pytest
-from flyteidl2.connector import connector_pb2, service_pb2_grpc
+from armada_templates import execution_metadata, python_template
+from c0_service import ARMADA_TASKS, running_c0
+from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
 
-from armada_templates import execution_metadata, python_template
+ARMADA = ARMADA_TASKS
 
-ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_entry_point_names_the_connector_module():
@@ -47,30 +37,15 @@ def blob():
 def c0(armada, blob, tmp_path):
     from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
 
-    port = _free_port()
     env = {
-        **os.environ,
         "ARMADA_URL": armada.url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
         "FLYTE_BLOB_ENDPOINT": blob.endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
     }
-    c0_bin = pathlib.Path(sys.executable).parent / "c0"
-    log = (tmp_path / "c0.log").open("w")
-    process = subprocess.Popen(
-        [str(c0_bin), "--port", str(port), "--prometheus_port", str(_free_port())],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        grpc.channel_ready_future(channel).result(timeout=60)
-        yield service_pb2_grpc.AsyncConnectorServiceStub(channel)
-    finally:
-        channel.close()
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    with running_c0(env, tmp_path / "c0.log") as stub:
+        yield stub
 
 
 def _poll_until_done(c0, meta: bytes):

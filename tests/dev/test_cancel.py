@@ -50,26 +50,24 @@ def test_cancelling_a_job_set_cancels_all_its_jobs(client: ArmadaClient, queue: 
 
 
 @pytest.mark.embedded_only
-def test_cancel_kills_the_whole_process_tree(embedded_armada, client: ArmadaClient, queue: str, job_set: str) -> None:
+@pytest.mark.parametrize(
+    "stop, end_state",
+    [
+        (lambda client, queue, job_set, job_id: client.cancel_jobs(queue, job_set, job_id), CANCELLED),
+        (lambda client, queue, job_set, job_id: client.preempt_jobs(queue, job_set, job_id), PREEMPTED),
+    ],
+    ids=["cancel", "preempt"],
+)
+def test_stopping_a_job_kills_the_whole_process_tree(
+    embedded_armada, client: ArmadaClient, queue: str, job_set: str, stop, end_state
+) -> None:
     job_id = submit_one(client, queue, job_set, item(pod(python(SPAWNER), cpu="100m")))
     wait_for_state(client, job_id, RUNNING)
     lines = wait_until(lambda: (log := embedded_armada.logs(job_id)) and len(log) >= 3 and log, what="the pids")
     pids = pids_in_log(lines, "main") + pids_in_log(lines, "child") + pids_in_log(lines, "escaped")
     assert len(pids) == 3 and all(is_alive(pid) for pid in pids)
-    client.cancel_jobs(queue, job_set, job_id)
-    wait_for_state(client, job_id, CANCELLED)
-    wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pids {pids} to be gone")
-
-
-@pytest.mark.embedded_only
-def test_preempt_kills_the_whole_process_tree(embedded_armada, client: ArmadaClient, queue: str, job_set: str) -> None:
-    job_id = submit_one(client, queue, job_set, item(pod(python(SPAWNER), cpu="100m")))
-    wait_for_state(client, job_id, RUNNING)
-    lines = wait_until(lambda: (log := embedded_armada.logs(job_id)) and len(log) >= 3 and log, what="the pids")
-    pids = pids_in_log(lines, "main") + pids_in_log(lines, "child") + pids_in_log(lines, "escaped")
-    assert len(pids) == 3 and all(is_alive(pid) for pid in pids)
-    client.preempt_jobs(queue, job_set, job_id)
-    wait_for_state(client, job_id, PREEMPTED)
+    stop(client, queue, job_set, job_id)
+    wait_for_state(client, job_id, end_state)
     wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pids {pids} to be gone")
 
 

@@ -5,16 +5,13 @@ reading its inputs from and writing its outputs to the S3 blob store."""
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
-import socket
-import subprocess
 import sys
 import time
 
-import grpc
 import pytest
-from flyteidl2.connector import connector_pb2, service_pb2_grpc
+from c0_service import ARMADA_TASKS, running_c0
+from flyteidl2.connector import connector_pb2
 from flyteidl2.connector.connector_pb2 import TaskExecutionMetadata
 from flyteidl2.core.execution_pb2 import TaskExecution
 
@@ -23,40 +20,20 @@ from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
 pytestmark = pytest.mark.e2e
 
 PROJECT = pathlib.Path(__file__).parent / "project"
-ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+ARMADA = ARMADA_TASKS
 
 
 @pytest.fixture
 def c0(stack, tmp_path):
-    port = _free_port()
     env = {
-        **os.environ,
         "ARMADA_URL": stack.armada_url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
         "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
     }
-    log = (tmp_path / "c0.log").open("w")
-    process = subprocess.Popen(
-        [str(pathlib.Path(sys.executable).parent / "c0"), "--port", str(port), "--prometheus_port", str(_free_port())],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        grpc.channel_ready_future(channel).result(timeout=60)
-        yield service_pb2_grpc.AsyncConnectorServiceStub(channel)
-    finally:
-        channel.close()
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    with running_c0(env, tmp_path / "c0.log") as stub:
+        yield stub
 
 
 async def registered_template(stack, task, prefix: str):
