@@ -79,7 +79,7 @@ class ConnectorConfig(BaseSettings):
     """Registries reached over plain HTTP (e.g. 127.0.0.1:5000)."""
 
     lookout_url_template: Optional[str] = None
-    """Link to a job in Lookout, e.g. `https://lookout.example.com/?jobId={job_id}`; fields: job_id, queue, job_set_id."""
+    """Link to a job in Lookout, e.g. `https://lookout.example.com/jobs?job_id={job_id}`; fields: job_id, queue, job_set_id."""
 
     @model_validator(mode="after")
     def _check(self) -> ConnectorConfig:
