@@ -120,6 +120,7 @@ class ConnectorConfig(BaseSettings):
 
 
 FIELDS = tuple(ConnectorConfig.model_fields)
+SECRET_FIELDS = frozenset(name for name, info in ConnectorConfig.model_fields.items() if "SecretStr" in str(info.annotation))
 
 _overrides: dict[str, Any] = {}
 _generation = 0
@@ -187,8 +188,7 @@ def resolve_settings(**extra: Any) -> ConnectorConfig:
         return ConnectorConfig(**{**_overrides, **extra})
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "connector settings"
-        value = first.get("input")
-        if "secret" in where or "password" in where or "token" in where:
-            value = "<redacted>"
-        raise InvalidConfig(where, value, first["msg"].removeprefix("Value error, ")) from None
+        field = str(first["loc"][0]) if first["loc"] else ""
+        # A whole-model error's input is every setting, secrets included: show none of it.
+        shown = "<not shown>" if not field or field in SECRET_FIELDS else first.get("input")
+        raise InvalidConfig(field or "connector settings", shown, first["msg"].removeprefix("Value error, ")) from None

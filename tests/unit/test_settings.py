@@ -91,3 +91,29 @@ def test_project_default_variables_are_known_to_the_connector(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "arm64")
     monkeypatch.setenv("ARMADA_FLYTE_QUEUE", "ml")
     assert resolve_settings().armada_url
+
+
+def test_errors_never_show_secret_values(monkeypatch):
+    with pytest.raises(InvalidConfig) as info:
+        armada_flyte.configure(auth_token="SUPERSECRET", auth_username="u", auth_password="PASSWORD123")
+    assert "SUPERSECRET" not in str(info.value) and "PASSWORD123" not in str(info.value)
+    assert "not both" in str(info.value)
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_TOKEN", "tok-SECRET")
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_USERNAME", "u")
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_PASSWORD", "pw-SECRET")
+    monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "blob-SECRET")
+    with pytest.raises(InvalidConfig) as info:
+        resolve_settings()
+    assert "SECRET" not in str(info.value)
+
+
+def test_doctor_never_prints_secret_values(monkeypatch, capsys):
+    from armada_flyte.cli import main
+
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_TOKEN", "tok-SECRET")
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_USERNAME", "u")
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_PASSWORD", "pw-SECRET")
+    monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "blob-SECRET")
+    main(["doctor", "--queue", "q"])
+    out = capsys.readouterr()
+    assert "SECRET" not in out.out + out.err
