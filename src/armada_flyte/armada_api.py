@@ -47,6 +47,8 @@ class RunDetails:
     node: str
     cluster: str
     state: str
+    finished_at: float
+    """When the run ended, seconds since the epoch (0: not ended, or not reported)."""
 
 
 class ArmadaApi:
@@ -167,7 +169,8 @@ class ArmadaApi:
                 runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
                 if runs:
                     run = runs[-1]
-                    found[job_id] = RunDetails(run.node, run.cluster, submit_pb2.JobState.Name(details.state))
+                    finished = run.finished_ts.seconds + run.finished_ts.nanos / 1e9 if run.HasField("finished_ts") else 0.0
+                    found[job_id] = RunDetails(run.node, run.cluster, submit_pb2.JobState.Name(details.state), finished)
         return found
 
     # ---- Binoculars ----

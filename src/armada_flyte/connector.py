@@ -23,10 +23,10 @@ from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, Resour
 
 from armada_flyte import settings as settings_module
 from armada_flyte.armada_api import ArmadaApi
-from armada_flyte.error_file import TaskError, read_task_error
+from armada_flyte.error_file import ErrorFileUnreadable, TaskError, read_task_error
 from armada_flyte.gangs import GangArchitectures
 from armada_flyte.errors import ArmadaFlyteError
-from armada_flyte.job_states import TERMINAL_STATES, phase_of, state_name
+from armada_flyte.job_states import TERMINAL_PHASES, TERMINAL_STATES, phase_of, state_name
 from armada_flyte.placement import placement_for, resolve_architecture
 from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request
 from armada_flyte.settings import ConnectorConfig
@@ -66,7 +66,7 @@ class JobOutcome:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_STATES or self.phase == TaskExecution.FAILED
+        return self.phase in TERMINAL_PHASES
 
 
 class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
@@ -183,8 +183,17 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         node = details.node if details else ""
         info["node"] = node
         task_error = None
+        unread = ""
         if state in (submit_pb2.SUCCEEDED, submit_pb2.FAILED):
-            task_error = await read_task_error(meta.outputs_path, settings.error_read_timeout_seconds, _blob_store(settings))
+            try:
+                task_error = await read_task_error(meta.outputs_path, settings.error_read_timeout_seconds, _blob_store(settings))
+            except ErrorFileUnreadable as exc:
+                ended = details.finished_at if details else 0.0
+                if ended and time.time() - ended < settings.error_read_grace_seconds:
+                    # Not terminal yet: a0 may have failed, and only error.pb would say so.
+                    return JobOutcome(TaskExecution.RUNNING, state, f"Armada job {meta.job_id} ended; {exc}; retrying", info=info)
+                log.warning("job %s: %s; reporting Armada's state alone", meta.job_id, exc)
+                unread = f" (its error file could not be read: {exc})"
         reason = ""
         if state in (submit_pb2.FAILED, submit_pb2.REJECTED, submit_pb2.PREEMPTED) and task_error is None:
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
@@ -192,7 +201,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         if task_error is not None:
             return JobOutcome(TaskExecution.FAILED, state, f"{task_error.describe()} ({where})", task_error, reason, node, info)
         if state == submit_pb2.SUCCEEDED:
-            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded", None, "", node, info)
+            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded{unread}", None, "", node, info)
         label = {submit_pb2.REJECTED: "was rejected by Armada", submit_pb2.PREEMPTED: "was preempted", submit_pb2.CANCELLED: "was cancelled"}.get(state, "failed")
         message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
         return JobOutcome(phase, state, message, None, reason, node, info)

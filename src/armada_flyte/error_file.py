@@ -27,8 +27,13 @@ class TaskError:
         return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
 
 
+class ErrorFileUnreadable(Exception):
+    """The blob store didn't say whether error.pb exists (timeout, refused, unreachable)."""
+
+
 async def read_task_error(outputs_path: str, timeout: float, blob: Optional[BlobSettings] = None) -> Optional[TaskError]:
-    """The error a0 wrote under `outputs_path`, or None (none written, or unreadable within `timeout`).
+    """The error a0 wrote under `outputs_path`; None when it wrote none. `ErrorFileUnreadable` when
+    the store can't tell within `timeout`: "unknown" must not pass for "succeeded".
 
     With the connector's blob settings (those it gives the pods), the file is read with them, so
     the `c0` service sees user errors without Flyte's storage being set up in its process.
@@ -44,11 +49,9 @@ async def read_task_error(outputs_path: str, timeout: float, blob: Optional[Blob
         else:
             data = await asyncio.wait_for(_read_with_flyte_storage(path), timeout)
     except asyncio.TimeoutError:
-        log.warning("reading %s took over %.1fs; using Armada's state alone", path, timeout)
-        return None
+        raise ErrorFileUnreadable(f"reading {path} took over {timeout:.1f}s") from None
     except Exception as exc:  # storage not reachable, permissions, ...
-        log.warning("could not read %s (%s); using Armada's state alone", path, exc)
-        return None
+        raise ErrorFileUnreadable(f"could not read {path}: {exc}") from None
     return None if data is None else parse_error_document(data)
 
 

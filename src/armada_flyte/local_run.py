@@ -93,6 +93,14 @@ async def _through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     if await storage.exists(outputs_path):
         outputs = await io.load_outputs(outputs_path)
         return await convert.convert_outputs_to_native(task.interface, outputs)
+    if task.interface.outputs:
+        from flyte.errors import RuntimeSystemError
+
+        raise RuntimeSystemError(
+            "OutputsMissing",
+            f"task {task.name}: Armada job {meta.job_id} succeeded but wrote no outputs to {outputs_path} "
+            "(check the job's log; the pod may not reach the blob store)",
+        )
     return None
 
 

@@ -64,6 +64,8 @@ class ConnectorConfig(BaseSettings):
     """How long a just-submitted job may read UNKNOWN before it is treated as lost."""
     error_read_timeout_seconds: float = Field(8.0, gt=0)
     """Bound on reading a0's error.pb, so a poll never hangs on the blob store."""
+    error_read_grace_seconds: float = Field(60.0, ge=0)
+    """How long after a job ends an unreadable error.pb keeps the task waiting (then Armada's state counts)."""
     grpc_retries: int = Field(3, ge=0, le=10)
     """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
     grpc_timeout_seconds: float = Field(30.0, gt=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import asyncio
 import time
 
 import pytest
@@ -262,3 +263,28 @@ def test_unreachable_log_service_without_lookout_says_what_to_set(armada):
     meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
     with pytest.raises(armada_flyte.ArmadaFlyteError, match="ARMADA_FLYTE_BINOCULARS_URL"):
         run(ArmadaConnector().get_logs(meta))
+
+
+def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
+    """a0 exits 0 even when the function raised: "can't read error.pb" must not pass for success."""
+    unreachable_store = f"http://127.0.0.1:{_free_port()}"
+
+    async def scenario(grace):
+        armada_flyte.configure(
+            armada_url=armada.url, node_groups_preset="embedded", blob_endpoint=unreachable_store,
+            blob_access_key="k", blob_secret_key="s", error_read_timeout_seconds=0.5, error_read_grace_seconds=grace,
+        )
+        connector = ArmadaConnector()
+        template = python_template("pass")
+        template.container.args.extend(["--outputs-path", "s3://flyte/raw/unread/a0/0"])
+        meta = await connector.create(template, "s3://flyte/raw/unread/a0/0", task_execution_metadata=execution_metadata(run=f"unread{grace}"))
+        deadline = time.monotonic() + 30
+        while (resource := await connector.get(meta)).custom_info.get("armada_state") != "SUCCEEDED":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        return resource
+
+    waiting = run(scenario(grace=300))
+    assert waiting.phase == TaskExecution.RUNNING and "error.pb" in waiting.message
+    settled = run(scenario(grace=0))
+    assert settled.phase == TaskExecution.SUCCEEDED and "could not be read" in settled.message
