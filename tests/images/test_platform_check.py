@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import logging
 import threading
 
@@ -12,7 +13,7 @@ from oci_upload import RegistryUploader
 from armada_flyte.architecture import Architecture
 from armada_flyte.errors import ImagePlatformMismatch
 from armada_flyte.images.check import ImagePlatformCheck
-from armada_flyte.images.errors import ImageNotFound, RegistryAuthFailed, RegistryUnreachable
+from armada_flyte.images.errors import ImageNotFound, RegistryAuthFailed, RegistryProtocolError, RegistryUnreachable
 from armada_flyte.images.registry import image_platforms
 from armada_flyte.settings import ConnectorConfig
 
@@ -184,3 +185,43 @@ def test_the_event_loop_keeps_running_during_a_lookup(images):
 def test_the_check_reports_whether_it_is_enabled():
     assert ImagePlatformCheck(settings()).enabled
     assert not ImagePlatformCheck(ConnectorConfig()).enabled
+
+
+def test_an_index_naming_no_platforms_warns_instead_of_refusing(registry, caplog):
+    upload = RegistryUploader(registry.url)
+    try:
+        entry = upload.push_image("noplatform", None, "amd64")
+        entry.pop("platform")  # the OCI spec makes it optional
+        upload.push_index("noplatform", "1", [entry])
+    finally:
+        upload.close()
+    image = f"{registry.host}/noplatform:1"
+    with caplog.at_level(logging.WARNING, logger="armada_flyte.images.check"):
+        run(ImagePlatformCheck(settings()).check(image, Architecture.arm64, "train"))
+    assert "names no platforms" in caplog.text
+    with pytest.raises(ImagePlatformMismatch):
+        run(ImagePlatformCheck(settings(image_check_blocks_when_unreachable=True)).check(image, Architecture.arm64, "train"))
+
+
+class _RedirectLoop(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", self.path)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_registry_that_misbehaves_warns_and_lets_the_job_through(caplog):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RedirectLoop)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        image = f"127.0.0.1:{server.server_address[1]}/app:1"
+        with caplog.at_level(logging.WARNING, logger="armada_flyte.images.check"):
+            run(ImagePlatformCheck(settings()).check(image, Architecture.amd64, "train"))
+        assert "could not check" in caplog.text
+        with pytest.raises(RegistryProtocolError):
+            run(ImagePlatformCheck(settings(image_check_blocks_when_unreachable=True)).check(image, Architecture.amd64, "train"))
+    finally:
+        server.shutdown()

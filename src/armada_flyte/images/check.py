@@ -76,6 +76,16 @@ class ImagePlatformCheck:
                 exc,
             )
             return
+        if not platforms.platforms:  # e.g. index entries without a platform: the registry can't tell
+            if self._settings.image_check_blocks_when_unreachable:
+                raise ImagePlatformMismatch(task_name, image, [], architecture.value)
+            logger.warning(
+                "image %r of task %r names no platforms; submitting anyway without checking %s",
+                image,
+                task_name,
+                architecture.value,
+            )
+            return
         if not platforms.supports(architecture):
             raise ImagePlatformMismatch(task_name, image, [str(p) for p in platforms.platforms], architecture.value)
 

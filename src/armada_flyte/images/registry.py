@@ -152,6 +152,8 @@ class RegistryClient:
             return self._http.get(url, headers=headers)
         except httpx.TransportError as exc:
             raise _unreachable(ref.registry, url, exc) from exc
+        except httpx.HTTPError as exc:  # redirect loops, undecodable bodies, ...
+            raise RegistryProtocolError(ref.registry, f"{url}: {exc}") from exc
 
     def _credentials_for(self, ref: ImageReference) -> Optional[RegistryCredentials]:
         if ref.registry in self._credentials:
@@ -183,6 +185,11 @@ class RegistryClient:
         realm = params.get("realm")
         if not realm or not realm.startswith(("https://", "http://")):
             raise RegistryProtocolError(ref.registry, f"its bearer challenge names no usable realm ({realm!r})")
+        if realm.startswith("http://") and credentials is not None and not self._base_url(ref).startswith("http://"):
+            # A registry reached over TLS must not have our password sent in the clear.
+            raise RegistryProtocolError(
+                ref.registry, f"its token service {realm} is plain HTTP; credentials are only sent over HTTPS"
+            )
         query = {"scope": params.get("scope") or f"repository:{ref.repository}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
@@ -191,6 +198,8 @@ class RegistryClient:
             answer = self._http.get(realm, params=query, auth=auth)
         except httpx.TransportError as exc:
             raise _unreachable(ref.registry, realm, exc, what="its token service") from exc
+        except httpx.HTTPError as exc:
+            raise RegistryProtocolError(ref.registry, f"its token service {realm}: {exc}") from exc
         if answer.status_code in (401, 403):
             who = (
                 f"the credentials for {credentials.username!r} were refused"
