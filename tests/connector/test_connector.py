@@ -165,22 +165,34 @@ def test_a_refused_gang_member_leaves_no_claim_behind(connector):
     assert run(scenario()).architecture == "amd64"
 
 
-def test_gang_without_architecture_lands_on_one_architecture(armada):
-    armada_flyte.configure(armada_url=armada.url, node_groups_preset="generic")  # no default architecture
-    connector = ArmadaConnector()
+# Untainted groups where a first-fit split is possible: one 1-cpu amd64 node, two 1-cpu arm64 nodes.
+SPLITTABLE = {
+    "node_groups": [
+        {"name": "amd64", "nodes": 1, "labels": {"kubernetes.io/arch": "amd64"}, "allocatable": {"cpu": "1", "memory": "4Gi"}},
+        {"name": "arm64", "nodes": 2, "labels": {"kubernetes.io/arch": "arm64"}, "allocatable": {"cpu": "1", "memory": "4Gi"}},
+    ]
+}
+
+
+def test_gang_without_architecture_lands_on_one_architecture():
+    from armada_flyte.dev import Cluster, EmbeddedArmada
+
     config = ArmadaConfig(gang_id="pair", gang_cardinality=2)
+    with EmbeddedArmada(cluster=Cluster.from_mapping(SPLITTABLE), port=0) as armada:
+        armada_flyte.configure(armada_url=armada.url, node_groups_preset="generic")  # no default architecture
+        connector = ArmadaConnector()
 
-    async def scenario():
-        metas = [
-            await connector.create(python_template("pass", config), "s3://b/raw", task_execution_metadata=execution_metadata(run="pair-run", action=f"m{i}"))
-            for i in range(2)
-        ]
-        return [await wait_for(connector, m, DONE) for m in metas]
+        async def scenario():
+            metas = [
+                await connector.create(python_template("pass", config, cpu="1"), "s3://b/raw", task_execution_metadata=execution_metadata(run="pair-run", action=f"m{i}"))
+                for i in range(2)
+            ]
+            return [await wait_for(connector, m, DONE) for m in metas]
 
-    resources = run(scenario())
+        resources = run(scenario())
     assert [r.phase for r in resources] == [TaskExecution.SUCCEEDED] * 2
-    groups = {r.custom_info["node"].split("-")[0] for r in resources}
-    assert len(groups) == 1
+    # Only the arm64 group holds both: without the uniformity label the pair would be split.
+    assert sorted(r.custom_info["node"] for r in resources) == ["arm64-0", "arm64-1"]
 
 
 def test_resubmitting_the_same_attempt_reattaches(connector):
