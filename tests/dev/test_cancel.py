@@ -92,6 +92,14 @@ def test_cancelling_a_job_set_can_be_limited_to_states(own_armada) -> None:
     assert state_of(client, running) == RUNNING
 
 
+def test_cancelling_a_job_set_by_an_unknown_state_is_invalid(client: ArmadaClient, queue: str, job_set: str) -> None:
+    request = submit_pb2.JobSetCancelRequest(queue=queue, job_set_id=job_set, filter=submit_pb2.JobSetFilter(states=[99]))
+    with pytest.raises(grpc.RpcError) as error:
+        client.submit_stub.CancelJobSet(request)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "99" in error.value.details()
+
+
 def test_cancel_needs_a_job_set(client: ArmadaClient, queue: str) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.submit_stub.CancelJobs(submit_pb2.JobCancelRequest(queue=queue, job_set_id="", job_ids=["x"]))

@@ -74,3 +74,10 @@ def test_deleted_queue_is_gone(client: ArmadaClient) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.get_queue(name)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_reprioritizing_in_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    response = client.reprioritize_jobs(new_priority=1.0, job_ids=[], job_set_id="js", queue=name)
+    assert dict(response.reprioritization_results) == {}

@@ -126,10 +126,11 @@ class ControlPlane:
         Answers, like Armada, the ids asked for (cancelling is a request), or the ids cancelled
         when the whole job set was asked for.
         """
-        wanted_states = {JobState(s) for s in states}
+        _require_names(queue, job_set)
+        wanted_states = _state_filter(states)
         job_ids = list(dict.fromkeys(job_ids))
         with self._lock:
-            self._require_job_set(queue, job_set)
+            self._require_queue(queue)
             kills, cancelled = [], []
             for job in self._select(queue, job_set, job_ids):
                 if job.state.terminal or (wanted_states and job.state not in wanted_states):
@@ -181,7 +182,8 @@ class ControlPlane:
                 job.item.priority = priority
                 self.events.append("reprioritized", job, new_priority=priority, requestor=REQUESTOR)
                 results[job.id] = ""
-            self._backlogs[queue].resort()
+            if queue in self._backlogs:  # a queue that never had a job has no backlog to reorder
+                self._backlogs[queue].resort()
         self._wake.set()
         return results
 
@@ -265,10 +267,7 @@ class ControlPlane:
 
     def _require_job_set(self, queue: str, job_set: str) -> None:
         """Armada's order for acting on a job set: both names present, then the queue must exist."""
-        if not queue:
-            raise InvalidArgument("queue is a required field")
-        if not job_set:
-            raise InvalidArgument("job set id is a required field")
+        _require_names(queue, job_set)
         self._require_queue(queue)
 
     def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> str:
@@ -403,6 +402,25 @@ class ControlPlane:
         if run.holds_capacity:
             run.holds_capacity = False
             self.scheduler.release(run.job, run.node.index)
+
+
+def _require_names(queue: str, job_set: str) -> None:
+    if not queue:
+        raise InvalidArgument("queue is a required field")
+    if not job_set:
+        raise InvalidArgument("job set id is a required field")
+
+
+def _state_filter(states: Iterable[int]) -> set[JobState]:
+    """A job-set filter's states, checked (as Armada does) before the queue is looked up."""
+    wanted = set()
+    for number in states:
+        try:
+            wanted.add(JobState(number))
+        except ValueError:
+            known = ", ".join(f"{s.name} ({s.value})" for s in JobState)
+            raise InvalidArgument(f"filter.states: {number} is not a job state; use one of {known}") from None
+    return wanted
 
 
 def _error_of(job: Job) -> str:
