@@ -11,6 +11,7 @@ import pathlib
 import pytest
 
 from armada_client.armada import submit_pb2
+from armada_flyte.dev.executors.process import ProcessExecutor
 from dev.pods import ARCH, ARM64_TOLERATION, cluster, gang, item, node_group, pod, runs_until_file_exists, sleeper, submit_one
 from dev.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
 
@@ -139,3 +140,25 @@ def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armad
     client.preempt_jobs(QUEUE, "js", victim)
     wait_for_state(client, victim, submit_pb2.PREEMPTED)
     wait_for_state(client, waiting, SUCCEEDED)
+
+
+class _FirstLaunchFails(ProcessExecutor):
+    """A process executor that can't start its first pod (as when no thread can be started)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    def launch(self, pod, reporter) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("can't start new thread")
+        super().launch(pod, reporter)
+
+
+def test_a_pod_the_executor_cannot_launch_fails_and_frees_its_node(own_armada) -> None:
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), executor=_FirstLaunchFails())
+    first, second = [i.job_id for i in client.submit_jobs(QUEUE, "js", [item(pod(cpu="1")), item(pod(cpu="1"))]).job_response_items]
+    wait_for_state(client, first, submit_pb2.FAILED, timeout=5)
+    assert "executor failed to launch the pod: can't start new thread" in client.get_job_errors([first]).job_errors[first]
+    wait_for_state(client, second, SUCCEEDED, timeout=5)

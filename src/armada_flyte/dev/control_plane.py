@@ -363,8 +363,13 @@ class ControlPlane:
         return PodLaunch(run.id, job.id, run.pod_name, job.namespace, node.name, group.name, group.architecture, job.pod, run.log)
 
     def _launch(self, launches: list[PodLaunch]) -> None:
+        """Hand the pods to the executor; a pod it can't take fails alone, and its node is free again."""
         for launch in launches:
-            self.executor.launch(launch, self)
+            try:
+                self.executor.launch(launch, self)
+            except Exception as exc:
+                log.exception("the executor failed to launch pod %s", launch.pod_name)
+                self.finished(launch.run_id, 128, f"executor failed to launch the pod: {exc}")
 
     def _advance(self, run_id: str, state: JobState) -> bool:
         with self._lock:

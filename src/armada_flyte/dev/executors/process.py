@@ -68,7 +68,12 @@ class ProcessExecutor:
         with self._lock:
             state = self._pods.setdefault(pod.run_id, _PodProcess())
         state.thread = threading.Thread(target=self._run, args=(pod, reporter, state), name=pod.pod_name, daemon=True)
-        state.thread.start()
+        try:
+            state.thread.start()
+        except BaseException:
+            with self._lock:
+                self._pods.pop(pod.run_id, None)
+            raise
 
     def kill(self, run_id: str, grace_seconds: float) -> None:
         with self._lock:
