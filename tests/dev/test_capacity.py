@@ -11,6 +11,7 @@ import pathlib
 import pytest
 
 from armada_client.armada import submit_pb2
+from armada_flyte.dev import gang_fit
 from armada_flyte.dev.executors.process import ProcessExecutor
 from dev.pods import ARCH, ARM64_TOLERATION, cluster, gang, item, node_group, pod, runs_until_file_exists, sleeper, submit_one
 from dev.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
@@ -132,6 +133,26 @@ def test_a_gang_that_could_never_fit_is_rejected(own_armada) -> None:
     for job_id in ids:
         wait_for_state(client, job_id, REJECTED)
     assert "gang too-big of 3 jobs does not fit" in client.get_job_errors(ids[:1]).job_errors[ids[0]]
+
+
+def uneven_pair(own_armada):
+    """Nodes of 2 and 1 cpu, and a gang of a 1-cpu and a 2-cpu member (in that order): it fits only largest first."""
+    _, client = own_armada(cluster(node_group("big", nodes=1, cpu="2"), node_group("small", nodes=1, cpu="1")))
+    members = [item(pod(cpu="1"), annotations=gang("uneven", 2)), item(pod(cpu="2"), annotations=gang("uneven", 2))]
+    return client, [i.job_id for i in client.submit_jobs(QUEUE, "js", members).job_response_items]
+
+
+def test_a_gang_that_fits_only_largest_member_first_runs(own_armada) -> None:
+    client, ids = uneven_pair(own_armada)
+    for job_id in ids:
+        wait_for_state(client, job_id, SUCCEEDED)
+
+
+def test_a_gang_the_search_cannot_decide_waits_instead_of_being_rejected(own_armada, monkeypatch) -> None:
+    monkeypatch.setattr(gang_fit, "SEARCH_STEPS", 1)
+    client, ids = uneven_pair(own_armada)
+    wait_for_a_scheduling_pass(client, QUEUE, "js")
+    assert set(client.get_job_status(ids).job_states.values()) == {QUEUED}
 
 
 def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armada) -> None:

@@ -16,6 +16,7 @@ import heapq
 from typing import Callable, Iterator, Mapping, Optional
 
 from armada_flyte.dev.cluster import Cluster
+from armada_flyte.dev.gang_fit import GangFit, Verdict, fit_gang
 from armada_flyte.dev.jobs import Job
 from armada_flyte.dev.matching import rejection_report, static_mismatch
 from armada_flyte.dev.requirements import Requirements
@@ -73,6 +74,9 @@ class Scheduler:
         self.free: list[dict[str, int]] = [dict(node.allocatable) for node in cluster.nodes]
         self.usage: dict[str, dict[str, int]] = {}
         self._suitable: dict[Requirements, list[int]] = {}
+        self._suitable_sets: dict[Requirements, frozenset[int]] = {}
+        self._gangs_not_fitting: set[tuple[str, ...]] = set()
+        self._not_fitting_since = 0
         self._verdicts: dict[Requirements, Optional[str]] = {}
         self._full_at: dict[Requirements, int] = {}
         self._releases = 0
@@ -102,12 +106,13 @@ class Scheduler:
         label = gang.uniformity_label
         if label and not any(label in node.labels for node in self.cluster.nodes):
             return self._gang_report(f"gang {gang.id}: no node has the node uniformity label {label}")
-        if self._place_gang(members, lambda n: self.cluster.nodes[n].allocatable) is None:
+        verdicts = [self._fit_gang(members, domain, self._allocatable).verdict for domain in self._uniform_domains(members[0])]
+        if all(verdict == Verdict.NEVER for verdict in verdicts):
             where = f" on nodes sharing one value of {label}" if label else ""
             return self._gang_report(
                 f"gang {gang.id} of {gang.cardinality} jobs does not fit{where}, even on an empty cluster"
             )
-        return None
+        return None  # it fits, or might: only a gang that provably never fits is rejected
 
     def reserve(self, job: Job, node: int) -> None:
         subtract(self.free[node], job.requirements.resources)
@@ -162,7 +167,7 @@ class Scheduler:
         members = gang_of(job)
         if members is None:
             return None
-        return self._place_gang(members, lambda n: self.free[n])
+        return self._place_gang(members)
 
     def _place_one(self, needs: Requirements, cursors: dict[Requirements, int]) -> Optional[int]:
         if self._full_at.get(needs) == self._releases:
@@ -176,35 +181,33 @@ class Scheduler:
         self._full_at[needs] = self._releases
         return None
 
-    def _place_gang(self, members: list[Job], capacity: Callable[[int], Mapping[str, int]]) -> Optional[list[Placement]]:
+    def _place_gang(self, members: list[Job]) -> Optional[list[Placement]]:
+        """Where the whole gang fits in the free capacity now, or None (also while nothing has ended since it last didn't)."""
+        if self._not_fitting_since != self._releases:
+            self._gangs_not_fitting.clear()
+            self._not_fitting_since = self._releases
+        attempt = tuple(m.id for m in members)
+        if attempt in self._gangs_not_fitting:
+            return None
         for domain in self._uniform_domains(members[0]):
-            trial: dict[int, dict[str, int]] = {}
-            placed: list[Placement] = []
-            for member in members:
-                node = self._first_fit(member.requirements, domain, trial, capacity)
-                if node is None:
-                    break
-                placed.append((member, node))
-            else:
-                return placed
+            fit = self._fit_gang(members, domain, lambda n: self.free[n])
+            if fit.nodes is not None:
+                return list(zip(members, fit.nodes))
+        self._gangs_not_fitting.add(attempt)
         return None
 
-    def _first_fit(
-        self,
-        needs: Requirements,
-        domain: Optional[set[int]],
-        trial: dict[int, dict[str, int]],
-        capacity: Callable[[int], Mapping[str, int]],
-    ) -> Optional[int]:
-        for node in self.suitable_nodes(needs):
-            if domain is not None and node not in domain:
-                continue
-            free = trial[node] if node in trial else dict(capacity(node))
-            if fits(needs.resources, free):
-                subtract(free, needs.resources)
-                trial[node] = free
-                return node
-        return None
+    def _fit_gang(self, members: list[Job], domain: Optional[set[int]], capacity: Callable[[int], Mapping[str, int]]) -> GangFit:
+        nodes = range(len(self.cluster.nodes)) if domain is None else sorted(domain)
+        return fit_gang([m.requirements for m in members], nodes, self._suitable_set, capacity)
+
+    def _allocatable(self, node: int) -> Mapping[str, int]:
+        return self.cluster.nodes[node].allocatable
+
+    def _suitable_set(self, needs: Requirements) -> frozenset[int]:
+        found = self._suitable_sets.get(needs)
+        if found is None:
+            found = self._suitable_sets[needs] = frozenset(self.suitable_nodes(needs))
+        return found
 
     def _uniform_domains(self, job: Job) -> list[Optional[set[int]]]:
         """Sets of nodes a gang may spread over: one per value of its uniformity label, or all nodes."""
