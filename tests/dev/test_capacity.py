@@ -23,6 +23,10 @@ QUEUED, RUNNING, SUCCEEDED, REJECTED = submit_pb2.QUEUED, submit_pb2.RUNNING, su
 PLACED = (submit_pb2.LEASED, submit_pb2.PENDING, submit_pb2.RUNNING, submit_pb2.SUCCEEDED)
 
 
+def submit_all(client, items) -> list[str]:
+    return [i.job_id for i in client.submit_jobs(QUEUE, "js", items).job_response_items]
+
+
 def one_busy_cpu(own_armada):
     """A cluster of one node with one cpu, held by a running job: returns the client and that job."""
     _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
@@ -113,6 +117,31 @@ def test_gang_members_submitted_apart_wait_for_each_other(own_armada) -> None:
     second = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), annotations=gang("pair", 2)))
     wait_for_state(client, first, RUNNING)
     wait_for_state(client, second, RUNNING)
+
+
+def test_a_member_cancelled_before_its_gang_runs_leaves_it_and_a_new_member_takes_its_place(own_armada) -> None:
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="2")))
+    blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="2")))
+    wait_for_state(client, blocker, RUNNING)
+    leaving, staying = submit_all(client, [item(pod(cpu="1"), annotations=gang("pair", 2))] * 2)
+    client.cancel_jobs(QUEUE, "js", leaving)
+    wait_for_a_scheduling_pass(client, QUEUE, "js")
+    assert state_of(client, staying) == QUEUED, "as in Armada, the rest of the gang waits for a member to take its place"
+    replacement = submit_one(client, QUEUE, "js", item(pod(cpu="1"), annotations=gang("pair", 2)))
+    client.cancel_jobs(QUEUE, "js", blocker)
+    wait_for_state(client, staying, SUCCEEDED)
+    wait_for_state(client, replacement, SUCCEEDED)
+
+
+def test_a_gang_that_was_placed_cannot_be_joined(own_armada) -> None:
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="2")))
+    pair = gang("pair", 2)
+    quick, slow = submit_all(client, [item(pod(cpu="1"), annotations=pair), item(sleeper(cpu="1"), annotations=pair)])
+    wait_for_state(client, quick, SUCCEEDED)
+    late = submit_one(client, QUEUE, "js", item(pod(cpu="1"), annotations=gang("pair", 2)))
+    wait_for_state(client, late, REJECTED)
+    assert "gang pair was already placed" in client.get_job_errors([late]).job_errors[late]
+    assert state_of(client, slow) == RUNNING
 
 
 def test_a_gang_lands_on_nodes_sharing_its_uniformity_label(own_armada) -> None:

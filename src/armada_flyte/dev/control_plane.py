@@ -54,7 +54,7 @@ class ControlPlane:
         self._gangs: dict[GangKey, list[Job]] = {}
         self._requirements: dict[Requirements, Requirements] = {}
         self._unchecked_jobs: list[Job] = []
-        self._unchecked_gangs: list[GangKey] = []
+        self._unchecked_gangs: dict[GangKey, None] = {}  # an ordered set
         self._seq = 0
         self._paused = paused
         self._held: dict[str, PodLaunch] = {}
@@ -287,12 +287,8 @@ class ControlPlane:
         if job.gang_key is None:
             self._unchecked_jobs.append(job)
         else:
-            members = self._gangs.setdefault(job.gang_key, [])
-            members.append(job)
-            if job.gang and len(members) == job.gang.cardinality:
-                self._unchecked_gangs.append(job.gang_key)
-            elif job.gang and len(members) > job.gang.cardinality:
-                self._unchecked_jobs.append(job)  # one too many: rejected by the next pass
+            self._gangs.setdefault(job.gang_key, []).append(job)
+            self._unchecked_gangs[job.gang_key] = None
         return job.id
 
     def _select(self, queue: str, job_set: str, job_ids: Iterable[str]) -> list[Job]:
@@ -326,19 +322,40 @@ class ControlPlane:
     def _reject_unschedulable(self) -> None:
         """Armada's asynchronous "can this ever be scheduled" check, for jobs and gangs not yet checked."""
         for job in self._unchecked_jobs:
-            if job.state != JobState.QUEUED:
-                continue
-            if job.gang and len(self._gangs[job.gang_key]) > job.gang.cardinality:
-                self._reject(job, f"gang {job.gang.id} already has its {job.gang.cardinality} members")
-            elif reason := self.scheduler.rejection(job.requirements):
+            if job.state == JobState.QUEUED and (reason := self.scheduler.rejection(job.requirements)):
                 self._reject(job, reason)
         self._unchecked_jobs.clear()
         for key in self._unchecked_gangs:
-            members = [m for m in self._gangs[key] if m.state == JobState.QUEUED]
-            reason = self.scheduler.gang_rejection(members) if members else None
-            for member in members if reason else ():
-                self._reject(member, reason)
+            self._check_gang(key)
         self._unchecked_gangs.clear()
+
+    def _check_gang(self, key: GangKey) -> None:
+        """Reject members that can't join, and a complete gang that could never fit.
+
+        As in Armada, only members not yet ended count: a member cancelled (or otherwise ended)
+        before the gang was placed leaves it, and a member submitted later takes its place.
+        Once the gang has been placed it can't be joined.
+        """
+        live = [m for m in self._gangs[key] if not m.state.terminal]
+        if not live:
+            del self._gangs[key]
+            return
+        self._gangs[key] = live
+        gang = live[0].gang
+        assert gang is not None
+        queued = [m for m in live if m.state == JobState.QUEUED]
+        started = next((m for m in live if m.state != JobState.QUEUED), None)
+        if started is not None:
+            reason = f"gang {gang.id} was already placed (member {started.id} is {started.state.name}); it can't be joined now"
+            for member in queued:
+                self._reject(member, reason)
+            return
+        for member in live[gang.cardinality :]:
+            self._reject(member, f"gang {gang.id} already has its {gang.cardinality} members")
+        members = live[: gang.cardinality]
+        reason = self.scheduler.gang_rejection(members) if len(members) == gang.cardinality else None
+        for member in members if reason else ():
+            self._reject(member, reason)
 
     def _reject(self, job: Job, reason: str) -> None:
         self._backlogs[job.queue].discard(job)
