@@ -9,6 +9,7 @@ import pytest
 
 from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
+from armada_flyte.dev.server import MAX_WATCHES
 from dev.job_events import job_set_events, kind
 from dev.pods import item, pod, submit_one, unique
 from dev.waiting import wait_for_state, wait_until
@@ -76,3 +77,35 @@ def test_events_of_an_unknown_queue_are_refused(client: ArmadaClient) -> None:
 def test_health_reports_serving(client: ArmadaClient) -> None:
     assert client.submit_health().status == client.submit_health().SERVING
     assert client.event_health().status == client.event_health().SERVING
+
+
+def first_event(stream) -> str:
+    """The kind of the stream's first message, or the status code that refused it."""
+    try:
+        return kind(next(stream))
+    except grpc.RpcError as error:
+        return error.code().name
+
+
+def watch_is_served(client: ArmadaClient, request: event_pb2.JobSetRequest) -> bool:
+    stream = client.event_stub.GetJobSetEvents(request)
+    try:
+        return first_event(stream) == "submitted"
+    finally:
+        stream.cancel()
+
+
+@pytest.mark.embedded_only
+def test_watches_beyond_the_limit_are_refused_and_other_calls_still_answer(client: ArmadaClient, queue: str, job_set: str) -> None:
+    submit_one(client, queue, job_set, item(pod(["true"])))
+    request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=True)
+    streams = [client.event_stub.GetJobSetEvents(request) for _ in range(MAX_WATCHES + 2)]
+    try:
+        answers = [first_event(stream) for stream in streams]
+        assert answers.count("submitted") == MAX_WATCHES
+        assert answers.count("RESOURCE_EXHAUSTED") == 2
+        assert client.submit_stub.GetQueue(submit_pb2.QueueGetRequest(name=queue), timeout=2).name == queue
+    finally:
+        for stream in streams:
+            stream.cancel()
+    wait_until(lambda: watch_is_served(client, request), what="a watch to be served again")

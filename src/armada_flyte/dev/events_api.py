@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Iterator
 
 import grpc
@@ -16,9 +17,30 @@ _WATCH_WAKE_SECONDS = 1.0
 """How often an idle watch checks that its client is still there (new events wake it at once)."""
 
 
+class _WatchBudget:
+    """How many watches may wait at once: each holds a server worker thread while it waits."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._open = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self._open >= self.limit:
+                return False
+            self._open += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._open -= 1
+
+
 class EventServicer(event_pb2_grpc.EventServicer):
-    def __init__(self, plane: ControlPlane):
+    def __init__(self, plane: ControlPlane, max_watches: int):
         self._plane = plane
+        self._watches = _WatchBudget(max_watches)
 
     def GetJobSetEvents(
         self, request: event_pb2.JobSetRequest, context: grpc.ServicerContext
@@ -43,16 +65,26 @@ class EventServicer(event_pb2_grpc.EventServicer):
                 raise NotFound(f"job set {job_set} in queue {queue} does not exist")
         except Refusal as refusal:
             context.abort(refusal.code, str(refusal))
+        if watch and not self._watches.take():
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"this server serves at most {self._watches.limit} watching event streams at once; "
+                "close one, or read without watch and poll",
+            )
         context.add_callback(lambda: events.wake(queue, job_set))
-        while context.is_active():
-            batch = events.read(queue, job_set, after)
-            for position, record in batch:
-                yield event_message(position, record)
-                after = position
-            if not watch or events.closed:
-                return
-            if not batch:
-                events.wait(queue, job_set, after, _WATCH_WAKE_SECONDS)
+        try:
+            while context.is_active():
+                batch = events.read(queue, job_set, after)
+                for position, record in batch:
+                    yield event_message(position, record)
+                    after = position
+                if not watch or events.closed:
+                    return
+                if not batch:
+                    events.wait(queue, job_set, after, _WATCH_WAKE_SECONDS)
+        finally:
+            if watch:
+                self._watches.give_back()
 
 
 def _position(message_id: str) -> int:

@@ -17,7 +17,8 @@ from armada_flyte.errors import InvalidConfig
 
 HOST = "127.0.0.1"
 WORKER_THREADS = 64
-"""Each watching event stream holds a worker while it waits, so leave plenty."""
+MAX_WATCHES = 48
+"""Each watching event stream holds a worker while it waits; the other workers stay free for every other call."""
 
 SERVICE_NAMES = ("api.Submit", "api.QueueService", "api.Jobs", "api.Event", "binoculars.Binoculars")
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -36,7 +37,7 @@ def start_grpc_server(plane: ControlPlane, port: int = 0) -> tuple[grpc.Server, 
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitServicer(plane), server)
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(plane), server)
     job_pb2_grpc.add_JobsServicer_to_server(JobsServicer(plane), server)
-    event_pb2_grpc.add_EventServicer_to_server(EventServicer(plane), server)
+    event_pb2_grpc.add_EventServicer_to_server(EventServicer(plane, MAX_WATCHES), server)
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
     health_servicer = health.HealthServicer()
     for name in ("", *SERVICE_NAMES):
