@@ -81,6 +81,15 @@ def test_a_pod_ending_takes_its_background_processes_with_it(embedded_armada, cl
 
 
 @pytest.mark.embedded_only
+def test_a_pod_ending_takes_processes_in_their_own_session_with_it(embedded_armada, client, queue: str, job_set: str) -> None:
+    code = "import subprocess; p = subprocess.Popen(['sleep', '300'], start_new_session=True); print('escaped', p.pid)"
+    job_id = submit_one(client, queue, job_set, item(pod(python(code), cpu="100m")))
+    wait_for_state(client, job_id, SUCCEEDED)
+    [escaped] = pids_in_log(embedded_armada.logs(job_id), "escaped")
+    wait_until(lambda: not is_alive(escaped), timeout=5, what="the process in a session of its own to be gone")
+
+
+@pytest.mark.embedded_only
 def test_cancelling_a_job_set_can_be_limited_to_states(own_armada) -> None:
     _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
     running = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))

@@ -84,7 +84,7 @@ class ProcessExecutor:
             state.killed = True
             process = state.process
         if process is not None:
-            threading.Thread(target=process_tree.terminate, args=(process.pid, grace_seconds), daemon=True).start()
+            threading.Thread(target=process_tree.terminate, args=(process.pid, grace_seconds, run_id), daemon=True).start()
 
     def shutdown(self) -> None:
         with self._lock:
@@ -133,13 +133,15 @@ class ProcessExecutor:
             )
         try:
             sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
+            env = sandbox.environment(container, pod.fields)
+            env[process_tree.POD_MARK] = pod.run_id
             with state.lock:
                 if state.killed:
                     return 137, "the pod was stopped before it started"
                 state.process = subprocess.Popen(
                     sandbox.argv(container),
                     cwd=sandbox.working_dir(container),
-                    env=sandbox.environment(container, pod.fields),
+                    env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
@@ -151,20 +153,20 @@ class ProcessExecutor:
         process = state.process
         if not reporter.running(pod.run_id):
             self.kill(pod.run_id, 0)
-        _pump_output(process, pod.log)
+        _pump_output(process, pod.log, pod.run_id)
         code = process.wait()
-        process_tree.terminate(process.pid, grace_seconds=0)  # what it left behind ends with the pod
+        process_tree.terminate(process.pid, 0, pod.run_id)  # what it left behind ends with the pod
         exit_code = code if code >= 0 else 128 - code
         if exit_code == 0:
             return 0, ""
         return exit_code, pod.log.stderr_tail() or f"container {container.name} exited with code {exit_code}"
 
 
-def _pump_output(process: subprocess.Popen, log: PodLog) -> None:
+def _pump_output(process: subprocess.Popen, log: PodLog, mark: str) -> None:
     """Copy the pod's stdout and stderr into its log line by line until both close.
 
-    When the main process exits, the pod is over: whatever it left running is ended, as
-    Kubernetes does when a container's main process exits.
+    When the main process exits, the pod is over: whatever it left running (found by the pod's
+    `mark`, too) is ended, as Kubernetes does when a container's main process exits.
     """
     streams: dict[int, tuple[str, IO[bytes]]] = {}
     selector = selectors.DefaultSelector()
@@ -182,7 +184,7 @@ def _pump_output(process: subprocess.Popen, log: PodLog) -> None:
                 continue
             log.feed(name, data)
         if drain_deadline is None and process.poll() is not None:
-            process_tree.terminate(process.pid, grace_seconds=0)
+            process_tree.terminate(process.pid, 0, mark)
             drain_deadline = time.monotonic() + _DRAIN_AFTER_EXIT_SECONDS
         if drain_deadline is not None and time.monotonic() > drain_deadline:
             break
