@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from flyteidl2.connector.connector_pb2 import TaskExecutionMetadata
+from flyte_metadata import execution_metadata  # noqa: F401  (re-exported for the connector tests)
 from flyteidl2.core import tasks_pb2
 
 from armada_flyte.submission import SubmissionSpec
@@ -26,17 +26,6 @@ def python_template(code: str, config: ArmadaConfig = ArmadaConfig(), name: str 
     spec = SubmissionSpec.from_config(config, sources or {k: "task" for k in ("architecture",) if config.architecture})
     template.custom.update(spec.to_custom())
     return template
-
-
-def execution_metadata(run: str = "run1", action: str = "a0", attempt: int = 0) -> TaskExecutionMetadata:
-    meta = TaskExecutionMetadata()
-    tid = meta.task_execution_id
-    tid.task_id.project, tid.task_id.domain, tid.task_id.name = "proj", "dev", "demo.task"
-    tid.node_execution_id.node_id = action
-    execution = tid.node_execution_id.execution_id
-    execution.project, execution.domain, execution.name = "proj", "dev", run
-    tid.retry_attempt = attempt
-    return meta
 
 
 async def wait_for(connector: Any, meta: Any, phases: set[int], timeout: float = 60.0) -> Any:

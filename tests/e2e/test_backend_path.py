@@ -11,8 +11,8 @@ import time
 
 import pytest
 from c0_service import ARMADA_TASKS, running_c0
+from flyte_metadata import execution_metadata
 from flyteidl2.connector import connector_pb2
-from flyteidl2.connector.connector_pb2 import TaskExecutionMetadata
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
@@ -64,16 +64,6 @@ async def registered_template(stack, task, prefix: str):
     return template
 
 
-def metadata(run: str, action: str) -> TaskExecutionMetadata:
-    meta = TaskExecutionMetadata()
-    tid = meta.task_execution_id
-    tid.task_id.project, tid.task_id.domain, tid.task_id.name = "proj", "dev", "square"
-    tid.node_execution_id.node_id = action
-    execution = tid.node_execution_id.execution_id
-    execution.project, execution.domain, execution.name = "proj", "dev", run
-    return meta
-
-
 def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blob_store(stack, c0):
     sys.path.insert(0, str(PROJECT))
     try:
@@ -91,7 +81,7 @@ def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blo
 
         template = asyncio.run(prepare())
         assert "{{.runName}}" in template.container.args  # left for the connector, as a backend does
-        request = connector_pb2.CreateTaskRequest(template=template, output_prefix=prefix, task_execution_metadata=metadata("r1", "a1"))
+        request = connector_pb2.CreateTaskRequest(template=template, output_prefix=prefix, task_execution_metadata=execution_metadata("r1", "a1", task="square"))
         meta = c0.CreateTask(request, timeout=60).resource_meta
         deadline = time.monotonic() + 120
         while True:

@@ -1,12 +1,19 @@
 import flyte
 import pytest
-from flyteidl2.connector.connector_pb2 import TaskExecutionMetadata
+from flyte_metadata import execution_metadata
 from google.protobuf import json_format
 
 from armada_flyte import ArmadaConfig, InvalidConfig
 from armada_flyte.nodegroups import NodeGroups
 from armada_flyte.placement import placement_for, resolve_architecture
-from armada_flyte.podspec import BlobSettings, RunIdentity, TemplatePod, build_job_request, label_value, runtime_args
+from armada_flyte.podspec import (
+    BlobSettings,
+    RunIdentity,
+    TemplatePod,
+    build_job_request,
+    label_value,
+    runtime_args,
+)
 from armada_flyte.submission import SubmissionSpec
 
 
@@ -21,14 +28,7 @@ def make_task(config: ArmadaConfig, resources=flyte.Resources(cpu=2, memory="4Gi
 
 
 def metadata(run="run1", action="a3", attempt=1):
-    meta = TaskExecutionMetadata()
-    tid = meta.task_execution_id
-    tid.task_id.project, tid.task_id.domain, tid.task_id.name = "proj", "dev", "train"
-    tid.node_execution_id.node_id = action
-    execution = tid.node_execution_id.execution_id
-    execution.project, execution.domain, execution.name, execution.org = "proj", "dev", run, "org"
-    tid.retry_attempt = attempt
-    return meta
+    return execution_metadata(run, action, attempt, task="train", org="org")
 
 
 def build(template, preset="gke", meta=None, blob=BlobSettings()):
