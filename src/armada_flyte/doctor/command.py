@@ -36,11 +36,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--scheduler-config", type=pathlib.Path, metavar="FILE", help="Armada scheduler config, or its Helm values")
     parser.add_argument("--armada-url", metavar="HOST:PORT", help="check this Armada live (default with --queue: ARMADA_URL)")
     parser.add_argument("--queue", metavar="NAME", help=f"queue that must exist on Armada (default: {DEFAULT_QUEUE})")
-    parser.add_argument(
+    runtime = parser.add_mutually_exclusive_group()
+    runtime.add_argument(
         "--runtime-platforms",
         type=_platforms,
         metavar="LIST",
         help="platforms the runtime image is built for, e.g. linux/amd64,linux/arm64",
+    )
+    runtime.add_argument(
+        "--runtime-image",
+        metavar="REF",
+        help="the runtime image; its platforms are read from its registry (credentials from the docker config)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run)
@@ -67,6 +73,11 @@ def collect(args: argparse.Namespace) -> list[Finding]:
     if args.scheduler_config is not None:
         scheduler, unreadable = load_yaml_mapping(args.scheduler_config, "scheduler.config", "scheduler config")
         findings += [unreadable] if unreadable is not None else config_checks.check_scheduler_config(scheduler or {})
+    if args.runtime_image is not None:
+        platforms, unreadable = _image_architectures(args.runtime_image)
+        findings += [unreadable] if unreadable is not None else []
+        if platforms is not None and groups is not None:
+            findings += config_checks.check_runtime_platforms(groups, platforms)
     if args.runtime_platforms is not None and groups is not None:
         findings += config_checks.check_runtime_platforms(groups, args.runtime_platforms)
     if args.armada_url is not None or args.queue is not None:
@@ -90,6 +101,23 @@ def _live(url: Optional[str], queue: str) -> list[Finding]:
     from armada_flyte.doctor.live_checks import check_armada
 
     return check_armada(settings.armada_url, queue, settings)
+
+
+def _image_architectures(image: str) -> tuple[Optional[frozenset[Architecture]], Optional[Finding]]:
+    """The architectures `image` has, per its registry, or a finding saying why they can't be read."""
+    from armada_flyte.images.errors import RegistryError
+    from armada_flyte.images.registry import image_platforms
+    from armada_flyte.settings import resolve_settings
+
+    try:
+        found = image_platforms(image, insecure_hosts=resolve_settings().registry_insecure_hosts)
+    except (RegistryError, InvalidConfig) as exc:
+        return None, problem(
+            "runtime-image.platforms",
+            f"can't read the platforms of {image}: {exc}",
+            "check the reference and that this machine can reach the registry, or pass --runtime-platforms",
+        )
+    return frozenset(arch for arch in Architecture if found.supports(arch)), None
 
 
 def _platforms(text: str) -> frozenset[Architecture]:
