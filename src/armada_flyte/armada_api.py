@@ -109,9 +109,7 @@ class ArmadaApi:
     # ---- Submit ----
     async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:
         """Submit jobs; returns their ids in order. Refusals raise `SubmissionRefused` with Armada's reason."""
-        request = submit_pb2.JobSubmitRequest(
-            queue=queue, job_set_id=job_set_id, job_request_items=[_item(job) for job in jobs]
-        )
+        request = submit_request(queue, job_set_id, jobs)
         stub = submit_pb2_grpc.SubmitStub(self._channel())
         response = await self._call("SubmitJobs", lambda: stub.SubmitJobs(request, **self._kw()))
         ids = []
@@ -227,6 +225,11 @@ class _StatusBatch:
 
 def _chunks(ids: list[str]) -> list[list[str]]:
     return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)] or []
+
+
+def submit_request(queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> submit_pb2.JobSubmitRequest:
+    """The SubmitJobs request for `jobs`, exactly as sent (also what a dry run prints)."""
+    return submit_pb2.JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=[_item(job) for job in jobs])
 
 
 def _item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:

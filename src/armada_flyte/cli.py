@@ -12,6 +12,7 @@ _SUBCOMMAND_MODULES = (
     "armada_flyte.dev.command",
     "armada_flyte.images.command",
     "armada_flyte.doctor.command",
+    "armada_flyte.dry_run_command",
 )
 
 
