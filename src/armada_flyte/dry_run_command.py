@@ -31,12 +31,10 @@ def run(args: argparse.Namespace) -> int:
     from armada_flyte.nodegroups import NodeGroups
     from armada_flyte.settings import resolve_settings
 
-    if args.node_groups is not None:
-        groups = NodeGroups.from_yaml(args.node_groups)
-    elif args.preset is not None:
-        groups = NodeGroups.preset(args.preset)
-    else:
+    if args.node_groups is None and args.preset is None:
         groups = resolve_settings().node_groups()
+    else:
+        groups = NodeGroups.load(args.node_groups, args.preset)
     root = args.root.resolve()
     print(json.dumps(render_submission(load_task(args.task, root), groups, root), indent=2))
     return 0

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Dict, List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from armada_flyte.architecture import Architecture
 from armada_flyte.armada_names import ARCH_LABEL
@@ -208,6 +215,13 @@ class NodeGroups(_Strict):
             path, "node_groups_file", "point ARMADA_FLYTE_NODE_GROUPS_FILE at a node-group YAML (presets are in arch/)"
         )
         return cls.from_mapping(data, str(path))
+
+    @classmethod
+    def load(cls, file: Optional[str | pathlib.Path] = None, preset: Optional[str] = None) -> NodeGroups:
+        """The admin's file when given, else the named preset, else `generic` (no default architecture)."""
+        if file is not None:
+            return cls.from_yaml(file)
+        return cls.preset(preset or "generic")
 
     @classmethod
     def preset(cls, name: str) -> NodeGroups:

@@ -13,7 +13,12 @@ import pathlib
 from typing import Any, Optional
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
 
 from armada_flyte.errors import InvalidConfig
 
@@ -116,9 +121,7 @@ class ConnectorConfig(BaseSettings):
         """The node groups this connector places pods with."""
         from armada_flyte.nodegroups import NodeGroups
 
-        if self.node_groups_file is not None:
-            return NodeGroups.from_yaml(self.node_groups_file)
-        return NodeGroups.preset(self.node_groups_preset or "generic")
+        return NodeGroups.load(self.node_groups_file, self.node_groups_preset)
 
 
 FIELDS = tuple(ConnectorConfig.model_fields)

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import asyncio
 import time
 
 import pytest
+from armada_templates import execution_metadata, python_template, run, wait_for
+from c0_service import free_port
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
-from armada_flyte.dev.executors.process_tree import is_alive
 from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
 from armada_flyte.armada_api import ArmadaApi
 from armada_flyte.connector import ArmadaConnector, ArmadaJobMetadata
+from armada_flyte.dev.executors.process_tree import is_alive
 from armada_flyte.errors import SubmissionRefused
 from armada_flyte.settings import resolve_settings
-
-from armada_templates import execution_metadata, python_template, run, wait_for
 
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 
@@ -240,14 +239,6 @@ async def asyncio_sleep() -> None:
     await asyncio.sleep(0.02)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_logs_are_read_from_the_configured_binoculars_url(armada):
     armada_flyte.configure(armada_url=armada.url, binoculars_url=armada.url, node_groups_preset="embedded")
     connector = ArmadaConnector()
@@ -262,7 +253,7 @@ def test_logs_are_read_from_the_configured_binoculars_url(armada):
 
 def test_unreachable_log_service_points_at_lookout(armada):
     armada_flyte.configure(
-        armada_url=armada.url, binoculars_url=f"127.0.0.1:{_free_port()}", grpc_retries=0,
+        armada_url=armada.url, binoculars_url=f"127.0.0.1:{free_port()}", grpc_retries=0,
         lookout_url_template="http://127.0.0.1:8089/jobs/{job_id}",
     )
     meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
@@ -271,7 +262,7 @@ def test_unreachable_log_service_points_at_lookout(armada):
 
 
 def test_unreachable_log_service_without_lookout_says_what_to_set(armada):
-    armada_flyte.configure(armada_url=armada.url, binoculars_url=f"127.0.0.1:{_free_port()}", grpc_retries=0)
+    armada_flyte.configure(armada_url=armada.url, binoculars_url=f"127.0.0.1:{free_port()}", grpc_retries=0)
     meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
     with pytest.raises(armada_flyte.ArmadaFlyteError, match="ARMADA_FLYTE_BINOCULARS_URL"):
         run(ArmadaConnector().get_logs(meta))
@@ -279,7 +270,7 @@ def test_unreachable_log_service_without_lookout_says_what_to_set(armada):
 
 def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
     """a0 exits 0 even when the function raised: "can't read error.pb" must not pass for success."""
-    unreachable_store = f"http://127.0.0.1:{_free_port()}"
+    unreachable_store = f"http://127.0.0.1:{free_port()}"
 
     async def scenario(grace):
         armada_flyte.configure(
