@@ -17,12 +17,12 @@ import sys
 import time
 
 import grpc
-
-import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
-from armada_flyte.dev import Cluster, EmbeddedArmada
+
+import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
+from armada_flyte.embedded import Cluster, EmbeddedArmada
 
 LEASED = 7
 STATUS_BATCH = 500
@@ -31,6 +31,7 @@ ARM64_TOLERATION = core.Toleration(key="kubernetes.io/arch", operator="Equal", v
 
 def bench_cluster(nodes_per_group: int) -> Cluster:
     """The default cluster's two groups, with more nodes, so 10,000 jobs of 10m cpu all fit."""
+
     def group(arch: str, taints: list) -> dict:
         labels = {"kubernetes.io/arch": arch}
         allocatable = {"cpu": "4", "memory": "16Gi"}

@@ -19,7 +19,7 @@ import time
 
 import flyte
 
-from armada_flyte.local_stack import local_stack
+from armada_flyte.local.stack import local_stack
 
 PROJECT = pathlib.Path(__file__).parent / "trivial_task"
 

@@ -26,19 +26,28 @@ NODE_GROUPS_DIR = "/etc/armada-flyte"
 
 SECRETS = {
     "token": {"ARMADA_FLYTE_AUTH_TOKEN": "armada-flyte-auth-token"},
-    "basic": {"ARMADA_FLYTE_AUTH_USERNAME": "armada-flyte-auth-username", "ARMADA_FLYTE_AUTH_PASSWORD": "armada-flyte-auth-password"},
+    "basic": {
+        "ARMADA_FLYTE_AUTH_USERNAME": "armada-flyte-auth-username",
+        "ARMADA_FLYTE_AUTH_PASSWORD": "armada-flyte-auth-password",
+    },
     "none": {},
 }
 """Connector setting (environment variable) -> Flyte secret name, per way of authenticating to Armada."""
 
-BLOB_SECRETS = {"FLYTE_BLOB_ACCESS_KEY": "armada-flyte-blob-access-key", "FLYTE_BLOB_SECRET_KEY": "armada-flyte-blob-secret-key"}
+BLOB_SECRETS = {
+    "FLYTE_BLOB_ACCESS_KEY": "armada-flyte-blob-access-key",
+    "FLYTE_BLOB_SECRET_KEY": "armada-flyte-blob-secret-key",
+}
 
 
 def connector_image(node_groups: Optional[pathlib.Path] = None, image: Optional[str] = None) -> flyte.Image | str:
     """The connector's image: a prebuilt one (deploy/connector/Dockerfile), or one Flyte builds for amd64 and arm64."""
     if image is not None:
         if node_groups is not None:
-            raise SystemExit("--node-groups needs an image Flyte builds; with --image, use a --preset or bake the file into your image")
+            raise SystemExit(
+                "--node-groups needs an image Flyte builds; with --image, use a --preset or bake the "
+                "file into your image"
+            )
         return image
     built = flyte.Image.from_debian_base(python_version=(3, 11), name=NAME).with_pip_packages(
         f"armada-flyte[connector]=={armada_flyte.__version__}"
@@ -84,9 +93,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--armada-tls", action="store_true", help="reach Armada over TLS")
     groups = parser.add_mutually_exclusive_group()
     groups.add_argument("--preset", help="node-group preset (gke, eks-karpenter, aks, generic)")
-    groups.add_argument("--node-groups", type=pathlib.Path, metavar="FILE", help="your node-group file, baked into the image")
+    groups.add_argument(
+        "--node-groups", type=pathlib.Path, metavar="FILE", help="your node-group file, baked into the image"
+    )
     parser.add_argument("--blob-endpoint", default="", help="S3 endpoint the job pods reach")
-    parser.add_argument("--auth", choices=sorted(SECRETS), default="token", help="how the connector authenticates to Armada")
+    parser.add_argument(
+        "--auth", choices=sorted(SECRETS), default="token", help="how the connector authenticates to Armada"
+    )
     parser.add_argument("--image", help="use this prebuilt connector image instead of building one")
     parser.add_argument("--dry-run", action="store_true", help="show what would be deployed")
     args = parser.parse_args(argv)

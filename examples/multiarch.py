@@ -89,7 +89,7 @@ async def pipeline(n: int = 200, epochs: int = 200) -> float:
 
 
 def main() -> int:
-    from armada_flyte.journal import print_jobs_table
+    from armada_flyte.local.journal import print_jobs_table
 
     root = pathlib.Path(__file__).parent
     if os.environ.get("ARMADA_URL"):
@@ -97,7 +97,7 @@ def main() -> int:
         raw_data_path = os.environ.get("ARMADA_FLYTE_RAW_DATA_PATH", "s3://flyte/raw")
         run = flyte.with_runcontext(mode="local", raw_data_path=raw_data_path).run(pipeline)
     else:
-        from armada_flyte.local_stack import local_stack
+        from armada_flyte.local.stack import local_stack
 
         with local_stack() as stack:
             print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")

@@ -1,30 +1,25 @@
-"""Shared test rules.
+"""Shared test rules and fixtures.
 
 A test that needs a real part (a registry, a Docker engine, buildx) that isn't on this machine
-may skip locally; under CI (`CI=true`) a missing part fails the run instead, so a green CI
-never hides a part that wasn't there.
+may skip locally; under CI (`CI=true`) a missing part fails the run instead (`support.real_parts`).
+Helpers live in `tests/support/`, importable as `support.*` (pytest's `pythonpath`).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-UNDER_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+import armada_flyte  # noqa: F401  (first: it aliases armada_client's vendored google.api protos)
 
+from support.real_parts import UNDER_CI, missing_part  # noqa: F401  (the rule, for tests that import it from here)
 
-def missing_part(reason: str) -> None:
-    """Skip (locally) or fail (under CI) because a real part the test needs is missing."""
-    if UNDER_CI:
-        pytest.fail(f"missing under CI: {reason}", pytrace=False)
-    pytest.skip(reason)
+pytest_plugins = ["support.registry_fixtures", "support.flyte_serialization"]
 
 
 @pytest.fixture(autouse=True)
 def _fresh_connector_settings():
     """Each test starts with no settings from `armada_flyte.configure`."""
-    from armada_flyte import settings
+    from armada_flyte.connector import settings
 
     settings.reset()
     yield

@@ -8,7 +8,7 @@ import flyte
 from flyte.connectors import AsyncConnectorExecutorMixin
 from flyte.extend import TaskPluginRegistry
 
-import armada_flyte.connector  # noqa: F401  (the stock mixin looks the connector up, in the pod too)
+import armada_flyte.connector.service  # noqa: F401  (the stock mixin looks the connector up, in the pod too)
 from armada_flyte import ArmadaConfig, ArmadaFunctionTask
 
 RESOURCES = flyte.Resources(cpu="250m", memory="256Mi")

@@ -7,7 +7,7 @@ the embedded server and the CLI live in their own modules and load the heavy par
 
 from __future__ import annotations
 
-from armada_flyte._proto_alias import alias_vendored_google_api
+from armada_flyte.proto_alias import alias_vendored_google_api
 
 alias_vendored_google_api()
 
@@ -19,15 +19,15 @@ from armada_flyte.errors import (  # noqa: E402
     ImagePlatformMismatch,
     InvalidConfig,
 )
-from armada_flyte.runtime_image import runtime_image  # noqa: E402
-from armada_flyte.task import ArmadaConfig, ArmadaFunctionTask  # noqa: E402
+from armada_flyte.task.plugin import ArmadaConfig, ArmadaFunctionTask  # noqa: E402
+from armada_flyte.task.runtime_image import runtime_image  # noqa: E402
 
 __version__ = "0.1.0"
 
 
 def configure(**settings: object) -> None:
     """Set connector settings in code (highest precedence); applied when the connector next resolves them."""
-    from armada_flyte.settings import configure as _configure
+    from armada_flyte.connector.settings import configure as _configure
 
     _configure(**settings)
 

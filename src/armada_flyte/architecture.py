@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import platform
 
 from armada_flyte.errors import InvalidConfig
 
@@ -57,3 +58,11 @@ def parse_optional(value: object, field: str = "architecture") -> Architecture |
     if value is None or value == "":
         return None
     return Architecture.parse(value, field)
+
+
+def host_architecture() -> Architecture | None:
+    """This machine's architecture (x86_64 -> amd64, aarch64 -> arm64), or None when it is neither."""
+    try:
+        return Architecture.parse(platform.machine())
+    except InvalidConfig:
+        return None

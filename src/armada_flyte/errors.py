@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 
 class ArmadaFlyteError(Exception):
@@ -17,6 +17,26 @@ class InvalidConfig(ArmadaFlyteError, ValueError):
         self.value = value
         self.fix = fix
         super().__init__(f"{field}={value!r} is invalid: {fix}")
+
+
+def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (), known: str = "") -> InvalidConfig:
+    """The first problem of a pydantic `ValidationError` as `InvalidConfig`, naming where it is.
+
+    `origin` (a file) prefixes the field's path; without one the field is the setting's name.
+    Values of `hidden` fields (secrets) and of whole-document errors are never shown: the latter's
+    input is every setting. `known` lists the allowed keys for an unknown-key error.
+    """
+    first = exc.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    field = f"{origin}: {location or '(top level)'}" if origin else (location or "connector settings")
+    top = str(first["loc"][0]) if first["loc"] else ""
+    value = "<not shown>" if not top or top in set(hidden) else first.get("input")
+    fix = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        value, fix = None, f"add the field {first['loc'][-1]!r}"
+    elif first["type"] == "extra_forbidden":
+        fix = f"{fix}: remove this unknown field" + (f" (known: {known})" if known else "")
+    return InvalidConfig(field, value, fix)
 
 
 class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
@@ -58,3 +78,90 @@ class ImagePlatformMismatch(ArmadaFlyteError, ValueError):
 
 class SubmissionRefused(ArmadaFlyteError):
     """Armada refused a submission (validation, permissions); retrying the same request won't help."""
+
+
+class ArmadaUnavailable(ArmadaFlyteError):
+    """Armada could not be reached after the configured retries."""
+
+
+class ArmadaAuthError(ArmadaFlyteError):
+    """Armada refused our credentials (UNAUTHENTICATED) or their permissions (PERMISSION_DENIED)."""
+
+
+# ---- reading an image's platforms: a missing image is a definite answer, while an unreachable
+# registry or refused credentials only mean "could not check". ----
+class RegistryError(ArmadaFlyteError):
+    """Base of every failure to read an image's platforms."""
+
+
+class InvalidImageReference(RegistryError, ValueError):
+    """The text is not an image reference (`[host[:port]/]repository[:tag][@digest]`)."""
+
+    def __init__(self, reference: str, problem: str):
+        self.reference = reference
+        super().__init__(
+            f"{reference!r} is not an image reference: {problem}. "
+            f"Write it as [registry/]repository[:tag][@sha256:digest], "
+            f"e.g. ghcr.io/org/app:1.2 or 127.0.0.1:5000/app@sha256:..."
+        )
+
+
+class ImageNotFound(RegistryError, LookupError):
+    """The registry answered, and it has no such repository, tag or digest."""
+
+    def __init__(self, reference: str, detail: str = ""):
+        self.reference = reference
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(
+            f"image {reference!r} was not found in its registry{suffix}. "
+            f"Check the repository name and tag, and push the image before running tasks with it "
+            f"(`docker buildx build --platform linux/amd64,linux/arm64 --push -t {reference} ...`)."
+        )
+
+
+class RegistryAuthFailed(RegistryError):
+    """The registry refused the credentials we had (or wanted some and we had none)."""
+
+    def __init__(self, registry: str, reference: str, detail: str):
+        self.registry = registry
+        self.reference = reference
+        super().__init__(
+            f"registry {registry} refused access to {reference!r}: {detail}. "
+            f"Log in with `docker login {registry}` (credentials are read from the Docker config, "
+            f"~/.docker/config.json or $DOCKER_CONFIG/config.json) or pass credentials explicitly."
+        )
+
+
+class RegistryUnreachable(RegistryError, ConnectionError):
+    """The registry could not be reached or did not answer usefully (network, TLS, 5xx)."""
+
+    def __init__(self, registry: str, detail: str, hint: str = ""):
+        self.registry = registry
+        self.detail = detail
+        fix = hint or (
+            "Check the host and port, that the registry is running and reachable from here, "
+            "and whether it speaks plain HTTP (then mark it insecure: --insecure, or the "
+            "connector setting registry_insecure_hosts)."
+        )
+        super().__init__(f"registry {registry} could not be reached: {detail}. {fix}")
+
+
+class RegistryProtocolError(RegistryError):
+    """The registry answered with something the OCI distribution spec doesn't allow."""
+
+    def __init__(self, registry: str, detail: str):
+        self.registry = registry
+        super().__init__(
+            f"registry {registry} gave an answer we could not read: {detail}. "
+            f"Check that the address points at a container registry (its API lives under /v2/)."
+        )
+
+
+class DockerDaemonUnavailable(RegistryError):
+    """No Docker daemon answered, so the daemon path can't be used."""
+
+    def __init__(self, detail: str):
+        super().__init__(
+            f"no Docker daemon answered: {detail}. Start Docker or point DOCKER_HOST at a running "
+            f"daemon, or read the platforms straight from the registry instead (without --daemon)."
+        )

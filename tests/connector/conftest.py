@@ -9,7 +9,7 @@ import armada_flyte
 
 @pytest.fixture(scope="module")
 def armada():
-    from armada_flyte.dev import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada
 
     with EmbeddedArmada(port=0, queues=("flyte", "other")) as server:
         yield server
@@ -17,7 +17,7 @@ def armada():
 
 @pytest.fixture
 def connector(armada):
-    from armada_flyte.connector import ArmadaConnector
+    from armada_flyte.connector.service import ArmadaConnector
 
     armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", ack_timeout_seconds=30)
     return ArmadaConnector()

@@ -8,14 +8,14 @@ from concurrent import futures
 
 import grpc
 import pytest
+from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
+from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401
-from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
-from armada_flyte.armada_api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
+from armada_flyte.connector.armada_api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
+from armada_flyte.connector.phases import PHASE_OF_STATE, phase_of
+from armada_flyte.connector.settings import resolve_settings
 from armada_flyte.errors import SubmissionRefused
-from armada_flyte.job_states import PHASE_OF_STATE, phase_of
-from armada_flyte.settings import resolve_settings
-from flyteidl2.core.execution_pb2 import TaskExecution
 
 
 class FailingJobs(job_pb2_grpc.JobsServicer):

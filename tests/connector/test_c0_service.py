@@ -8,25 +8,25 @@ from importlib.metadata import entry_points
 
 import grpc
 import pytest
-from armada_templates import execution_metadata, python_template
-from c0_service import ARMADA_TASKS, running_c0
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
 
-ARMADA = ARMADA_TASKS
+from support.armada_templates import execution_metadata, python_template
+from support.c0_service import ARMADA_TASKS, running_c0
 
+ARMADA = ARMADA_TASKS
 
 
 def test_entry_point_names_the_connector_module():
     (entry,) = [e for e in entry_points(group="flyte.connectors") if e.name == "armada"]
-    assert entry.value == "armada_flyte.connector"
+    assert entry.value == "armada_flyte.connector.service"
 
 
 @pytest.fixture(scope="module")
 def blob():
-    from armada_flyte.local_stack import LocalBlobServer
+    from armada_flyte.local.stack import LocalBlobServer
 
     store = LocalBlobServer().start()
     yield store
@@ -35,7 +35,7 @@ def blob():
 
 @pytest.fixture
 def c0(armada, blob, tmp_path):
-    from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
+    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
 
     env = {
         "ARMADA_URL": armada.url,
@@ -51,7 +51,9 @@ def c0(armada, blob, tmp_path):
 def _poll_until_done(c0, meta: bytes):
     deadline = time.monotonic() + 60
     while True:
-        resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
+        resource = c0.GetTask(
+            connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30
+        ).resource
         if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
             return resource
         assert time.monotonic() < deadline, resource.message
@@ -102,7 +104,8 @@ def test_c0_reads_error_pb_with_its_blob_settings_and_fails_the_task(c0):
     template = python_template(WRITE_ERROR_PB)
     template.container.args.extend(["--outputs-path", "s3://flyte/raw/c0run/a1/0"])
     request = connector_pb2.CreateTaskRequest(
-        template=template, output_prefix="s3://flyte/raw/c0run/a1/0",
+        template=template,
+        output_prefix="s3://flyte/raw/c0run/a1/0",
         task_execution_metadata=execution_metadata(run="c0run", action="a1"),
     )
     meta = c0.CreateTask(request, timeout=30).resource_meta

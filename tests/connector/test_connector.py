@@ -6,24 +6,29 @@ import asyncio
 import time
 
 import pytest
-from armada_templates import execution_metadata, python_template, run, wait_for
-from c0_service import free_port
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
-from armada_flyte.armada_api import ArmadaApi
-from armada_flyte.connector import ArmadaConnector, ArmadaJobMetadata
-from armada_flyte.dev.executors.process_tree import is_alive
+from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.service import ArmadaConnector, ArmadaJobMetadata
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.embedded.executors.process_tree import is_alive
 from armada_flyte.errors import SubmissionRefused
-from armada_flyte.settings import resolve_settings
+
+from support.armada_templates import execution_metadata, python_template, run, wait_for
+from support.c0_service import free_port
 
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 
 
 def test_arm64_task_runs_on_the_arm64_node_group(connector):
     async def scenario():
-        meta = await connector.create(python_template("print('hello')", ArmadaConfig(architecture="arm64")), "s3://b/raw", task_execution_metadata=execution_metadata())
+        meta = await connector.create(
+            python_template("print('hello')", ArmadaConfig(architecture="arm64")),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(),
+        )
         assert (meta.architecture, meta.architecture_source, meta.node_group) == ("arm64", "task", "arm64")
         assert meta.job_set_id == "flyte-run1" and meta.queue == "flyte"
         resource = await wait_for(connector, meta, DONE)
@@ -38,7 +43,9 @@ def test_arm64_task_runs_on_the_arm64_node_group(connector):
 
 def test_task_without_architecture_takes_the_platform_default(connector):
     async def scenario():
-        meta = await connector.create(python_template("pass"), "s3://b/raw", task_execution_metadata=execution_metadata(action="a1"))
+        meta = await connector.create(
+            python_template("pass"), "s3://b/raw", task_execution_metadata=execution_metadata(action="a1")
+        )
         return meta, await wait_for(connector, meta, DONE)
 
     meta, resource = run(scenario())
@@ -50,7 +57,9 @@ def test_task_without_architecture_takes_the_platform_default(connector):
 def test_failing_container_is_failed_with_armadas_reason(connector):
     async def scenario():
         code = "import sys; print('boom: disk on fire', file=sys.stderr); sys.exit(3)"
-        meta = await connector.create(python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a2"))
+        meta = await connector.create(
+            python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a2")
+        )
         return await wait_for(connector, meta, DONE)
 
     resource = run(scenario())
@@ -64,7 +73,11 @@ def test_architecture_not_offered_fails_before_any_job(armada, tmp_path):
     armada_flyte.configure(armada_url=armada.url, node_groups_file=str(groups))
     connector = ArmadaConnector()
     with pytest.raises(ArchitectureNotOffered) as info:
-        run(connector.create(python_template("pass", ArmadaConfig(architecture="arm64", job_set_id="never")), "s3://b/raw"))
+        run(
+            connector.create(
+                python_template("pass", ArmadaConfig(architecture="arm64", job_set_id="never")), "s3://b/raw"
+            )
+        )
     assert "offered: amd64" in str(info.value)
 
 
@@ -75,7 +88,11 @@ def test_missing_toleration_is_rejected_with_the_taint_reason(armada, tmp_path):
     connector = ArmadaConnector()
 
     async def scenario():
-        meta = await connector.create(python_template("pass", ArmadaConfig(architecture="arm64")), "s3://b/raw", task_execution_metadata=execution_metadata(action="a3"))
+        meta = await connector.create(
+            python_template("pass", ArmadaConfig(architecture="arm64")),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(action="a3"),
+        )
         return await wait_for(connector, meta, DONE)
 
     resource = run(scenario())
@@ -103,7 +120,9 @@ def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path)
     code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
 
     async def scenario():
-        meta = await connector.create(python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a4"))
+        meta = await connector.create(
+            python_template(code), "s3://b/raw", task_execution_metadata=execution_metadata(action="a4")
+        )
         await wait_for(connector, meta, {TaskExecution.RUNNING})
         deadline = time.monotonic() + 30
         while not pid_file.exists() or not pid_file.read_text():
@@ -126,7 +145,11 @@ def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path)
 
 def test_get_logs_returns_the_containers_output(connector):
     async def scenario():
-        meta = await connector.create(python_template("print('line one'); print('line two')"), "s3://b/raw", task_execution_metadata=execution_metadata(action="a5"))
+        meta = await connector.create(
+            python_template("print('line one'); print('line two')"),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(action="a5"),
+        )
         await wait_for(connector, meta, DONE)
         return await connector.get_logs(meta)
 
@@ -139,10 +162,18 @@ def test_gang_members_asking_for_different_architectures_fail_at_create(connecto
     async def scenario():
         first = ArmadaConfig(gang_id="g1", gang_cardinality=2, architecture="arm64")
         other = ArmadaConfig(gang_id="g1", gang_cardinality=2, architecture="amd64")
-        meta = await connector.create(python_template("pass", first), "s3://b/raw", task_execution_metadata=execution_metadata(run="gang-run", action="m1"))
+        meta = await connector.create(
+            python_template("pass", first),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(run="gang-run", action="m1"),
+        )
         try:
             with pytest.raises(ArchitectureConflict) as info:
-                await connector.create(python_template("pass", other), "s3://b/raw", task_execution_metadata=execution_metadata(run="gang-run", action="m2"))
+                await connector.create(
+                    python_template("pass", other),
+                    "s3://b/raw",
+                    task_execution_metadata=execution_metadata(run="gang-run", action="m2"),
+                )
         finally:
             await connector.delete(meta)
         return str(info.value)
@@ -155,9 +186,17 @@ def test_a_refused_gang_member_leaves_no_claim_behind(connector):
     async def scenario():
         refused = ArmadaConfig(queue="nope", gang_id="g2", gang_cardinality=2, architecture="arm64")
         with pytest.raises(SubmissionRefused):
-            await connector.create(python_template("pass", refused), "s3://b/raw", task_execution_metadata=execution_metadata(run="g2run", action="m1"))
+            await connector.create(
+                python_template("pass", refused),
+                "s3://b/raw",
+                task_execution_metadata=execution_metadata(run="g2run", action="m1"),
+            )
         fixed = ArmadaConfig(gang_id="g2", gang_cardinality=2, architecture="amd64")
-        meta = await connector.create(python_template("pass", fixed), "s3://b/raw", task_execution_metadata=execution_metadata(run="g2run", action="m2"))
+        meta = await connector.create(
+            python_template("pass", fixed),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(run="g2run", action="m2"),
+        )
         await connector.delete(meta)
         return meta
 
@@ -167,14 +206,24 @@ def test_a_refused_gang_member_leaves_no_claim_behind(connector):
 # Untainted groups where a first-fit split is possible: one 1-cpu amd64 node, two 1-cpu arm64 nodes.
 SPLITTABLE = {
     "node_groups": [
-        {"name": "amd64", "nodes": 1, "labels": {"kubernetes.io/arch": "amd64"}, "allocatable": {"cpu": "1", "memory": "4Gi"}},
-        {"name": "arm64", "nodes": 2, "labels": {"kubernetes.io/arch": "arm64"}, "allocatable": {"cpu": "1", "memory": "4Gi"}},
+        {
+            "name": "amd64",
+            "nodes": 1,
+            "labels": {"kubernetes.io/arch": "amd64"},
+            "allocatable": {"cpu": "1", "memory": "4Gi"},
+        },
+        {
+            "name": "arm64",
+            "nodes": 2,
+            "labels": {"kubernetes.io/arch": "arm64"},
+            "allocatable": {"cpu": "1", "memory": "4Gi"},
+        },
     ]
 }
 
 
 def test_gang_without_architecture_lands_on_one_architecture():
-    from armada_flyte.dev import Cluster, EmbeddedArmada
+    from armada_flyte.embedded import Cluster, EmbeddedArmada
 
     config = ArmadaConfig(gang_id="pair", gang_cardinality=2)
     with EmbeddedArmada(cluster=Cluster.from_mapping(SPLITTABLE), port=0) as armada:
@@ -183,7 +232,11 @@ def test_gang_without_architecture_lands_on_one_architecture():
 
         async def scenario():
             metas = [
-                await connector.create(python_template("pass", config, cpu="1"), "s3://b/raw", task_execution_metadata=execution_metadata(run="pair-run", action=f"m{i}"))
+                await connector.create(
+                    python_template("pass", config, cpu="1"),
+                    "s3://b/raw",
+                    task_execution_metadata=execution_metadata(run="pair-run", action=f"m{i}"),
+                )
                 for i in range(2)
             ]
             return [await wait_for(connector, m, DONE) for m in metas]
@@ -197,8 +250,12 @@ def test_gang_without_architecture_lands_on_one_architecture():
 def test_resubmitting_the_same_attempt_reattaches(connector):
     async def scenario():
         template = python_template("pass")
-        first = await connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6"))
-        second = await connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6"))
+        first = await connector.create(
+            template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6")
+        )
+        second = await connector.create(
+            template, "s3://b/raw", task_execution_metadata=execution_metadata(run="again", action="a6")
+        )
         await wait_for(connector, first, DONE)
         return first.job_id, second.job_id
 
@@ -232,7 +289,6 @@ def test_status_of_more_ids_than_armada_answers_at_once_is_chunked(armada):
     assert len(states) == 1200 and set(states.values()) == {5}  # UNKNOWN
 
 
-
 async def asyncio_sleep() -> None:
     import asyncio
 
@@ -244,7 +300,11 @@ def test_logs_are_read_from_the_configured_binoculars_url(armada):
     connector = ArmadaConnector()
 
     async def scenario():
-        meta = await connector.create(python_template("print('via binoculars')"), "s3://b/raw", task_execution_metadata=execution_metadata(action="l1"))
+        meta = await connector.create(
+            python_template("print('via binoculars')"),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(action="l1"),
+        )
         await wait_for(connector, meta, DONE)
         return await connector.get_logs(meta)
 
@@ -253,7 +313,9 @@ def test_logs_are_read_from_the_configured_binoculars_url(armada):
 
 def test_unreachable_log_service_points_at_lookout(armada):
     armada_flyte.configure(
-        armada_url=armada.url, binoculars_url=f"127.0.0.1:{free_port()}", grpc_retries=0,
+        armada_url=armada.url,
+        binoculars_url=f"127.0.0.1:{free_port()}",
+        grpc_retries=0,
         lookout_url_template="http://127.0.0.1:8089/jobs/{job_id}",
     )
     meta = ArmadaJobMetadata(job_id="j1", job_set_id="x", queue="flyte")
@@ -274,13 +336,20 @@ def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
 
     async def scenario(grace):
         armada_flyte.configure(
-            armada_url=armada.url, node_groups_preset="embedded", blob_endpoint=unreachable_store,
-            blob_access_key="k", blob_secret_key="s", error_read_timeout_seconds=0.5, error_read_grace_seconds=grace,
+            armada_url=armada.url,
+            node_groups_preset="embedded",
+            blob_endpoint=unreachable_store,
+            blob_access_key="k",
+            blob_secret_key="s",
+            error_read_timeout_seconds=0.5,
+            error_read_grace_seconds=grace,
         )
         connector = ArmadaConnector()
         template = python_template("pass")
         template.container.args.extend(["--outputs-path", "s3://flyte/raw/unread/a0/0"])
-        meta = await connector.create(template, "s3://flyte/raw/unread/a0/0", task_execution_metadata=execution_metadata(run=f"unread{grace}"))
+        meta = await connector.create(
+            template, "s3://flyte/raw/unread/a0/0", task_execution_metadata=execution_metadata(run=f"unread{grace}")
+        )
         deadline = time.monotonic() + 30
         while (resource := await connector.get(meta)).custom_info.get("armada_state") != "SUCCEEDED":
             assert time.monotonic() < deadline

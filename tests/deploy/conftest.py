@@ -65,7 +65,7 @@ def settings_env_names() -> set[str]:
     """Every environment variable name the connector's settings read (upper-cased)."""
     from pydantic import AliasChoices
 
-    from armada_flyte.settings import CONFIG_FILE_ENV, ConnectorConfig
+    from armada_flyte.connector.settings import CONFIG_FILE_ENV, ConnectorConfig
 
     prefix = ConnectorConfig.model_config["env_prefix"]
     names = {CONFIG_FILE_ENV}

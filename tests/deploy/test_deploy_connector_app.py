@@ -33,12 +33,17 @@ def test_app_settings_are_connector_settings_names(connector_app, settings_env_n
     assert app.env_vars["ARMADA_FLYTE_ARMADA_TLS"] == "true"
     assert app.env_vars["ARMADA_FLYTE_NODE_GROUPS_PRESET"] == "gke"
     secret_envs = {secret.as_env_var for secret in app.secrets}
-    assert secret_envs == {"ARMADA_FLYTE_AUTH_USERNAME", "ARMADA_FLYTE_AUTH_PASSWORD", "FLYTE_BLOB_ACCESS_KEY", "FLYTE_BLOB_SECRET_KEY"}
+    assert secret_envs == {
+        "ARMADA_FLYTE_AUTH_USERNAME",
+        "ARMADA_FLYTE_AUTH_PASSWORD",
+        "FLYTE_BLOB_ACCESS_KEY",
+        "FLYTE_BLOB_SECRET_KEY",
+    }
     assert secret_envs <= settings_env_names
 
 
 def test_the_settings_the_app_sets_resolve(connector_app, monkeypatch):
-    from armada_flyte.settings import resolve_settings
+    from armada_flyte.connector.settings import resolve_settings
 
     app = connector_app.connector_environment("armada:50051", armada_tls=True, preset="eks-karpenter", auth="none")
     for name, value in app.env_vars.items():

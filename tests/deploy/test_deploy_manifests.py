@@ -9,8 +9,8 @@ import re
 import pytest
 import yaml
 
-from armada_flyte.nodegroups import NodeGroups
-from armada_flyte.task import TASK_TYPE
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.task.plugin import TASK_TYPE
 
 
 def _containers(pod):
@@ -52,7 +52,7 @@ def test_connector_runs_flytes_c0_console_script(connector_pod):
 
 def test_c0_finds_the_armada_connector_through_the_packages_entry_point():
     [entry] = [ep for ep in importlib.metadata.entry_points(group="flyte.connectors") if ep.name == "armada"]
-    assert entry.value == "armada_flyte.connector"
+    assert entry.value == "armada_flyte.connector.service"
     entry.load()
     from flyte.connectors import ConnectorRegistry
 
@@ -63,8 +63,8 @@ def test_init_container_runs_the_doctor_from_the_packages_console_script(connect
     [doctor] = connector_pod["initContainers"]
     assert doctor["command"][:2] == ["armada-flyte", "doctor"]
     [script] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "armada-flyte"]
-    assert script.value == "armada_flyte.cli:main"
-    from armada_flyte.cli import build_parser
+    assert script.value == "armada_flyte.admin.cli:main"
+    from armada_flyte.admin.cli import build_parser
 
     build_parser().parse_args(doctor["command"][1:] + doctor.get("args", []))
 
@@ -153,7 +153,7 @@ def test_connector_image_installs_the_connector_extra_and_runs_c0(deploy_dir):
 
 @pytest.mark.parametrize("preset", ["gke", "embedded", "generic"])
 def test_shipped_armada_configs_pass_the_doctor_for_arch_only_presets(deploy_dir, preset, capsys):
-    from armada_flyte.cli import main
+    from armada_flyte.admin.cli import main
 
     code = main(
         [

@@ -11,16 +11,30 @@ ROOT = pathlib.Path(__file__).parents[2]
 
 def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
         timeout=300,
     )
     (wheel,) = tmp_path.glob("armada_flyte-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     presets = {p.name for p in (ROOT / "arch").glob("*.yaml")}
-    assert {f"armada_flyte/presets/{name}" for name in presets} <= names
-    assert "armada_flyte/dev/default_cluster.yaml" in names
-    assert {"armada_flyte/runtime_image_files/Dockerfile", "armada_flyte/runtime_image_files/docker-bake.hcl"} <= names
+    assert {f"armada_flyte/connector/presets/{name}" for name in presets} <= names
+    assert "armada_flyte/embedded/default_cluster.yaml" in names
+    assert {
+        "armada_flyte/task/runtime_image_files/Dockerfile",
+        "armada_flyte/task/runtime_image_files/docker-bake.hcl",
+    } <= names
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "armada = armada_flyte.connector" in entry_points
-    assert "armada-flyte = armada_flyte.cli:main" in entry_points
+    assert "armada = armada_flyte.connector.service" in entry_points
+    assert "armada-flyte = armada_flyte.admin.cli:main" in entry_points

@@ -12,7 +12,7 @@ PROJECT = pathlib.Path(__file__).parent / "project"
 
 @pytest.fixture(scope="module")
 def stack():
-    from armada_flyte.local_stack import local_stack
+    from armada_flyte.local.stack import local_stack
 
     with local_stack(configure_connector=False) as endpoints:
         yield endpoints
@@ -23,7 +23,8 @@ def flyte_run(stack):
     """Configure the connector and Flyte for this test; returns a runner for tasks of the project."""
     import flyte
 
-    from armada_flyte import configure, journal
+    from armada_flyte import configure
+    from armada_flyte.local import journal
 
     configure(**stack.connector_settings())
     journal.clear()

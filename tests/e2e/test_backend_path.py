@@ -10,12 +10,13 @@ import sys
 import time
 
 import pytest
-from c0_service import ARMADA_TASKS, running_c0
-from flyte_metadata import execution_metadata
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.local_stack import ACCESS_KEY, SECRET_KEY
+from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+
+from support.c0_service import ARMADA_TASKS, running_c0
+from support.flyte_metadata import execution_metadata
 
 pytestmark = pytest.mark.e2e
 
@@ -42,10 +43,12 @@ async def registered_template(stack, task, prefix: str):
     from flyte._internal.runtime.task_serde import get_proto_task
     from flyte.models import SerializationContext
 
-    from armada_flyte.local_run import upload_code_bundle
+    from armada_flyte.local.run import upload_code_bundle
 
     bundle = await upload_code_bundle(PROJECT, prefix, prefix)
-    sctx = SerializationContext(project="proj", domain="dev", org="", version="v1", root_dir=PROJECT, code_bundle=bundle)
+    sctx = SerializationContext(
+        project="proj", domain="dev", org="", version="v1", root_dir=PROJECT, code_bundle=bundle
+    )
     template = get_proto_task(task, sctx)
     rendered = []
     for arg in template.container.args:
@@ -81,11 +84,17 @@ def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blo
 
         template = asyncio.run(prepare())
         assert "{{.runName}}" in template.container.args  # left for the connector, as a backend does
-        request = connector_pb2.CreateTaskRequest(template=template, output_prefix=prefix, task_execution_metadata=execution_metadata("r1", "a1", task="square"))
+        request = connector_pb2.CreateTaskRequest(
+            template=template,
+            output_prefix=prefix,
+            task_execution_metadata=execution_metadata("r1", "a1", task="square"),
+        )
         meta = c0.CreateTask(request, timeout=60).resource_meta
         deadline = time.monotonic() + 120
         while True:
-            resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
+            resource = c0.GetTask(
+                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30
+            ).resource
             if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
                 break
             assert time.monotonic() < deadline, resource.message

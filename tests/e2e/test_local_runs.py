@@ -9,8 +9,8 @@ import time
 import pytest
 
 import armada_flyte
-from armada_flyte.dev.executors.process_tree import is_alive
-from armada_flyte import journal
+from armada_flyte.embedded.executors.process_tree import is_alive
+from armada_flyte.local import journal
 
 pytestmark = pytest.mark.e2e
 
@@ -35,6 +35,17 @@ def test_fan_out_of_five(flyte_run):
     jobs = journal.jobs()
     assert len(jobs) == 5 and {j.state for j in jobs} == {"SUCCEEDED"}
     assert {j.node_group for j in jobs} == {"amd64"}
+
+
+def test_a_fan_out_leaves_no_folder_named_after_the_blob_store_in_the_working_directory(
+    flyte_run, tmp_path, monkeypatch
+):
+    import workflows
+
+    monkeypatch.chdir(tmp_path)
+    flyte_run(workflows.fan_out, n=3)
+    assert not (tmp_path / "s3:").exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_gang_of_three_runs_together_on_one_architecture(flyte_run, stack):
@@ -100,8 +111,8 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
     import flyte
     import workflows
 
-    from armada_flyte.armada_api import ArmadaApi
-    from armada_flyte.settings import resolve_settings
+    from armada_flyte.connector.armada_api import ArmadaApi
+    from armada_flyte.connector.settings import resolve_settings
 
     pid_file = tmp_path / "pid"
 
@@ -127,7 +138,6 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
     assert job.state == "CANCELLED"  # what Armada reported after the cancel
     states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
     assert states == {job.job_id: 9}
-
 
 
 def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplog):

@@ -19,7 +19,9 @@ arm = flyte.TaskEnvironment("e2e-arm", image=IMAGE, resources=SMALL, plugin_conf
 amd = flyte.TaskEnvironment("e2e-amd", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="amd64"))
 default = flyte.TaskEnvironment("e2e-default", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig())
 trio = flyte.TaskEnvironment(
-    "e2e-gang", image=IMAGE, resources=SMALL,
+    "e2e-gang",
+    image=IMAGE,
+    resources=SMALL,
     plugin_config=ArmadaConfig(gang_id="trio", gang_cardinality=3, architecture="arm64"),
 )
 driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio])

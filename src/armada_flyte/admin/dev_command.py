@@ -1,0 +1,88 @@
+"""`armada-flyte dev`: run the embedded Armada-compatible server (and, by default, an S3 blob
+store) until Ctrl-C or SIGTERM, printing the settings the connector and Flyte need."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+DEFAULT_PORT = 50051
+"""Armada's own gRPC port, so clients configured for a local Armada work unchanged."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dev",
+        help="run an Armada-compatible server locally, with amd64 and arm64 node groups",
+        description=(
+            "Start the embedded Armada-compatible server on 127.0.0.1: Armada's gRPC API, a scheduler "
+            "and an executor that runs each pod, plus an S3-compatible blob store for task data. "
+            "Stops cleanly on Ctrl-C or SIGTERM, killing every pod."
+        ),
+    )
+    parser.add_argument(
+        "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1, 0 for any free one (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--executor", choices=("process", "docker"), default="process", help="how pods run (default process)"
+    )
+    parser.add_argument("--queue", default="flyte", help="queue created at start (default flyte)")
+    parser.add_argument("--no-blob-store", action="store_true", help="don't start the local S3-compatible blob store")
+    parser.add_argument("--blob-port", type=int, default=0, help="blob store port on 127.0.0.1 (default: any free one)")
+    parser.add_argument(
+        "--visibility-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="new jobs read UNKNOWN on the Jobs API for this long, as on a real cluster (default 0)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from armada_flyte.embedded.executors.base import host_architecture_name
+    from armada_flyte.local.stack import local_stack
+
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with local_stack(
+            armada_port=args.port,
+            blob_port=args.blob_port,
+            queue=args.queue,
+            cluster=args.cluster,
+            executor=args.executor,
+            visibility_delay=args.visibility_delay,
+            blob_store=not args.no_blob_store,
+            configure_connector=False,
+        ) as stack:
+            print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor})")
+            if stack.blob_endpoint:
+                print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")
+            print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")
+            for line in stack.exports():
+                print(f"  {line}")
+            print(f"queue: {args.queue}")
+            print("node groups:")
+            for group in stack.server.node_groups:
+                print(f"  {group.describe()}")
+            if args.executor == "process":
+                print(
+                    f"pods run as local processes on this {host_architecture_name()} host; a pod placed on another "
+                    "architecture runs natively too, and its log and job details say so"
+                )
+            print("Press Ctrl-C to stop.", flush=True)
+            try:
+                while not stop.wait(timeout=0.5):
+                    pass
+            except KeyboardInterrupt:
+                pass
+        print("stopped", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0

@@ -1,0 +1,55 @@
+"""Render the Armada submission a task would make, without submitting: what Airflow's Armada
+operator calls a dry run. Useful to see where a task would land on a given platform."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import sys
+from typing import Any
+
+from flyte.models import CodeBundle, SerializationContext
+from google.protobuf import json_format
+
+from armada_flyte.connector.armada_api import submit_request
+from armada_flyte.connector.blob import BlobSettings
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.plan import plan_job
+from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.task.flyte_internals import get_proto_task
+
+_PLACEHOLDER_BUNDLE = "s3://bucket/code/bundle.tgz"
+_PLACEHOLDER_OUTPUTS = "s3://bucket/raw/dry-run/a0/0"
+
+
+def load_task(reference: str, root_dir: pathlib.Path) -> Any:
+    """The task named `module:attribute`, imported with `root_dir` on the path."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise InvalidConfig("TASK", reference, "name it as module:task, e.g. examples.multiarch:train")
+    sys.path.insert(0, str(root_dir))
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.remove(str(root_dir))
+    task = getattr(module, attribute, None)
+    if task is None or not hasattr(task, "custom_config"):
+        raise InvalidConfig("TASK", reference, f"{module_name} has no Flyte task named {attribute}")
+    return task
+
+
+def render_submission(task: Any, node_groups: NodeGroups, root_dir: pathlib.Path) -> dict[str, Any]:
+    """The JobSubmitRequest (as Armada's JSON) for one run of `task`, placed with `node_groups`."""
+    sctx = SerializationContext(
+        project="project",
+        domain="development",
+        version="dry-run",
+        root_dir=root_dir,
+        code_bundle=CodeBundle(tgz=_PLACEHOLDER_BUNDLE, computed_version="dry-run", destination="/opt/flyte/"),
+    )
+    template = get_proto_task(task, sctx)
+    identity = RunIdentity(project="project", domain="development", run="dry-run", action="a0", task=template.id.name)
+    plan = plan_job(template, node_groups, identity, _PLACEHOLDER_OUTPUTS, BlobSettings())
+    request = submit_request(plan.spec.queue, plan.spec.job_set_id or "flyte-dry-run", [plan.job])
+    return json_format.MessageToDict(request)

@@ -1,0 +1,293 @@
+"""Every gRPC call to Armada, in one place: channels, auth, TLS, bounded retries, batching.
+
+Async throughout (grpc.aio), so a poll never blocks the event loop. An aio channel belongs to
+the event loop that made it, so one channel is kept per loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import random
+import weakref
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
+
+import grpc
+from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from google.protobuf import json_format
+
+from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
+from armada_flyte.connector.pod import JobRequest
+from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.errors import ArmadaAuthError, ArmadaFlyteError, ArmadaUnavailable, SubmissionRefused
+
+log = logging.getLogger(__name__)
+
+
+_TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """Where a job's latest run went."""
+
+    node: str
+    cluster: str
+    state: str
+    finished_at: float
+    """When the run ended, seconds since the epoch (0: not ended, or not reported)."""
+
+
+class ArmadaApi:
+    """A thin async facade over Armada's Submit, Jobs and Binoculars services."""
+
+    def __init__(self, settings: ConnectorConfig):
+        self._settings = settings
+        self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._status_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StatusBatch] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # ---- channel, metadata, retries ----
+    def _channel(self, target: Optional[str] = None) -> grpc.aio.Channel:
+        """This loop's channel to `target` (default: the Armada API)."""
+        target = target or self._settings.armada_url
+        channels = self._channels.setdefault(asyncio.get_running_loop(), {})
+        if target not in channels:
+            channels[target] = open_channel(self._settings, target, aio=True)
+        return channels[target]
+
+    def auth_metadata(self) -> list[tuple[str, str]]:
+        """The `authorization` header for the configured credentials (empty: none)."""
+        s = self._settings
+        if s.auth_token is not None:
+            return [("authorization", f"Bearer {s.auth_token.get_secret_value()}")]
+        if s.auth_username is not None and s.auth_password is not None:
+            raw = f"{s.auth_username}:{s.auth_password.get_secret_value()}".encode()
+            return [("authorization", "basic " + base64.b64encode(raw).decode())]
+        return []
+
+    async def _call(self, what: str, make_call: Callable[[], Awaitable[T]]) -> T:
+        """Run one RPC, retrying transient failures with jittered backoff, a bounded number of times."""
+        attempts = self._settings.grpc_retries + 1
+        for attempt in range(attempts):
+            try:
+                return await make_call()
+            except grpc.aio.AioRpcError as exc:
+                code = exc.code()
+                if code in _TRANSIENT and attempt + 1 < attempts:
+                    delay = min(2.0, 0.1 * 2**attempt) * (0.5 + random.random() / 2)
+                    log.warning("Armada %s: %s (%s); retrying in %.2fs", what, code.name, exc.details(), delay)
+                    await asyncio.sleep(delay)
+                    continue
+                raise _translate(what, exc, self._settings.armada_url) from None
+        raise AssertionError("unreachable")
+
+    def _kw(self) -> dict[str, Any]:
+        return {"metadata": self.auth_metadata(), "timeout": self._settings.grpc_timeout_seconds}
+
+    # ---- Submit ----
+    async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:
+        """Submit jobs; returns their ids in order. Refusals raise `SubmissionRefused` with Armada's reason."""
+        request = submit_request(queue, job_set_id, jobs)
+        stub = submit_pb2_grpc.SubmitStub(self._channel())
+        response = await self._call("SubmitJobs", lambda: stub.SubmitJobs(request, **self._kw()))
+        ids = []
+        for item in response.job_response_items:
+            if item.error:  # real Armada never sets it, but other servers might
+                raise SubmissionRefused(f"Armada refused job in queue {queue!r}: {item.error}")
+            ids.append(item.job_id)
+        return ids
+
+    async def cancel(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
+        stub = submit_pb2_grpc.SubmitStub(self._channel())
+        request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=[job_id], reason=reason)
+        await self._call("CancelJobs", lambda: stub.CancelJobs(request, **self._kw()))
+
+    # ---- Jobs ----
+    async def _per_chunk(self, what: str, job_ids: list[str], call: Callable[[list[str]], Awaitable[T]]) -> list[T]:
+        """`call` once per chunk of at most 500 ids (Armada's limit), each with the bounded retry."""
+        return [await self._call(what, lambda chunk=chunk: call(chunk)) for chunk in _chunks(job_ids)]
+
+    async def status(self, job_ids: list[str]) -> dict[str, int]:
+        """JobState of each id (UNKNOWN for ids Armada doesn't know), in calls of at most 500 ids."""
+        stub = job_pb2_grpc.JobsStub(self._channel())
+        states: dict[str, int] = {}
+        for response in await self._per_chunk(
+            "GetJobStatus",
+            job_ids,
+            lambda chunk: stub.GetJobStatus(job_pb2.JobStatusRequest(job_ids=chunk), **self._kw()),
+        ):
+            states.update(response.job_states)
+        return {job_id: states.get(job_id, JobState.UNKNOWN) for job_id in job_ids}
+
+    async def status_of(self, job_id: str) -> int:
+        """One job's state; concurrent callers on one loop share a single GetJobStatus call."""
+        loop = asyncio.get_running_loop()
+        batch = self._status_batches.get(loop)
+        if batch is None:
+            batch = self._status_batches[loop] = _StatusBatch(self)
+        return await batch.get(job_id)
+
+    async def errors(self, job_ids: list[str]) -> dict[str, str]:
+        stub = job_pb2_grpc.JobsStub(self._channel())
+        found: dict[str, str] = {}
+        for response in await self._per_chunk(
+            "GetJobErrors",
+            job_ids,
+            lambda chunk: stub.GetJobErrors(job_pb2.JobErrorsRequest(job_ids=chunk), **self._kw()),
+        ):
+            found.update(response.job_errors)
+        return found
+
+    async def run_details(self, job_ids: list[str]) -> dict[str, RunDetails]:
+        """Node and cluster of each job's latest run (jobs that never ran are left out)."""
+        stub = job_pb2_grpc.JobsStub(self._channel())
+        found: dict[str, RunDetails] = {}
+        for response in await self._per_chunk(
+            "GetJobDetails",
+            job_ids,
+            lambda chunk: stub.GetJobDetails(
+                job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_run=True), **self._kw()
+            ),
+        ):
+            for job_id, details in response.job_details.items():
+                runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
+                if runs:
+                    run = runs[-1]
+                    finished = (
+                        run.finished_ts.seconds + run.finished_ts.nanos / 1e9 if run.HasField("finished_ts") else 0.0
+                    )
+                    found[job_id] = RunDetails(run.node, run.cluster, JobState.name_of(details.state), finished)
+        return found
+
+    # ---- Binoculars ----
+    async def logs(self, job_id: str, namespace: str) -> list[str]:
+        """The job's container log lines, from Armada's Binoculars log API."""
+        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url))
+        request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
+        response = await self._call("Logs", lambda: stub.Logs(request, **self._kw()))
+        return [line.line for line in response.log]
+
+    async def close(self) -> None:
+        """Close the running loop's channels (others close with their loops)."""
+        for channel in self._channels.pop(asyncio.get_running_loop(), {}).values():
+            await channel.close()
+
+
+class _StatusBatch:
+    """Collects the job ids asked for in one loop iteration and answers them with one call."""
+
+    def __init__(self, api: ArmadaApi):
+        self._api = api
+        self._waiting: dict[str, list[asyncio.Future[int]]] = {}
+        self._scheduled = False
+        self._flushing: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+
+    async def get(self, job_id: str) -> int:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(job_id, []).append(future)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
+        return await future
+
+    def _start_flush(self) -> None:
+        task = asyncio.ensure_future(self._flush())
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    async def _flush(self) -> None:
+        waiting, self._waiting, self._scheduled = self._waiting, {}, False
+        try:
+            states = await self._api.status(list(waiting))
+        except BaseException as exc:  # every waiter sees the failure
+            for futures in waiting.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            return
+        for job_id, futures in waiting.items():
+            for future in futures:
+                if not future.done():
+                    future.set_result(states[job_id])
+
+
+def open_channel(settings: ConnectorConfig, target: str, *, aio: bool) -> Any:
+    """A channel to `target` with the connector's transport: TLS (with its CA bundle) or plaintext.
+
+    The one place channels are built, so the doctor tests exactly what the connector uses.
+    `aio` picks grpc.aio (the connector) or the sync API (the doctor, armada_client's sync client).
+    """
+    api = grpc.aio if aio else grpc
+    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    if not settings.armada_tls:
+        return api.insecure_channel(target, options=options)
+    roots = settings.armada_ca_cert.read_bytes() if settings.armada_ca_cert else None
+    return api.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
+
+
+def _chunks(ids: list[str]) -> list[list[str]]:
+    return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)] or []
+
+
+def submit_request(queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> submit_pb2.JobSubmitRequest:
+    """The SubmitJobs request for `jobs`, exactly as sent (also what a dry run prints)."""
+    return submit_pb2.JobSubmitRequest(
+        queue=queue, job_set_id=job_set_id, job_request_items=[_item(job) for job in jobs]
+    )
+
+
+def _item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
+    pod_spec = json_format.ParseDict(_quantities(job.pod_spec), core_v1.PodSpec())
+    return submit_pb2.JobSubmitRequestItem(
+        priority=job.priority,
+        namespace=job.namespace,
+        client_id=job.client_id,
+        labels=job.labels,
+        annotations=job.annotations,
+        pod_spec=pod_spec,
+    )
+
+
+def _quantities(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """Kubernetes' proto keeps quantities as {"string": "2"}; wrap plain resource values."""
+
+    def wrap(values: dict[str, Any]) -> dict[str, Any]:
+        return {k: v if isinstance(v, dict) else {"string": str(v)} for k, v in values.items()}
+
+    containers = []
+    for container in pod_spec.get("containers", []):
+        resources = container.get("resources") or {}
+        container = {**container, "resources": {k: wrap(v) for k, v in resources.items()}}
+        containers.append(container)
+    return {**pod_spec, "containers": containers}
+
+
+def _translate(what: str, exc: grpc.aio.AioRpcError, url: str) -> ArmadaFlyteError:
+    code, details = exc.code(), exc.details() or ""
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return ArmadaAuthError(
+            f"Armada at {url} refused our credentials ({what}): {details}. Check ARMADA_FLYTE_AUTH_TOKEN "
+            "or ARMADA_FLYTE_AUTH_USERNAME/ARMADA_FLYTE_AUTH_PASSWORD in the connector's settings."
+        )
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        if "could not find queue" in details:
+            return SubmissionRefused(
+                f"Armada refused the submission: {details}. Create the queue (`armadactl create queue NAME`) "
+                "or set ArmadaConfig(queue=...) to an existing one."
+            )
+        return ArmadaAuthError(
+            f"Armada at {url} denied {what}: {details}. Ask your Armada admin for permission on the queue."
+        )
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return SubmissionRefused(f"Armada refused the job as invalid ({what}): {details}")
+    if code in _TRANSIENT:
+        return ArmadaUnavailable(f"Armada at {url} is unavailable ({what}): {code.name}: {details}. Check ARMADA_URL.")
+    return ArmadaFlyteError(f"Armada {what} failed: {code.name}: {details}")

@@ -1,0 +1,124 @@
+"""The blob store as the pods and the connector use it: its settings, and reading a0's error.pb,
+the only place a failed user function shows up (a0 exits 0 anyway)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Optional
+from urllib.parse import urlparse
+
+from armada_flyte.connector.settings import ConnectorConfig
+
+log = logging.getLogger(__name__)
+
+ERROR_FILE = "error.pb"
+BLOB_ENV = ("FLYTE_AWS_ENDPOINT", "FLYTE_AWS_ACCESS_KEY_ID", "FLYTE_AWS_SECRET_ACCESS_KEY")
+"""What a0 reads the S3 endpoint and keys from."""
+
+
+@dataclass(frozen=True)
+class BlobSettings:
+    """The S3 endpoint and keys the pod's a0 uses (empty endpoint: inject nothing)."""
+
+    endpoint: str = ""
+    access_key: str = ""
+    secret_key: str = ""
+    region: str = "us-east-1"
+
+    def pod_env(self) -> list[dict[str, str]]:
+        if not self.endpoint:
+            return []
+        values = (self.endpoint, self.access_key, self.secret_key)
+        return [{"name": name, "value": value} for name, value in zip(BLOB_ENV, values) if value]
+
+    @classmethod
+    def from_settings(cls, settings: ConnectorConfig) -> BlobSettings:
+        """The blob store the pods are told to use (and the connector reads error.pb with)."""
+        return cls(
+            settings.blob_endpoint,
+            settings.blob_access_key,
+            settings.blob_secret_key.get_secret_value(),
+            settings.blob_region,
+        )
+
+
+@dataclass(frozen=True)
+class TaskError:
+    """What a0 recorded: the user's exception type name (`code`), its message, and its kind."""
+
+    code: str
+    message: str
+    kind: str
+
+    def describe(self) -> str:
+        return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
+
+
+class ErrorFileUnreadable(Exception):
+    """The blob store didn't say whether error.pb exists (timeout, refused, unreachable)."""
+
+
+async def read_task_error(
+    outputs_path: str, timeout: float, blob: Optional[BlobSettings] = None
+) -> Optional[TaskError]:
+    """The error a0 wrote under `outputs_path`; None when it wrote none. `ErrorFileUnreadable` when
+    the store can't tell within `timeout`: "unknown" must not pass for "succeeded".
+
+    With the connector's blob settings (those it gives the pods), the file is read with them, so
+    the `c0` service sees user errors without Flyte's storage being set up in its process.
+    Otherwise Flyte's configured storage reads it (local runs). The time bound matters: an
+    unbounded read would stall the poll that must report the job terminal.
+    """
+    if not outputs_path:
+        return None
+    path = outputs_path.rstrip("/") + "/" + ERROR_FILE
+    try:
+        if blob is not None and blob.endpoint and path.startswith("s3://"):
+            data = await asyncio.wait_for(_read_s3(path, blob), timeout)
+        else:
+            data = await asyncio.wait_for(_read_with_flyte_storage(path), timeout)
+    except asyncio.TimeoutError:
+        raise ErrorFileUnreadable(f"reading {path} took over {timeout:.1f}s") from None
+    except Exception as exc:  # storage not reachable, permissions, ...
+        raise ErrorFileUnreadable(f"could not read {path}: {exc}") from None
+    return None if data is None else parse_error_document(data)
+
+
+def parse_error_document(data: bytes) -> TaskError:
+    from flyteidl2.core import execution_pb2
+
+    document = execution_pb2.ErrorDocument()
+    document.ParseFromString(data)
+    code = document.error.code
+    kind = {1: "user", 2: "system"}.get(int(document.error.origin), "unknown")
+    return TaskError(code=code or "Error", message=document.error.message, kind=kind)
+
+
+async def _read_s3(path: str, blob: BlobSettings) -> Optional[bytes]:
+    import obstore
+    from obstore.store import S3Store
+
+    url = urlparse(path)
+    store = S3Store(
+        url.netloc,
+        endpoint=blob.endpoint,
+        access_key_id=blob.access_key or None,
+        secret_access_key=blob.secret_key or None,
+        region=blob.region,
+        client_options={"allow_http": blob.endpoint.startswith("http://")},
+    )
+    try:
+        result = await obstore.get_async(store, url.path.lstrip("/"))
+    except FileNotFoundError:
+        return None
+    return bytes(await result.bytes_async())
+
+
+async def _read_with_flyte_storage(path: str) -> Optional[bytes]:
+    from flyte import storage
+
+    if not await storage.exists(path):
+        return None
+    return b"".join([chunk async for chunk in storage.get_stream(path=path)])

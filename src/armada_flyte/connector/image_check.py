@@ -1,0 +1,103 @@
+"""The connector's opt-in check, before submitting, that the task's image runs on its architecture.
+
+An amd64-only image on an arm64 node fails with `exec format error` after the job was queued,
+scheduled and pulled; asking the registry first turns that into an immediate, clear refusal.
+A registry the connector can't read (down, or private to the cluster) must not stop work by
+default, so that case only warns unless the admin says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable, Optional
+
+from armada_flyte.architecture import Architecture
+from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.errors import ImageNotFound, ImagePlatformMismatch, InvalidImageReference, RegistryError
+from armada_flyte.registry.client import RegistryClient
+from armada_flyte.registry.platforms import ImagePlatforms
+
+logger = logging.getLogger(__name__)
+
+PlatformLookup = Callable[[str], ImagePlatforms]
+"""Blocking lookup of one image reference's platforms (run in a worker thread)."""
+
+
+class ImagePlatformCheck:
+    """Looks up each image's platforms (cached for `image_platform_cache_seconds`) and refuses mismatches.
+
+    One instance lives as long as the connector, so the cache and the registry connections
+    (and their tokens) are shared by every submission.
+    """
+
+    def __init__(
+        self,
+        settings: ConnectorConfig,
+        *,
+        lookup: Optional[PlatformLookup] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._settings = settings
+        self._client: Optional[RegistryClient] = None
+        if lookup is None:
+            self._client = RegistryClient(insecure_hosts=settings.registry_insecure_hosts)
+            lookup = self._client.platforms
+        self._lookup = lookup
+        self._clock = clock
+        self._cache: dict[str, tuple[float, ImagePlatforms]] = {}
+
+    async def check(self, image: str, architecture: Architecture, task_name: str) -> None:
+        """Return when `image` has a linux/`architecture` platform, or the registry can't tell us.
+
+        Raises ImagePlatformMismatch when the image lacks the architecture, ImageNotFound when the
+        registry has no such image, InvalidImageReference for a malformed reference, and the
+        RegistryError that stopped the lookup when `image_check_blocks_when_unreachable` is set.
+        """
+        try:
+            platforms = await self.platforms(image)
+        except (ImageNotFound, InvalidImageReference):
+            raise
+        except RegistryError as exc:
+            if self._settings.image_check_blocks_when_unreachable:
+                raise
+            logger.warning(
+                "could not check that image %r of task %r supports %s; submitting anyway: %s",
+                image,
+                task_name,
+                architecture.value,
+                exc,
+            )
+            return
+        if not platforms.platforms:  # e.g. index entries without a platform: the registry can't tell
+            if self._settings.image_check_blocks_when_unreachable:
+                raise ImagePlatformMismatch(task_name, image, [], architecture.value)
+            logger.warning(
+                "image %r of task %r names no platforms; submitting anyway without checking %s",
+                image,
+                task_name,
+                architecture.value,
+            )
+            return
+        if not platforms.supports(architecture):
+            raise ImagePlatformMismatch(task_name, image, [str(p) for p in platforms.platforms], architecture.value)
+
+    async def platforms(self, image: str) -> ImagePlatforms:
+        """The image's platforms, from the cache while fresh, else from the registry (off the event loop)."""
+        now = self._clock()
+        cached = self._cache.get(image)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        platforms = await asyncio.to_thread(self._lookup, image)
+        ttl = self._settings.image_platform_cache_seconds
+        if ttl > 0:
+            self._cache[image] = (self._clock() + ttl, platforms)
+        else:
+            self._cache.pop(image, None)
+        return platforms
+
+    def close(self) -> None:
+        """Close the registry connections when the connector shuts down."""
+        if self._client is not None:
+            self._client.close()

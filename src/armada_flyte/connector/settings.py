@@ -1,0 +1,197 @@
+"""The connector's own settings (never serialised into a task template).
+
+Sources, strongest first: `armada_flyte.configure(...)` in code > environment variables >
+a YAML file named by `ARMADA_FLYTE_CONFIG_FILE` > defaults. The reference design's names
+(`ARMADA_URL`, `FLYTE_BLOB_ENDPOINT`, `FLYTE_BLOB_ACCESS_KEY`, `FLYTE_BLOB_SECRET_KEY`) keep
+working; everything else is `ARMADA_FLYTE_<SETTING>`. Resolved lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any, Optional
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.errors import InvalidConfig, invalid_config_from
+from armada_flyte.spec import PROJECT_ENV_PREFIX, PROJECT_FIELDS
+
+CONFIG_FILE_ENV = "ARMADA_FLYTE_CONFIG_FILE"
+
+
+def _env(name: str, *legacy: str) -> Any:
+    return AliasChoices(name, f"ARMADA_FLYTE_{name.upper()}", *legacy)
+
+
+class ConnectorConfig(BaseSettings):
+    """Where Armada and the blob store are, how to reach them, and how the connector behaves."""
+
+    model_config = SettingsConfigDict(env_prefix="ARMADA_FLYTE_", extra="forbid", frozen=True, populate_by_name=True)
+
+    armada_url: str = Field("localhost:50051", validation_alias=_env("armada_url", "ARMADA_URL"))
+    """Armada gRPC endpoint, host:port."""
+    armada_tls: bool = False
+    """Use TLS to Armada (plaintext only when this is false)."""
+    armada_ca_cert: Optional[pathlib.Path] = None
+    """CA bundle for Armada's TLS certificate (system roots when unset)."""
+    auth_token: Optional[SecretStr] = None
+    """Bearer token sent as `authorization: Bearer ...`."""
+    auth_username: Optional[str] = None
+    """Basic-auth user (with auth_password)."""
+    auth_password: Optional[SecretStr] = None
+    """Basic-auth password (with auth_username)."""
+    binoculars_url: Optional[str] = None
+    """Armada's Binoculars (log) service, host:port; unset: the Armada URL (the embedded server serves both)."""
+
+    blob_endpoint: str = Field("", validation_alias=_env("blob_endpoint", "FLYTE_BLOB_ENDPOINT"))
+    """S3 endpoint the pods reach; injected into each pod as FLYTE_AWS_ENDPOINT."""
+    blob_access_key: str = Field("", validation_alias=_env("blob_access_key", "FLYTE_BLOB_ACCESS_KEY"))
+    blob_secret_key: SecretStr = Field(SecretStr(""), validation_alias=_env("blob_secret_key", "FLYTE_BLOB_SECRET_KEY"))
+    blob_region: str = "us-east-1"
+    """Region of the blob store's bucket (the connector reads error.pb with it)."""
+
+    node_groups_file: Optional[pathlib.Path] = None
+    """The platform admin's node-group YAML."""
+    node_groups_preset: Optional[str] = None
+    """A shipped preset (gke, eks-karpenter, aks, embedded, generic) when no file is given."""
+
+    poll_interval_seconds: float = Field(3.0, gt=0)
+    """Longest wait between status polls in local runs (polling starts at once and backs off to it)."""
+    first_poll_seconds: float = Field(0.05, gt=0)
+    """First wait between status polls in local runs."""
+    ack_timeout_seconds: float = Field(300.0, gt=0)
+    """How long a just-submitted job may read UNKNOWN before it is treated as lost."""
+    error_read_timeout_seconds: float = Field(8.0, gt=0)
+    """Bound on reading a0's error.pb, so a poll never hangs on the blob store."""
+    error_read_grace_seconds: float = Field(60.0, ge=0)
+    """How long after a job ends an unreadable error.pb keeps the task waiting (then Armada's state counts)."""
+    grpc_retries: int = Field(3, ge=0, le=10)
+    """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
+    grpc_timeout_seconds: float = Field(30.0, gt=0)
+    """Deadline of each gRPC call to Armada."""
+
+    check_image_platforms: bool = False
+    """Look up the image's platforms in its registry before submitting."""
+    image_check_blocks_when_unreachable: bool = False
+    """Refuse submission when the registry can't be reached (else: warn and submit)."""
+    image_platform_cache_seconds: float = Field(300.0, ge=0)
+    """How long an image's platforms are remembered (0: ask the registry every time)."""
+    registry_insecure_hosts: tuple[str, ...] = ()
+    """Registries reached over plain HTTP (e.g. 127.0.0.1:5000)."""
+
+    lookout_url_template: Optional[str] = None
+    """Link to a job in Lookout, e.g. `https://lookout.example.com/jobs?job_id={job_id}`.
+
+    Fields: job_id, queue, job_set_id."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ConnectorConfig:
+        if self.node_groups_file is not None and self.node_groups_preset is not None:
+            raise ValueError("set node_groups_file or node_groups_preset, not both")
+        if (self.auth_username is None) != (self.auth_password is None):
+            raise ValueError("auth_username and auth_password go together")
+        if self.auth_token is not None and self.auth_username is not None:
+            raise ValueError("use auth_token or auth_username/auth_password, not both")
+        if self.armada_ca_cert is not None and not self.armada_tls:
+            raise ValueError("armada_ca_cert needs armada_tls=true")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_FILE_ENV)
+        if config_file:
+            if not pathlib.Path(config_file).is_file():
+                raise InvalidConfig(CONFIG_FILE_ENV, config_file, "the file does not exist")
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
+        return tuple(sources)
+
+    def node_groups(self) -> NodeGroups:
+        """The node groups this connector places pods with."""
+        return NodeGroups.load(self.node_groups_file, self.node_groups_preset)
+
+
+FIELDS = tuple(ConnectorConfig.model_fields)
+SECRET_FIELDS = frozenset(
+    name for name, info in ConnectorConfig.model_fields.items() if "SecretStr" in str(info.annotation)
+)
+
+_overrides: dict[str, Any] = {}
+_generation = 0
+
+
+def generation() -> int:
+    """Bumped by every `configure`/`reset`, so cached clients know to rebuild."""
+    return _generation
+
+
+def configure(**settings: Any) -> None:
+    """Set settings in code; unknown names fail now, values are checked when next resolved."""
+    unknown = sorted(set(settings) - set(FIELDS))
+    if unknown:
+        raise InvalidConfig("configure()", unknown, f"unknown settings; known: {', '.join(FIELDS)}")
+    global _generation
+    resolve_settings(**settings)  # a bad value fails here and is not kept
+    _overrides.update(settings)
+    _generation += 1
+
+
+def reset() -> None:
+    """Forget what `configure` set (tests, and the local stack on exit)."""
+    global _generation
+    _overrides.clear()
+    _generation += 1
+
+
+# Other ARMADA_FLYTE_* names this project reads, so a typo among the connector's can be told apart.
+OTHER_ENV_NAMES = frozenset(
+    {
+        CONFIG_FILE_ENV,
+        "ARMADA_FLYTE_REGISTRY_PASSWORD",  # `armada-flyte image inspect --username`
+        "ARMADA_FLYTE_RUNTIME_IMAGE",  # examples/multiarch.py
+        "ARMADA_FLYTE_RAW_DATA_PATH",  # examples/multiarch.py
+    }
+)
+_TEST_PREFIX = "ARMADA_FLYTE_TEST_"  # the project's own tests
+
+
+def _known_env_names() -> set[str]:
+    names = {PROJECT_ENV_PREFIX + name.upper() for name in (*FIELDS, *PROJECT_FIELDS)}
+    return names | OTHER_ENV_NAMES
+
+
+def check_env_names(environ: Optional[dict[str, str]] = None) -> None:
+    """Refuse an `ARMADA_FLYTE_*` variable nobody reads: a typo would otherwise be ignored silently."""
+    import difflib
+
+    environ = dict(os.environ) if environ is None else environ
+    known = _known_env_names()
+    for name in sorted(environ):
+        if name.startswith("ARMADA_FLYTE_") and name not in known and not name.startswith(_TEST_PREFIX):
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise InvalidConfig(name, "<not shown>", f"unknown setting; {hint}known: {', '.join(sorted(known))}")
+
+
+def resolve_settings(**extra: Any) -> ConnectorConfig:
+    """Build the settings from all sources now."""
+    check_env_names()
+    try:
+        return ConnectorConfig(**{**_overrides, **extra})
+    except ValidationError as exc:
+        raise invalid_config_from(exc, hidden=SECRET_FIELDS) from None

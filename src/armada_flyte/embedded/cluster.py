@@ -1,0 +1,165 @@
+"""The simulated cluster the embedded server schedules onto, read from a YAML file.
+
+A node group is a set of identical nodes: a name, a node count, labels (with
+`kubernetes.io/arch`), taints and allocatable resources. Each node also carries
+`kubernetes.io/hostname`, as a kubelet registers it, so pods select nodes exactly as on
+Kubernetes. Mistakes fail at load time with the field and the fix.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Union
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from armada_flyte.config_file import read_yaml
+from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.errors import invalid_config_from
+from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem
+from armada_flyte.kube_objects import Taint
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+DEFAULT_CLUSTER_FILE = pathlib.Path(__file__).with_name("default_cluster.yaml")
+_REQUIRED_RESOURCES = ("cpu", "memory")
+_KNOWN_KEYS = "pool, node_groups; per group: name, nodes, labels, taints, allocatable"
+
+
+class ClusterNodeGroup(BaseModel):
+    """One group of identical nodes, as the cluster file describes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    nodes: int
+    labels: Dict[str, str]
+    taints: List[Taint] = []
+    allocatable: Dict[str, Union[str, int, float]]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if problem := dns_label_problem(name):
+            raise ValueError(f"node group names become node names: {problem}")
+        return name
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, nodes: int) -> int:
+        if nodes < 1:
+            raise ValueError("give each node group at least 1 node (or remove the group)")
+        return nodes
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: Dict[str, str]) -> Dict[str, str]:
+        for key, value in labels.items():
+            if problem := label_key_problem(key) or label_value_problem(value):
+                raise ValueError(f"label {key!r}: {problem}")
+        if ARCH_LABEL not in labels:
+            raise ValueError(f"add the label {ARCH_LABEL} (amd64 or arm64): pods pick architectures by it")
+        if HOSTNAME_LABEL in labels:
+            raise ValueError(f"remove {HOSTNAME_LABEL}: every node gets its own name as that label")
+        return labels
+
+    @field_validator("allocatable")
+    @classmethod
+    def _allocatable(cls, allocatable: Dict[str, Any]) -> Dict[str, Any]:
+        for name in _REQUIRED_RESOURCES:
+            if name not in allocatable:
+                raise ValueError(f'add allocatable {name} per node, e.g. cpu: "4", memory: 16Gi')
+        for name, quantity in allocatable.items():
+            try:
+                amount = milli(quantity)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            if amount <= 0:
+                raise ValueError(f"{name}: allocatable {quantity!r} must be more than 0")
+        return allocatable
+
+    @property
+    def architecture(self) -> str:
+        return self.labels[ARCH_LABEL]
+
+    @property
+    def capacity(self) -> dict[str, int]:
+        """Allocatable resources of one node, in thousandths."""
+        return {name: milli(quantity) for name, quantity in self.allocatable.items()}
+
+    def describe(self) -> str:
+        """One line for people: size, labels, taints and resources of the group."""
+        labels = ", ".join(f"{k}={v}" for k, v in self.labels.items())
+        taints = ", ".join(str(t) for t in self.taints) or "none"
+        per_node = ", ".join(f"{name} {format_amount(name, amount)}" for name, amount in self.capacity.items())
+        plural = "s" if self.nodes != 1 else ""
+        return f"{self.name}: {self.nodes} node{plural} ({per_node} each); labels {labels}; taints {taints}"
+
+
+class _ClusterFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pool: str = "default"
+    node_groups: List[ClusterNodeGroup]
+
+    @model_validator(mode="after")
+    def _groups(self) -> _ClusterFile:
+        if not self.node_groups:
+            raise ValueError("list at least one node group under node_groups")
+        names = [g.name for g in self.node_groups]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"node group names must be unique; rename the repeated {', '.join(repeated)}")
+        return self
+
+
+@dataclass(frozen=True)
+class Node:
+    """One simulated node: its group's labels and taints plus its own hostname."""
+
+    index: int
+    name: str
+    group: ClusterNodeGroup
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Mapping[str, int] = field(repr=False)
+
+
+class Cluster:
+    """All nodes of one pool, in node-group order (`<group>-<n>` names)."""
+
+    def __init__(self, node_groups: List[ClusterNodeGroup], pool: str = "default"):
+        self.pool = pool
+        self.node_groups = list(node_groups)
+        self.nodes: list[Node] = []
+        for group in self.node_groups:
+            for n in range(group.nodes):
+                name = f"{group.name}-{n}"
+                labels = {**group.labels, HOSTNAME_LABEL: name}
+                node = Node(len(self.nodes), name, group, labels, tuple(group.taints), group.capacity)
+                self.nodes.append(node)
+        self.total: dict[str, int] = {}
+        for node in self.nodes:
+            for name, amount in node.allocatable.items():
+                self.total[name] = self.total.get(name, 0) + amount
+
+    @classmethod
+    def from_mapping(cls, data: Any, origin: str = "cluster file") -> Cluster:
+        try:
+            spec = _ClusterFile.model_validate(data)
+        except ValidationError as exc:
+            raise invalid_config_from(exc, origin, known=_KNOWN_KEYS) from None
+        return cls(spec.node_groups, spec.pool)
+
+    @classmethod
+    def from_yaml(cls, path: str | pathlib.Path) -> Cluster:
+        data = read_yaml(path, "cluster", "pass a cluster YAML (see docs/embedded-server.md)")
+        return cls.from_mapping(data, str(path))
+
+    @classmethod
+    def default(cls) -> Cluster:
+        """An amd64 group and an arm64 group tainted `kubernetes.io/arch=arm64:NoSchedule`."""
+        return cls.from_yaml(DEFAULT_CLUSTER_FILE)
+
+    def group(self, name: str) -> ClusterNodeGroup:
+        return next(g for g in self.node_groups if g.name == name)

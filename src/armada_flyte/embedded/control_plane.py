@@ -1,0 +1,462 @@
+"""The embedded Armada's control plane: queues, jobs and the state machine that moves them.
+
+Every change of state happens here, under one lock, and is recorded as an event on the job's
+job set. Scheduling runs on its own thread, woken whenever something is submitted or a run
+ends (never on a timer), and hands leases to the executor outside the lock. The executor
+reports back through the `RunReporter` methods (`pending`, `running`, `finished`, `note`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Iterable, Optional
+
+from armada_client.armada import event_pb2
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.embedded.cluster import Cluster
+from armada_flyte.embedded.events import EventLog
+from armada_flyte.embedded.executors.base import Executor, PodLaunch, grace_seconds
+from armada_flyte.embedded.jobs import Job, Run, new_job_id
+from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
+from armada_flyte.embedded.queues import QueueRegistry
+from armada_flyte.embedded.refusals import InvalidArgument, QueueNotFound
+from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.scheduler import Backlog, Scheduler
+from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
+
+log = logging.getLogger(__name__)
+
+REQUESTOR = "anonymous"
+"""Who asked, in events; the embedded server has no authentication."""
+
+ACTIVE = frozenset({JobState.LEASED, JobState.PENDING, JobState.RUNNING})
+GangKey = tuple[str, str, str]
+
+
+class ControlPlane:
+    """Queues, jobs, runs and their events; the scheduler and the executor do their work through it."""
+
+    def __init__(self, cluster: Cluster, executor: Executor, *, visibility_delay: float = 0.0, paused: bool = False):
+        self.cluster = cluster
+        self.executor = executor
+        self.visibility_delay = visibility_delay
+        self.events = EventLog()
+        self.scheduler = Scheduler(cluster)
+        self._lock = threading.RLock()
+        self.queues = QueueRegistry()
+        self._backlogs: dict[str, Backlog] = {}
+        self._jobs: dict[str, Job] = {}
+        self._job_sets: dict[tuple[str, str], list[Job]] = {}
+        self._runs: dict[str, Run] = {}
+        self._by_client_id: dict[tuple[str, str], str] = {}
+        self._by_external_uri: dict[tuple[str, str, str], str] = {}
+        self._gangs: dict[GangKey, list[Job]] = {}
+        self._requirements: dict[Requirements, Requirements] = {}
+        self._unchecked_jobs: list[Job] = []
+        self._unchecked_gangs: dict[GangKey, None] = {}  # an ordered set
+        self._seq = 0
+        self._paused = paused
+        self._held: dict[str, PodLaunch] = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: Optional[threading.Thread] = None
+
+    # Lifecycle
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._schedule_forever, name="armada-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop scheduling, end every watch, and kill every pod still running."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.events.close()
+        self.executor.shutdown()
+
+    def pause(self) -> None:
+        """Leases stay LEASED until `resume`, as if the executor had stopped pulling work."""
+        with self._lock:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = False
+            launches = list(self._held.values())
+            self._held.clear()
+        self._launch(launches)
+
+    # Queues (the registry does the rest; deleting needs the jobs)
+
+    def delete_queue(self, name: str) -> None:
+        with self._lock:
+            active = sum(
+                1 for (queue, _), jobs in self._job_sets.items() if queue == name for j in jobs if not j.state.terminal
+            )
+            if active:
+                raise InvalidArgument(f"error deleting queue {name}: it has {active} active jobs; cancel them first")
+            self.queues.remove(name)
+            self._backlogs.pop(name, None)
+
+    # Submission and control
+
+    def submit(self, request: Any) -> list[str]:
+        """Job ids for the request's items, in order; an item seen before (same client id) gets its first id."""
+        self._require_queue(request.queue)
+        validate_request(request)
+        prepared = []
+        for item in request.job_request_items:
+            pod = main_pod_spec(item)
+            prepared.append((item, pod, Requirements.of_pod(pod)))
+        ids = []
+        with self._lock:
+            self._require_queue(request.queue)
+            for item, pod, needs in prepared:
+                known = self._by_client_id.get((request.queue, item.client_id)) if item.client_id else None
+                ids.append(known or self._add_job(request.queue, request.job_set_id, item, pod, needs))
+        self._wake.set()
+        return ids
+
+    def cancel(
+        self, queue: str, job_set: str, job_ids: Iterable[str] = (), reason: str = "", states: Iterable[int] = ()
+    ) -> list[str]:
+        """Cancel the given jobs of the job set (all of them when no ids), optionally only those in `states`.
+
+        Answers, like Armada, the ids asked for (cancelling is a request), or the ids cancelled
+        when the whole job set was asked for.
+        """
+        _require_names(queue, job_set)
+        wanted_states = _state_filter(states)
+        job_ids = list(dict.fromkeys(job_ids))
+        with self._lock:
+            self._require_queue(queue)
+            kills, cancelled = [], []
+            for job in self._select(queue, job_set, job_ids):
+                if job.state.terminal or (wanted_states and job.state not in wanted_states):
+                    continue
+                self.events.append("cancelling", job, requestor=REQUESTOR, reason=reason)
+                job.cancel_reason, job.cancelled_at = reason, time.time()
+                self._backlogs[queue].discard(job)
+                job.move_to(JobState.CANCELLED)
+                self.events.append("cancelled", job, requestor=REQUESTOR, reason=reason)
+                kills += self._stop_run(job)
+                cancelled.append(job.id)
+        self._kill(kills)
+        self._wake.set()
+        return job_ids or cancelled
+
+    def preempt(self, queue: str, job_set: str, job_ids: Iterable[str], reason: str = "") -> dict[str, str]:
+        """Preempt leased or running jobs; the answer maps each id to "" or why it was not preempted."""
+        results, kills = {}, []
+        with self._lock:
+            self._require_job_set(queue, job_set)
+            found = {job.id: job for job in self._select(queue, job_set, job_ids)}
+            for job_id in job_ids:
+                job = found.get(job_id)
+                if job is None or job.state not in ACTIVE:
+                    state = job.state.name if job else "not found in this queue and job set"
+                    results[job_id] = f"job {job_id} is {state}; only leased or running jobs can be preempted"
+                    continue
+                self.events.append("preempting", job, requestor=REQUESTOR, reason=reason)
+                run = job.latest_run
+                assert run is not None
+                run.error = job.error = f"preempted: {reason}" if reason else "preempted"
+                job.move_to(JobState.PREEMPTED)
+                self.events.append(
+                    "preempted", job, cluster_id=CLUSTER_ID, run_id=run.id, reason=reason, requestor=REQUESTOR
+                )
+                kills += self._stop_run(job)
+                results[job_id] = ""
+        self._kill(kills)
+        self._wake.set()
+        return results
+
+    def reprioritize(self, queue: str, job_set: str, job_ids: Iterable[str], priority: float) -> dict[str, str]:
+        with self._lock:
+            self._require_job_set(queue, job_set)
+            results = {}
+            for job in self._select(queue, job_set, job_ids):
+                if job.state.terminal:
+                    results[job.id] = f"job {job.id} is {job.state.name}"
+                    continue
+                self.events.append("reprioritizing", job, new_priority=priority, requestor=REQUESTOR)
+                job.item.priority = priority
+                self.events.append("reprioritized", job, new_priority=priority, requestor=REQUESTOR)
+                results[job.id] = ""
+            if queue in self._backlogs:  # a queue that never had a job has no backlog to reorder
+                self._backlogs[queue].resort()
+        self._wake.set()
+        return results
+
+    # Queries
+
+    def find_job(self, job_id: str) -> Optional[Job]:
+        """The job, ingested or not (for callers beside the server, not the Jobs API)."""
+        return self._jobs.get(job_id)
+
+    def visible_job(self, job_id: str) -> Optional[Job]:
+        """The job, once the query side would have ingested it (after `visibility_delay`), else None."""
+        job = self._jobs.get(job_id)
+        if job is None or time.time() - job.submitted_at < self.visibility_delay:
+            return None
+        return job
+
+    def states(self, job_ids: Iterable[str]) -> dict[str, int]:
+        with self._lock:
+            return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
+
+    def errors(self, job_ids: Iterable[str]) -> dict[str, str]:
+        with self._lock:
+            return {i: _error_of(job) for i in job_ids if (job := self.visible_job(i))}
+
+    def jobs(self, job_ids: Iterable[str]) -> list[Job]:
+        with self._lock:
+            return [job for i in job_ids if (job := self.visible_job(i))]
+
+    def runs(self, run_ids: Iterable[str]) -> list[Run]:
+        with self._lock:
+            return [self._runs[i] for i in run_ids if i in self._runs]
+
+    def job_by_external_uri(self, queue: str, job_set: str, uri: str) -> Optional[Job]:
+        with self._lock:
+            job_id = self._by_external_uri.get((queue, job_set, uri))
+            return self.visible_job(job_id) if job_id else None
+
+    def lock(self) -> threading.RLock:
+        """Hold it to read several jobs consistently (e.g. while building messages from them)."""
+        return self._lock
+
+    # RunReporter: called by the executor
+
+    def pending(self, run_id: str) -> bool:
+        return self._advance(run_id, JobState.PENDING)
+
+    def running(self, run_id: str) -> bool:
+        return self._advance(run_id, JobState.RUNNING)
+
+    def finished(self, run_id: str, exit_code: int, error: str) -> None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return
+            run.exit_code = exit_code
+            run.finished_at = run.finished_at or time.time()
+            self._release(run)
+            job = run.job
+            if not job.state.terminal and job.latest_run is run:
+                if exit_code == 0:
+                    job.move_to(JobState.SUCCEEDED)
+                    self.events.append("succeeded", job, **pod_event_fields(run))
+                else:
+                    run.error = error
+                    job.move_to(JobState.FAILED)
+                    self.events.append("failed", job, **failure_event_fields(run, exit_code, error))
+        self._wake.set()
+
+    def note(self, run_id: str, text: str) -> None:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is not None:
+                run.note = f"{run.note}\n{text}" if run.note else text
+                run.log.note(text)
+
+    # Internals
+
+    def _require_queue(self, queue: str) -> None:
+        if queue not in self.queues:
+            raise QueueNotFound(queue)
+
+    def _require_job_set(self, queue: str, job_set: str) -> None:
+        """Armada's order for acting on a job set: both names present, then the queue must exist."""
+        _require_names(queue, job_set)
+        self._require_queue(queue)
+
+    def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> str:
+        self._seq += 1
+        needs = self._requirements.setdefault(needs, needs)  # equal requirements share one object
+        job = Job(new_job_id(), queue, job_set, self._seq, item, pod, needs, gang_info(item.annotations))
+        self._jobs[job.id] = job
+        self._job_sets.setdefault((queue, job_set), []).append(job)
+        if item.client_id:
+            self._by_client_id[(queue, item.client_id)] = job.id
+        uri = item.external_job_uri or item.annotations.get(EXTERNAL_JOB_URI, "")
+        if uri:
+            self._by_external_uri[(queue, job_set, uri)] = job.id
+        self.events.append("submitted", job)
+        self.events.append("queued", job)
+        self._backlogs.setdefault(queue, Backlog()).add(job)
+        if job.gang_key is None:
+            self._unchecked_jobs.append(job)
+        else:
+            self._gangs.setdefault(job.gang_key, []).append(job)
+            self._unchecked_gangs[job.gang_key] = None
+        return job.id
+
+    def _select(self, queue: str, job_set: str, job_ids: Iterable[str]) -> list[Job]:
+        job_ids = list(job_ids)
+        if not job_ids:
+            return list(self._job_sets.get((queue, job_set), ()))
+        jobs = (self._jobs.get(i) for i in job_ids)
+        return [j for j in jobs if j is not None and j.queue == queue and j.job_set == job_set]
+
+    def _schedule_forever(self) -> None:
+        while True:
+            self._wake.wait()
+            if self._stopping:
+                return
+            self._wake.clear()
+            try:
+                self._schedule()
+            except Exception:  # a bug in one pass must not stop scheduling for good
+                log.exception("scheduling pass failed")
+
+    def _schedule(self) -> None:
+        with self._lock:
+            self._reject_unschedulable()
+            placements = self.scheduler.plan(self._backlogs, self.queues.priority_factors(), self._queued_gang)
+            launches = [self._lease(job, node) for job, node in placements]
+            if self._paused:
+                self._held.update((launch.run_id, launch) for launch in launches)
+                launches = []
+        self._launch(launches)
+
+    def _reject_unschedulable(self) -> None:
+        """Armada's asynchronous "can this ever be scheduled" check, for jobs and gangs not yet checked."""
+        for job in self._unchecked_jobs:
+            if job.state == JobState.QUEUED and (reason := self.scheduler.rejection(job.requirements)):
+                self._reject(job, reason)
+        self._unchecked_jobs.clear()
+        for key in self._unchecked_gangs:
+            self._check_gang(key)
+        self._unchecked_gangs.clear()
+
+    def _check_gang(self, key: GangKey) -> None:
+        """Reject members that can't join, and a complete gang that could never fit.
+
+        As in Armada, only members not yet ended count: a member cancelled (or otherwise ended)
+        before the gang was placed leaves it, and a member submitted later takes its place.
+        Once the gang has been placed it can't be joined.
+        """
+        live = [m for m in self._gangs[key] if not m.state.terminal]
+        if not live:
+            del self._gangs[key]
+            return
+        self._gangs[key] = live
+        gang = live[0].gang
+        assert gang is not None
+        queued = [m for m in live if m.state == JobState.QUEUED]
+        started = next((m for m in live if m.state != JobState.QUEUED), None)
+        if started is not None:
+            reason = (
+                f"gang {gang.id} was already placed (member {started.id} is "
+                f"{started.state.name}); it can't be joined now"
+            )
+            for member in queued:
+                self._reject(member, reason)
+            return
+        for member in live[gang.cardinality :]:
+            self._reject(member, f"gang {gang.id} already has its {gang.cardinality} members")
+        members = live[: gang.cardinality]
+        reason = self.scheduler.gang_rejection(members) if len(members) == gang.cardinality else None
+        for member in members if reason else ():
+            self._reject(member, reason)
+
+    def _reject(self, job: Job, reason: str) -> None:
+        self._backlogs[job.queue].discard(job)
+        job.error = reason
+        job.move_to(JobState.REJECTED)
+        self.events.append("failed", job, reason=reason, cause=event_pb2.Rejected)
+
+    def _queued_gang(self, job: Job) -> Optional[list[Job]]:
+        assert job.gang is not None and job.gang_key is not None
+        members = [m for m in self._gangs[job.gang_key] if m.state == JobState.QUEUED]
+        return members if len(members) == job.gang.cardinality else None
+
+    def _lease(self, job: Job, node_index: int) -> PodLaunch:
+        node = self.cluster.nodes[node_index]
+        run = Run(job, node)
+        job.runs.append(run)
+        self._runs[run.id] = run
+        self._backlogs[job.queue].discard(job)
+        job.move_to(JobState.LEASED)
+        self.events.append("leased", job, cluster_id=CLUSTER_ID, pool=self.cluster.pool)
+        group = node.group
+        return PodLaunch(
+            run.id, job.id, run.pod_name, job.namespace, node.name, group.name, group.architecture, job.pod, run.log
+        )
+
+    def _launch(self, launches: list[PodLaunch]) -> None:
+        """Hand the pods to the executor; a pod it can't take fails alone, and its node is free again."""
+        for launch in launches:
+            try:
+                self.executor.launch(launch, self)
+            except Exception as exc:
+                log.exception("the executor failed to launch pod %s", launch.pod_name)
+                self.finished(launch.run_id, 128, f"executor failed to launch the pod: {exc}")
+
+    def _advance(self, run_id: str, state: JobState) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.job.state.terminal or run.job.latest_run is not run:
+                return False
+            now = time.time()
+            pool = self.cluster.pool
+            if state == JobState.PENDING:
+                run.pending_at = now
+                self.events.append("pending", run.job, pool=pool, **pod_event_fields(run, with_node=False))
+            else:
+                run.started_at = now
+                self.events.append("running", run.job, pool=pool, **pod_event_fields(run))
+            run.job.move_to(state, now)
+            return True
+
+    def _stop_run(self, job: Job) -> list[tuple[str, float]]:
+        """What must be killed to stop the job's run; a run the executor never got just gives its capacity back."""
+        run = job.latest_run
+        if run is None or run.finished_at is not None:
+            return []
+        held = self._held.pop(run.id, None)
+        if held is not None:
+            run.finished_at = time.time()
+            self._release(run)
+            return []
+        return [(run.id, grace_seconds(job.pod))]
+
+    def _kill(self, kills: list[tuple[str, float]]) -> None:
+        for run_id, grace in kills:
+            self.executor.kill(run_id, grace)
+
+    def _release(self, run: Run) -> None:
+        if run.holds_capacity:
+            run.holds_capacity = False
+            self.scheduler.release(run.job, run.node.index)
+
+
+def _require_names(queue: str, job_set: str) -> None:
+    if not queue:
+        raise InvalidArgument("queue is a required field")
+    if not job_set:
+        raise InvalidArgument("job set id is a required field")
+
+
+def _state_filter(states: Iterable[int]) -> set[JobState]:
+    """A job-set filter's states, checked (as Armada does) before the queue is looked up."""
+    wanted = set()
+    for number in states:
+        try:
+            wanted.add(JobState(number))
+        except ValueError:
+            known = ", ".join(f"{s.name} ({s.value})" for s in JobState)
+            raise InvalidArgument(f"filter.states: {number} is not a job state; use one of {known}") from None
+    return wanted
+
+
+def _error_of(job: Job) -> str:
+    """Armada's rule: the job's own error, else its latest run's."""
+    run = job.latest_run
+    return job.error or (run.error if run else "")

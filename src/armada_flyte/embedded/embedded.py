@@ -1,0 +1,172 @@
+"""`EmbeddedArmada`: the Armada-compatible server, started in-process on 127.0.0.1.
+
+    with EmbeddedArmada() as armada:
+        client = ArmadaClient(grpc.insecure_channel(armada.url))
+
+Leaving the block stops the server and kills every pod still running.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import grpc
+from armada_client.armada import submit_pb2
+
+from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
+from armada_flyte.embedded.control_plane import ControlPlane
+from armada_flyte.embedded.executors import Executor, make_executor
+from armada_flyte.embedded.executors.process import ProcessExecutor
+from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.embedded.server import HOST, start_grpc_server
+
+_STOP_GRACE_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the server knows of a job, for tests and tools running beside it (gRPC clients use Jobs.GetJobDetails)."""
+
+    job_id: str
+    queue: str
+    job_set: str
+    state: str
+    node: Optional[str]
+    node_group: Optional[str]
+    architecture: Optional[str]
+    exit_code: Optional[int]
+    error: str
+    note: str
+    """What the executor did differently from a real cluster (e.g. ran an arm64 pod natively on amd64)."""
+
+
+class EmbeddedArmada:
+    """Armada's gRPC API, scheduler and an executor, in this process, on a port of 127.0.0.1.
+
+    `cluster` is a `Cluster`, a path to a cluster YAML, or None for the default (amd64 and
+    tainted arm64 groups). `executor` is "process" (pods run as local processes), "docker", or
+    an `Executor` object of your own.
+    `paused` leaves scheduled jobs LEASED until `resume()`. `visibility_delay` makes a new job
+    read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster | str | pathlib.Path | None = None,
+        port: int = 0,
+        executor: str | Executor = "process",
+        queues: Iterable[str] = ("flyte",),
+        *,
+        paused: bool = False,
+        visibility_delay: float = 0.0,
+        sandbox_root: str | pathlib.Path | None = None,
+        private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
+    ):
+        if cluster is None:
+            cluster = Cluster.default()
+        elif not isinstance(cluster, Cluster):
+            cluster = Cluster.from_yaml(cluster)
+        self.cluster = cluster
+        self.requested_port = port
+        self._executor = executor
+        self._executor_options = (
+            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes} if executor == "process" else {}
+        )
+        self._initial_queues = tuple(queues)
+        self._paused = paused
+        self._visibility_delay = visibility_delay
+        self._plane: Optional[ControlPlane] = None
+        self._server: Optional[grpc.Server] = None
+        self.port = 0
+
+    def start(self) -> EmbeddedArmada:
+        executor = self._executor
+        if isinstance(executor, str):
+            executor = make_executor(executor, **self._executor_options)
+        plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
+        plane.start()
+        try:
+            self._server, self.port = start_grpc_server(plane, self.requested_port)
+        except BaseException:
+            plane.stop()
+            raise
+        self._plane = plane
+        for name in self._initial_queues:
+            self.create_queue(name)
+        return self
+
+    def stop(self) -> None:
+        """End event streams, stop serving, then stop scheduling and kill every pod still running."""
+        plane, server = self._plane, self._server
+        self._plane = self._server = None
+        if plane is not None:
+            plane.events.close()
+        if server is not None:
+            server.stop(_STOP_GRACE_SECONDS).wait()
+        if plane is not None:
+            plane.stop()
+
+    def __enter__(self) -> EmbeddedArmada:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """`host:port` for `grpc.insecure_channel`, armada_client and `JobLogClient` alike."""
+        return f"{HOST}:{self.port}"
+
+    @property
+    def node_groups(self) -> list[ClusterNodeGroup]:
+        return list(self.cluster.node_groups)
+
+    @property
+    def plane(self) -> ControlPlane:
+        if self._plane is None:
+            raise RuntimeError("the embedded Armada is not running; use it in a `with` block or call start()")
+        return self._plane
+
+    def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
+        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+
+    def pause(self) -> None:
+        """Hold new leases: scheduled jobs stay LEASED and nothing starts until `resume()`."""
+        self.plane.pause()
+
+    def resume(self) -> None:
+        self.plane.resume()
+
+    def job(self, job_id: str) -> Optional[JobView]:
+        """The job's state and where its latest run was placed, or None if the id is unknown."""
+        with self.plane.lock():
+            job = self.plane.find_job(job_id)
+            if job is None:
+                return None
+            run = job.latest_run
+            group = run.node.group if run else None
+            return JobView(
+                job_id=job.id,
+                queue=job.queue,
+                job_set=job.job_set,
+                state=job.state.name,
+                node=run.node.name if run else None,
+                node_group=group.name if group else None,
+                architecture=group.architecture if group else None,
+                exit_code=run.exit_code if run else None,
+                error=job.error or (run.error if run else ""),
+                note=run.note if run else "",
+            )
+
+    def logs(self, job_id: str) -> list[str]:
+        """The latest run's log lines (stdout and stderr as they arrived), empty before it runs."""
+        job = self.plane.find_job(job_id)
+        run = job.latest_run if job else None
+        return run.log.texts() if run else []
+
+    def sandbox_of(self, job_id: str) -> Optional[pathlib.Path]:
+        """The folder a process-executor pod used as its private filesystem (None for other executors)."""
+        executor = self.plane.executor
+        return executor.sandbox_of(job_id) if isinstance(executor, ProcessExecutor) else None

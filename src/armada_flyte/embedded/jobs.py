@@ -1,0 +1,117 @@
+"""The records the embedded server keeps: jobs, their runs, and Armada's states for both.
+
+A job is what was submitted; a run is one attempt of it on one node. States and their numbers
+are Armada's (`JobState` in submit.proto, `JobRunState` in job.proto).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.embedded.cluster import Node
+from armada_flyte.embedded.logs import PodLog
+from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.validation import GangInfo
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+class RunState(enum.IntEnum):
+    UNKNOWN = 0
+    LEASED = 1
+    PENDING = 2
+    RUNNING = 3
+    SUCCEEDED = 4
+    FAILED = 5
+    PREEMPTED = 6
+    CANCELLED = 7
+
+
+RUN_STATE_OF = {
+    JobState.LEASED: RunState.LEASED,
+    JobState.PENDING: RunState.PENDING,
+    JobState.RUNNING: RunState.RUNNING,
+    JobState.SUCCEEDED: RunState.SUCCEEDED,
+    JobState.FAILED: RunState.FAILED,
+    JobState.PREEMPTED: RunState.PREEMPTED,
+    JobState.CANCELLED: RunState.CANCELLED,
+}
+
+
+def new_job_id() -> str:
+    """A ULID in lower-case Crockford base32, the shape of Armada's job ids (time-ordered)."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+@dataclass(eq=False)
+class Run:
+    """One attempt of a job on one node."""
+
+    job: Job
+    node: Node
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    state: RunState = RunState.LEASED
+    leased_at: float = field(default_factory=time.time)
+    pending_at: Optional[float] = None
+    started_at: Optional[float] = None
+    finished_at: Optional[float] = None
+    exit_code: Optional[int] = None
+    error: str = ""
+    note: str = ""
+    holds_capacity: bool = True
+    log: PodLog = field(default_factory=PodLog)
+
+    @property
+    def pod_name(self) -> str:
+        return f"armada-{self.job.id}-0"
+
+
+@dataclass(eq=False)
+class Job:
+    """A submitted job: its request item, what it needs from a node, and what has happened to it."""
+
+    id: str
+    queue: str
+    job_set: str
+    seq: int
+    item: Any
+    pod: Any
+    requirements: Requirements
+    gang: Optional[GangInfo] = None
+    state: JobState = JobState.QUEUED
+    submitted_at: float = field(default_factory=time.time)
+    last_transition: float = field(default_factory=time.time)
+    runs: list[Run] = field(default_factory=list)
+    error: str = ""
+    cancel_reason: str = ""
+    cancelled_at: Optional[float] = None
+
+    @property
+    def priority(self) -> float:
+        return self.item.priority
+
+    @property
+    def namespace(self) -> str:
+        return self.item.namespace
+
+    @property
+    def latest_run(self) -> Optional[Run]:
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def gang_key(self) -> Optional[tuple[str, str, str]]:
+        return (self.queue, self.job_set, self.gang.id) if self.gang else None
+
+    def move_to(self, state: JobState, at: float | None = None) -> None:
+        self.state = state
+        self.last_transition = at or time.time()
+        run = self.latest_run
+        if run is not None and state in RUN_STATE_OF:
+            run.state = RUN_STATE_OF[state]

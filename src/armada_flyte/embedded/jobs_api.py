@@ -1,0 +1,64 @@
+"""Armada's Jobs gRPC service: the query side (status, errors, details) over the control plane."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import grpc
+from armada_client.armada import job_pb2, job_pb2_grpc
+
+from armada_flyte.armada_names import MAX_IDS_PER_CALL
+from armada_flyte.embedded.control_plane import ControlPlane
+from armada_flyte.embedded.messages import job_details, run_details
+from armada_flyte.embedded.refusals import InvalidArgument, as_status
+
+
+def _bounded(ids: Sequence[str]) -> list[str]:
+    if len(ids) > MAX_IDS_PER_CALL:
+        raise InvalidArgument(f"request has {len(ids)} ids; at most {MAX_IDS_PER_CALL} are allowed per call")
+    return list(ids)
+
+
+class JobsServicer(job_pb2_grpc.JobsServicer):
+    def __init__(self, plane: ControlPlane):
+        self._plane = plane
+
+    @as_status
+    def GetJobStatus(
+        self, request: job_pb2.JobStatusRequest, context: grpc.ServicerContext
+    ) -> job_pb2.JobStatusResponse:
+        return job_pb2.JobStatusResponse(job_states=self._plane.states(_bounded(request.job_ids)))
+
+    @as_status
+    def GetJobStatusUsingExternalJobUri(
+        self, request: job_pb2.JobStatusUsingExternalJobUriRequest, context: grpc.ServicerContext
+    ) -> job_pb2.JobStatusResponse:
+        job = self._plane.job_by_external_uri(request.queue, request.jobset, request.external_job_uri)
+        return job_pb2.JobStatusResponse(job_states={job.id: int(job.state)} if job else {})
+
+    @as_status
+    def GetJobErrors(
+        self, request: job_pb2.JobErrorsRequest, context: grpc.ServicerContext
+    ) -> job_pb2.JobErrorsResponse:
+        return job_pb2.JobErrorsResponse(job_errors=self._plane.errors(_bounded(request.job_ids)))
+
+    @as_status
+    def GetJobDetails(
+        self, request: job_pb2.JobDetailsRequest, context: grpc.ServicerContext
+    ) -> job_pb2.JobDetailsResponse:
+        ids = _bounded(request.job_ids)
+        with self._plane.lock():
+            details = {
+                job.id: job_details(job, request.expand_job_spec, request.expand_job_run)
+                for job in self._plane.jobs(ids)
+            }
+        return job_pb2.JobDetailsResponse(job_details=details)
+
+    @as_status
+    def GetJobRunDetails(
+        self, request: job_pb2.JobRunDetailsRequest, context: grpc.ServicerContext
+    ) -> job_pb2.JobRunDetailsResponse:
+        ids = _bounded(request.run_ids)
+        with self._plane.lock():
+            details = {run.id: run_details(run) for run in self._plane.runs(ids)}
+        return job_pb2.JobRunDetailsResponse(job_run_details=details)

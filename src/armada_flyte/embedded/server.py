@@ -1,0 +1,53 @@
+"""The gRPC server: Armada's services (and the standard health service) on a port of 127.0.0.1."""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from armada_flyte.embedded.control_plane import ControlPlane
+from armada_flyte.embedded.events_api import EventServicer
+from armada_flyte.embedded.jobs_api import JobsServicer
+from armada_flyte.embedded.logs_api import BinocularsServicer
+from armada_flyte.embedded.submit_api import QueueServicer, SubmitServicer
+from armada_flyte.errors import InvalidConfig
+
+HOST = "127.0.0.1"
+WORKER_THREADS = 64
+MAX_WATCHES = 48
+"""Each watching event stream holds a worker while it waits; the other workers stay free for every other call."""
+
+SERVICE_NAMES = ("api.Submit", "api.QueueService", "api.Jobs", "api.Event", "binoculars.Binoculars")
+_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def start_grpc_server(plane: ControlPlane, port: int = 0) -> tuple[grpc.Server, int]:
+    """Serve `plane` on 127.0.0.1:`port` (0 picks a free port); returns the server and the bound port."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="armada-api"),
+        options=[
+            ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    submit_pb2_grpc.add_SubmitServicer_to_server(SubmitServicer(plane), server)
+    submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(plane), server)
+    job_pb2_grpc.add_JobsServicer_to_server(JobsServicer(plane), server)
+    event_pb2_grpc.add_EventServicer_to_server(EventServicer(plane, MAX_WATCHES), server)
+    binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
+    health_servicer = health.HealthServicer()
+    for name in ("", *SERVICE_NAMES):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:
+        bound = server.add_insecure_port(f"{HOST}:{port}")
+    except RuntimeError:
+        bound = 0
+    if not bound:
+        raise InvalidConfig("port", port, f"{HOST}:{port} is taken; pick another port, or 0 for any free one")
+    server.start()
+    return server, bound

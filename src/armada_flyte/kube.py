@@ -1,0 +1,100 @@
+"""Kubernetes' vocabulary: the rules for names, label keys and values, resource quantities, and
+the well-known labels. Plain functions, no dependencies: the task side checks with them too.
+
+Checked at the edges (task config, node-group file, cluster file) so a typo fails when it is
+written, not as a pod the cluster refuses later. The objects built from these rules
+(tolerations, taints, affinity expressions) are in `kube_objects`.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+ARCH_LABEL = "kubernetes.io/arch"
+"""The well-known node label carrying a node's CPU architecture."""
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|)$")
+
+_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_DECIMAL_SUFFIX = {
+    "m": Decimal("0.001"),
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why `key` is not a valid label key (`[prefix/]name`), or None if it is."""
+    if not isinstance(key, str) or not key:
+        return "a label key must be a non-empty string"
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not prefix:
+        return "the prefix before '/' must not be empty"
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        return (
+            f"prefix {prefix!r} must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 253 characters"
+        )
+    if len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        return (
+            f"name {name!r} must be at most 63 characters of letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is not a valid label value, or None if it is."""
+    if not isinstance(value, str):
+        return "a label value must be a string"
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        return (
+            f"value {value!r} must be at most 63 characters of letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit (or empty)"
+        )
+    return None
+
+
+def label_value(value: str) -> str:
+    """A string made safe as a Kubernetes label value (<= 63 chars, alphanumeric ends)."""
+    return _LABEL_UNSAFE.sub("-", value)[:63].strip("-_.")
+
+
+def dns_label_problem(name: str) -> str | None:
+    """Why `name` is not a DNS-1123 label (namespaces), or None if it is."""
+    if not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.match(name):
+        return (
+            f"{name!r} must be at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit"
+        )
+    return None
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units; ValueError if malformed."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a quantity")
+    if isinstance(value, (int, float)):
+        return Decimal(str(value))
+    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+    if not match:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
+    number, suffix = match.groups()
+    try:
+        base = Decimal(number)
+    except InvalidOperation as exc:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')") from exc
+    if suffix in _BINARY_SUFFIX:
+        return base * _BINARY_SUFFIX[suffix]
+    if suffix and suffix[0] in "eE":
+        return base * (Decimal(10) ** int(suffix[1:]))
+    return base * Decimal(_DECIMAL_SUFFIX[suffix])

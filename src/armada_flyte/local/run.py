@@ -1,0 +1,184 @@
+"""Local runs (`flyte.run` without a backend) through Armada, routing around the SDK mixin's gaps.
+
+The stock mixin crashes on a local (file) raw data path, sleeps a fixed 3 s between polls and
+once more after the end, never cancels the job when the run is interrupted, and turns a user's
+exception into a bare RuntimeError. Here (the task's `execute` runs a local raw data path
+in-process, and comes here for an `s3://` one):
+
+- polling starts at once and backs off to `poll_interval_seconds`, with no sleep after the end;
+- an interrupted or cancelled run cancels its Armada job;
+- a failure raises `flyte.errors.RuntimeUserError` with the user's exception type as `code`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pathlib
+import tempfile
+import time
+from typing import Any, Iterator
+
+from flyte import storage
+from flyte.connectors import ConnectorRegistry
+from flyte.errors import RuntimeSystemError, RuntimeUserError
+from flyte.models import CodeBundle, SerializationContext
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.local.journal import JobRecord, record
+from armada_flyte.task.flyte_internals import (
+    build_code_bundle,
+    build_images,
+    convert,
+    get_init_config,
+    get_proto_task,
+    io,
+    render_task_template,
+)
+
+log = logging.getLogger(__name__)
+
+_bundles: dict[tuple[str, str, str], str] = {}
+"""(root dir, bundle hash, raw data base) -> uploaded tgz, so a fan-out uploads its code once."""
+
+
+async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
+    """Submit one call of `task` through the connector, wait for it, and return its outputs."""
+    _remove_local_shadows(tctx.output_path, tctx.raw_data_path.path)
+    connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
+    cfg = get_init_config()
+    prefix = tctx.raw_data_path.get_random_remote_path()
+    code_bundle = await upload_code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
+    sctx = SerializationContext(
+        project=tctx.action.project,
+        domain=tctx.action.domain,
+        org=tctx.action.org,
+        code_bundle=code_bundle,
+        version=tctx.version,
+        image_cache=await build_images.aio(task.parent_env()) if task.parent_env else None,
+        root_dir=cfg.root_dir,
+    )
+    template = render_task_template(get_proto_task(task, sctx, tctx), prefix)
+    inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
+    await io.upload_inputs(inputs, io.inputs_path(prefix))
+
+    meta = await connector.create(task_template=template, output_prefix=prefix, inputs=kwargs)
+    started = time.monotonic()
+    try:
+        outcome = await _wait_for_end(connector, meta)
+    except BaseException:
+        state = await asyncio.shield(_cancel_quietly(connector, meta))
+        _record(task.name, meta, None, time.monotonic() - started, state)
+        raise
+    _record(task.name, meta, outcome, time.monotonic() - started)
+    _raise_unless_succeeded(task.name, outcome)
+    outputs_path = io.outputs_path(prefix)
+    if await storage.exists(outputs_path):
+        outputs = await io.load_outputs(outputs_path)
+        return await convert.convert_outputs_to_native(task.interface, outputs)
+    if task.interface.outputs:
+        raise RuntimeSystemError(
+            "OutputsMissing",
+            f"task {task.name}: Armada job {meta.job_id} succeeded but wrote no outputs to {outputs_path} "
+            "(check the job's log; the pod may not reach the blob store)",
+        )
+    return None
+
+
+def _remove_local_shadows(*remote_paths: str) -> None:
+    """Undo the empty local folders Flyte's local controller makes for this call's remote paths.
+
+    Before it calls a task, the controller runs `pathlib.Path(path).mkdir(parents=True)` on the
+    call's output and raw-data paths even when they are URLs, so `s3://flyte/raw/...` becomes a
+    folder `s3:/flyte/raw/...` in the working directory. Only empty folders under the working
+    directory that spell a remote path are removed.
+    """
+    here = pathlib.Path.cwd()
+    for remote in remote_paths:
+        if not storage.is_remote(remote):
+            continue
+        folder = pathlib.Path(remote)
+        if folder.is_absolute():
+            continue
+        for shadow in [folder, *folder.parents][:-1]:  # the last parent is "."
+            if not (here / shadow).is_dir():
+                continue
+            try:
+                (here / shadow).rmdir()
+            except OSError:  # not empty: someone's real folder, or another call's still there
+                break
+
+
+def _record(task_name: str, meta: Any, outcome: Any, seconds: float, state: str = "") -> None:
+    """Note the job for the end-of-run table (`outcome` None: the run was interrupted)."""
+    record(
+        JobRecord(
+            task=task_name.rsplit(".", 1)[-1],
+            architecture=meta.architecture,
+            source=meta.architecture_source,
+            node_group=meta.node_group,
+            node=outcome.node if outcome else "",
+            state=outcome.info.get("armada_state", "") if outcome else state,
+            seconds=seconds,
+            job_id=meta.job_id,
+        )
+    )
+
+
+def poll_delays(first: float, longest: float) -> Iterator[float]:
+    """Waits between polls: `first`, then x1.5 each time, capped at `longest`."""
+    delay = first
+    while True:
+        yield min(delay, longest)
+        delay = min(delay * 1.5, longest)
+
+
+async def _wait_for_end(connector: Any, meta: Any) -> Any:
+    """Poll at once, then back off to the configured interval; return the terminal outcome, without
+    sleeping after it."""
+    settings = resolve_settings()
+    for delay in poll_delays(settings.first_poll_seconds, settings.poll_interval_seconds):
+        outcome = await connector.poll(meta)
+        if outcome.terminal:
+            return outcome
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def _cancel_quietly(connector: Any, meta: Any) -> str:
+    """Cancel the job, and return the state Armada then reports (for the jobs table)."""
+    try:
+        await connector.delete(meta)
+        log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
+        return await connector.armada_state(meta)
+    except Exception as exc:  # the interruption is what the caller must see
+        log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
+        return f"cancel failed: {exc}"
+
+
+def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
+    if outcome.phase == TaskExecution.SUCCEEDED:
+        return
+    if outcome.task_error is not None:
+        error = outcome.task_error
+        raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
+    raise RuntimeSystemError(
+        outcome.info.get("armada_state", "ArmadaJobFailed"), f"task {task_name}: {outcome.message}"
+    )
+
+
+async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
+    """Build the code bundle, and upload it once per (code, raw data path) for this process."""
+    with tempfile.TemporaryDirectory(prefix="armada-flyte-bundle-") as tmp:
+        local = await build_code_bundle(from_dir=root_dir, dryrun=True, copy_bundle_to=pathlib.Path(tmp))
+        if local.tgz is None:
+            raise RuntimeError(f"Flyte built no code bundle from {root_dir}")
+        key = (str(root_dir), local.computed_version, raw_base)
+        remote = _bundles.get(key)
+        if remote is None:
+            remote = await storage.put(local.tgz, prefix + "/code_bundle/" + os.path.basename(local.tgz))
+            _bundles[key] = remote
+    return CodeBundle(tgz=remote, computed_version=local.computed_version, destination="/opt/flyte/")

@@ -1,0 +1,147 @@
+"""Everything a laptop run needs, on 127.0.0.1: the embedded Armada server and an S3 blob store.
+
+`LocalStack` starts both, creates the bucket and queue, points the connector at them, and
+hands back what `flyte.init` needs, so a real Flyte workflow runs through the connector into
+pods that really execute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pathlib
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from armada_flyte.connector import settings as connector_settings
+
+BUCKET = "flyte"
+ACCESS_KEY = "armada-flyte-local"
+SECRET_KEY = "armada-flyte-local-secret"
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class LocalEndpoints:
+    """Where the local stack listens, and the Flyte settings that use it."""
+
+    armada_url: str
+    blob_endpoint: str
+    """Empty when the stack runs without a blob store."""
+    bucket: str
+    queue: str
+    server: Any = None
+    """The running `EmbeddedArmada` (node groups, jobs, logs)."""
+
+    @property
+    def raw_data_path(self) -> str:
+        return f"s3://{self.bucket}/raw"
+
+    def connector_settings(self) -> dict[str, Any]:
+        """Settings that point the connector at this stack (for `armada_flyte.configure`)."""
+        return {
+            "armada_url": self.armada_url,
+            "blob_endpoint": self.blob_endpoint,
+            "blob_access_key": ACCESS_KEY,
+            "blob_secret_key": SECRET_KEY,
+            "node_groups_preset": "embedded",
+            "first_poll_seconds": 0.05,
+            "poll_interval_seconds": 0.5,
+        }
+
+    def exports(self) -> list[str]:
+        """Shell lines that point the connector, a0 and `flyte.storage.S3.auto()` at this stack."""
+        lines = [f"export ARMADA_URL={self.armada_url} ARMADA_FLYTE_NODE_GROUPS_PRESET=embedded"]
+        if self.blob_endpoint:
+            lines.append(
+                f"export FLYTE_BLOB_ENDPOINT={self.blob_endpoint} FLYTE_BLOB_ACCESS_KEY={ACCESS_KEY} "
+                f"FLYTE_BLOB_SECRET_KEY={SECRET_KEY}"
+            )
+            lines.append(
+                f"export FLYTE_AWS_ENDPOINT={self.blob_endpoint} FLYTE_AWS_ACCESS_KEY_ID={ACCESS_KEY} "
+                f"FLYTE_AWS_SECRET_ACCESS_KEY={SECRET_KEY} ARMADA_FLYTE_RAW_DATA_PATH={self.raw_data_path}"
+            )
+        return lines
+
+    def flyte_storage(self) -> Any:
+        import flyte.storage
+
+        return flyte.storage.S3(endpoint=self.blob_endpoint, access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY)
+
+    def init_flyte(self, root_dir: pathlib.Path | str) -> None:
+        """`flyte.init` for local runs whose tasks go through Armada."""
+        import flyte
+
+        flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
+
+
+class LocalBlobServer:
+    """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
+
+    def __init__(self, port: int = 0, bucket: str = BUCKET):
+        self._port = port
+        self.bucket = bucket
+        self._server: Any = None
+        self.endpoint = ""
+
+    def start(self) -> LocalBlobServer:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        self._create_bucket()
+        return self
+
+    def _create_bucket(self) -> None:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+        client.create_bucket(Bucket=self.bucket)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+
+@contextlib.contextmanager
+def local_stack(
+    *,
+    armada_port: int = 0,
+    blob_port: int = 0,
+    queue: str = "flyte",
+    cluster: Optional[pathlib.Path] = None,
+    executor: str = "process",
+    visibility_delay: float = 0.0,
+    blob_store: bool = True,
+    configure_connector: bool = True,
+) -> Iterator[LocalEndpoints]:
+    """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
+    both, and every pod, on exit."""
+    from armada_flyte.embedded import EmbeddedArmada
+
+    blob = LocalBlobServer(blob_port).start() if blob_store else None
+    try:
+        with EmbeddedArmada(
+            cluster=cluster, port=armada_port, executor=executor, queues=(queue,), visibility_delay=visibility_delay
+        ) as armada:
+            endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
+            if configure_connector:
+                connector_settings.configure(**endpoints.connector_settings())
+            try:
+                yield endpoints
+            finally:
+                if configure_connector:
+                    connector_settings.reset()
+    finally:
+        if blob is not None:
+            blob.stop()

@@ -1,0 +1,302 @@
+"""Which platforms an image supports, read from its registry's HTTP API (OCI distribution spec).
+
+The connector runs where there is usually no Docker daemon, so it asks the registry itself:
+the manifest (an index lists its platforms; a single manifest names its platform only in its
+config blob), with anonymous, basic or bearer-token access as the registry demands.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import ssl
+from typing import Any, Iterable, Mapping, Optional, Union
+
+import httpx
+
+from armada_flyte.errors import (
+    ImageNotFound,
+    RegistryAuthFailed,
+    RegistryProtocolError,
+    RegistryUnreachable,
+)
+from armada_flyte.registry.credentials import RegistryCredentials, credentials_from_docker_config
+from armada_flyte.registry.platforms import (
+    INDEX_MEDIA_TYPES,
+    MANIFEST_MEDIA_TYPES,
+    ImagePlatforms,
+    Platform,
+    index_platforms,
+)
+from armada_flyte.registry.reference import ImageReference
+
+_SCHEMA1_MEDIA_TYPES = (
+    "application/vnd.docker.distribution.manifest.v1+prettyjws",
+    "application/vnd.docker.distribution.manifest.v1+json",
+)
+_ACCEPT = ", ".join((*INDEX_MEDIA_TYPES, *MANIFEST_MEDIA_TYPES))
+_CHALLENGE_PARAM = re.compile(r'([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))')
+_MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+"""The distribution spec lets registries refuse manifests over 4 MiB; anything bigger is not one."""
+
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
+class RegistryClient:
+    """Reads image platforms from registries; reuses connections and tokens across lookups.
+
+    `insecure_hosts` (host or host:port) and loopback registries are spoken to over plain HTTP.
+    `credentials` maps a registry (as written in references, e.g. `127.0.0.1:5000`, `docker.io`)
+    to its credentials; registries not in it use the Docker config when `use_docker_config`.
+    """
+
+    def __init__(
+        self,
+        *,
+        insecure_hosts: Iterable[str] = (),
+        credentials: Optional[Mapping[str, RegistryCredentials]] = None,
+        use_docker_config: bool = True,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        verify: Union[bool, ssl.SSLContext] = True,
+    ):
+        self._insecure_hosts = frozenset(insecure_hosts)
+        self._credentials = dict(credentials or {})
+        self._use_docker_config = use_docker_config
+        self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=True)
+        self._authorization: dict[tuple[str, str], str] = {}
+
+    def __enter__(self) -> RegistryClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def platforms(self, reference: Union[str, ImageReference]) -> ImagePlatforms:
+        """The platforms `reference` resolves to; raises ImageNotFound, RegistryAuthFailed, RegistryUnreachable."""
+        ref = reference if isinstance(reference, ImageReference) else ImageReference.parse(reference)
+        response = self._get(ref, f"manifests/{ref.manifest_reference}", accept=_ACCEPT)
+        body = response.content
+        if len(body) > _MAX_MANIFEST_BYTES:
+            raise RegistryProtocolError(ref.registry, f"the manifest of {ref} is larger than 4 MiB")
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if ref.digest and ref.digest.startswith("sha256:") and ref.digest.lower() != digest:
+            raise RegistryProtocolError(ref.registry, f"the manifest served for {ref} has digest {digest}")
+        manifest = _json_object(body, ref.registry, f"manifest of {ref}")
+        media_type = _media_type(response, manifest)
+
+        if media_type in INDEX_MEDIA_TYPES or (not media_type and "manifests" in manifest):
+            platforms = index_platforms(_entries(manifest, ref))
+        elif media_type in MANIFEST_MEDIA_TYPES or (not media_type and "config" in manifest):
+            platforms = self._config_platform(ref, manifest)
+        elif media_type in _SCHEMA1_MEDIA_TYPES:
+            platforms = (Platform("linux", str(manifest.get("architecture", ""))),)
+        else:
+            raise RegistryProtocolError(ref.registry, f"{ref} is a {media_type or 'document'} with no platforms")
+        return ImagePlatforms(reference=str(ref), digest=digest, media_type=media_type, platforms=platforms)
+
+    def _config_platform(self, ref: ImageReference, manifest: dict[str, Any]) -> tuple[Platform, ...]:
+        """A single manifest names its platform only in its config blob."""
+        config = manifest.get("config")
+        if not isinstance(config, dict) or not isinstance(config.get("digest"), str):
+            raise RegistryProtocolError(ref.registry, f"the manifest of {ref} has no config descriptor")
+        response = self._get(ref, f"blobs/{config['digest']}", accept="application/json, */*")
+        image_config = _json_object(response.content, ref.registry, f"config blob of {ref}")
+        platform = Platform.from_oci(image_config)
+        return () if platform.is_unknown else (platform,)
+
+    def _base_url(self, ref: ImageReference) -> str:
+        host = ref.api_host
+        hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        plain = ref.is_loopback() or host in self._insecure_hosts or hostname in self._insecure_hosts
+        return f"{'http' if plain else 'https'}://{host}/v2/{ref.repository}/"
+
+    def _get(self, ref: ImageReference, path: str, accept: str) -> httpx.Response:
+        """GET under the repository, authorising on the registry's challenge; errors become typed errors."""
+        url = self._base_url(ref) + path
+        key = (ref.api_host, ref.repository)
+        response = self._send(ref, url, accept, self._authorization.get(key))
+        if response.status_code == 401:
+            self._authorization[key] = self._answer_challenge(ref, response)
+            response = self._send(ref, url, accept, self._authorization[key])
+            if response.status_code == 401:
+                self._authorization.pop(key, None)
+                raise RegistryAuthFailed(ref.registry, str(ref), self._refusal(ref, response))
+        if response.status_code == 403:
+            raise RegistryAuthFailed(ref.registry, str(ref), "access denied" + _error_detail(response, ": "))
+        if response.status_code == 404:
+            raise ImageNotFound(str(ref), _error_detail(response))
+        if response.status_code == 429:
+            raise RegistryUnreachable(
+                ref.registry,
+                "it is rate-limiting requests (HTTP 429)",
+                hint="Retry later, or log in (`docker login`) to get a higher limit.",
+            )
+        if response.status_code >= 500:
+            raise RegistryUnreachable(ref.registry, f"it answered HTTP {response.status_code}")
+        if response.status_code != 200:
+            raise RegistryProtocolError(
+                ref.registry, f"HTTP {response.status_code} for {url}{_error_detail(response, ': ')}"
+            )
+        return response
+
+    def _send(self, ref: ImageReference, url: str, accept: str, authorization: Optional[str]) -> httpx.Response:
+        headers = {"Accept": accept}
+        if authorization:
+            headers["Authorization"] = authorization
+        try:
+            return self._http.get(url, headers=headers)
+        except httpx.TransportError as exc:
+            raise _unreachable(ref.registry, url, exc) from exc
+        except httpx.HTTPError as exc:  # redirect loops, undecodable bodies, ...
+            raise RegistryProtocolError(ref.registry, f"{url}: {exc}") from exc
+
+    def _credentials_for(self, ref: ImageReference) -> Optional[RegistryCredentials]:
+        if ref.registry in self._credentials:
+            return self._credentials[ref.registry]
+        if self._use_docker_config:
+            return credentials_from_docker_config(ref.registry)
+        return None
+
+    def _answer_challenge(self, ref: ImageReference, response: httpx.Response) -> str:
+        """Turn a 401's WWW-Authenticate challenge into an Authorization header value."""
+        scheme, params = parse_challenge(response.headers.get("www-authenticate", ""))
+        credentials = self._credentials_for(ref)
+        if scheme == "basic":
+            if credentials is None:
+                raise RegistryAuthFailed(
+                    ref.registry, str(ref), "it asks for a user name and password and none were found"
+                )
+            return basic_authorization(credentials)
+        if scheme == "bearer":
+            return "Bearer " + self._fetch_token(ref, params, credentials)
+        raise RegistryAuthFailed(
+            ref.registry, str(ref), f"it asks for {scheme or 'an unnamed'} authentication, which is not supported"
+        )
+
+    def _fetch_token(
+        self, ref: ImageReference, params: Mapping[str, str], credentials: Optional[RegistryCredentials]
+    ) -> str:
+        """The token dance: ask the realm for a pull token for this repository (with credentials if we have them)."""
+        realm = params.get("realm")
+        if not realm or not realm.startswith(("https://", "http://")):
+            raise RegistryProtocolError(ref.registry, f"its bearer challenge names no usable realm ({realm!r})")
+        if realm.startswith("http://") and credentials is not None and not self._base_url(ref).startswith("http://"):
+            # A registry reached over TLS must not have our password sent in the clear.
+            raise RegistryProtocolError(
+                ref.registry, f"its token service {realm} is plain HTTP; credentials are only sent over HTTPS"
+            )
+        query = {"scope": params.get("scope") or f"repository:{ref.repository}:pull"}
+        if params.get("service"):
+            query["service"] = params["service"]
+        auth = httpx.BasicAuth(credentials.username, credentials.password) if credentials else None
+        try:
+            answer = self._http.get(realm, params=query, auth=auth)
+        except httpx.TransportError as exc:
+            raise _unreachable(ref.registry, realm, exc, what="its token service") from exc
+        except httpx.HTTPError as exc:
+            raise RegistryProtocolError(ref.registry, f"its token service {realm}: {exc}") from exc
+        if answer.status_code in (401, 403):
+            who = (
+                f"the credentials for {credentials.username!r} were refused"
+                if credentials
+                else "it refused anonymous access"
+            )
+            raise RegistryAuthFailed(ref.registry, str(ref), f"its token service {realm}: {who}")
+        if answer.status_code != 200:
+            raise RegistryUnreachable(ref.registry, f"its token service {realm} answered HTTP {answer.status_code}")
+        document = _json_object(answer.content, ref.registry, "token service answer")
+        token = document.get("token") or document.get("access_token")
+        if not isinstance(token, str) or not token:
+            raise RegistryProtocolError(ref.registry, f"its token service {realm} returned no token")
+        return token
+
+    def _refusal(self, ref: ImageReference, response: httpx.Response) -> str:
+        credentials = self._credentials_for(ref)
+        who = (
+            f"the credentials for {credentials.username!r} were refused"
+            if credentials
+            else "it needs credentials and none were found"
+        )
+        return who + _error_detail(response, " - ")
+
+
+def basic_authorization(credentials: RegistryCredentials) -> str:
+    """The `Authorization` value for HTTP basic auth."""
+    pair = f"{credentials.username}:{credentials.password}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    """Split `Bearer realm="...",service="...",scope="..."` into ("bearer", {realm, service, scope})."""
+    scheme, _, rest = header.strip().partition(" ")
+    params = {}
+    for match in _CHALLENGE_PARAM.finditer(rest):
+        quoted, bare = match.group(2), match.group(3)
+        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
+        params[match.group(1).lower()] = value
+    return scheme.lower(), params
+
+
+def _media_type(response: httpx.Response, manifest: Mapping[str, Any]) -> str:
+    declared = manifest.get("mediaType")
+    if isinstance(declared, str) and declared:
+        return declared
+    header = response.headers.get("content-type", "").split(";", 1)[0].strip()
+    return "" if header in ("application/json", "text/plain", "") else header
+
+
+def _entries(index: Mapping[str, Any], ref: ImageReference) -> list[Mapping[str, Any]]:
+    entries = index.get("manifests")
+    if not isinstance(entries, list):
+        raise RegistryProtocolError(ref.registry, f"the index of {ref} has no manifests list")
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def _json_object(body: bytes, registry: str, what: str) -> dict[str, Any]:
+    try:
+        document = json.loads(body)
+    except ValueError as exc:
+        raise RegistryProtocolError(registry, f"the {what} is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise RegistryProtocolError(registry, f"the {what} is not a JSON object")
+    return document
+
+
+def _error_detail(response: httpx.Response, prefix: str = "") -> str:
+    """The registry's own error codes and messages, e.g. `MANIFEST_UNKNOWN: manifest unknown`."""
+    try:
+        errors = response.json().get("errors") or []
+        text = "; ".join(f"{e.get('code', '?')}: {e.get('message', '')}".rstrip(": ") for e in errors)
+    except (ValueError, AttributeError):
+        text = ""
+    return prefix + text if text else ""
+
+
+def _unreachable(registry: str, url: str, exc: httpx.TransportError, what: str = "it") -> RegistryUnreachable:
+    detail = f"{what} did not answer at {url} ({type(exc).__name__}: {exc or 'no details'})"
+    if "SSL" in str(exc) or "certificate" in str(exc).lower():
+        return RegistryUnreachable(
+            registry,
+            detail,
+            hint="The TLS handshake failed: if the registry speaks plain HTTP, mark it insecure "
+            "(--insecure, or the connector setting registry_insecure_hosts); if it uses a private CA, "
+            "trust that CA (SSL_CERT_FILE).",
+        )
+    return RegistryUnreachable(registry, detail)
+
+
+def image_platforms(
+    reference: Union[str, ImageReference],
+    *,
+    insecure_hosts: Iterable[str] = (),
+    credentials: Optional[Mapping[str, RegistryCredentials]] = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> ImagePlatforms:
+    """One-shot lookup: the platforms `reference` supports, read from its registry."""
+    with RegistryClient(insecure_hosts=insecure_hosts, credentials=credentials, timeout=timeout) as client:
+        return client.platforms(reference)

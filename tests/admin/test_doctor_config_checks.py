@@ -1,0 +1,192 @@
+"""The pure config checks: each rule Armada applies to nodes, as a finding with its fix."""
+
+from __future__ import annotations
+
+import copy
+
+from armada_flyte.admin.doctor.config_checks import (
+    check_executor_config,
+    check_node_groups,
+    check_runtime_platforms,
+    check_scheduler_config,
+)
+from armada_flyte.architecture import Architecture
+from armada_flyte.connector.node_groups import NodeGroups
+
+
+def _problems(findings):
+    return [f for f in findings if not f.ok]
+
+
+def _gke() -> NodeGroups:
+    return NodeGroups.preset("gke")
+
+
+def _with(config, **kubernetes):
+    changed = copy.deepcopy(config)
+    changed["kubernetes"].update(kubernetes)
+    return changed
+
+
+def test_gke_preset_with_the_shipped_armada_settings_has_no_problems(good_executor, good_scheduler):
+    groups = _gke()
+    findings = [
+        *check_node_groups(groups),
+        *check_executor_config(groups, good_executor),
+        *check_scheduler_config(good_scheduler),
+        *check_runtime_platforms(groups, [Architecture.amd64, Architecture.arm64]),
+    ]
+    assert findings and not _problems(findings)
+
+
+def test_untracked_arch_label_means_every_arch_pinned_job_is_rejected(good_executor):
+    findings = check_executor_config(_gke(), _with(good_executor, trackedNodeLabels=["kubernetes.io/hostname"]))
+    [bad] = _problems(findings)
+    assert bad.check == "executor.tracked-labels"
+    assert 'every arch-pinned job is REJECTED with "label kubernetes.io/arch not set"' in bad.message
+    assert "add kubernetes.io/arch to kubernetes.trackedNodeLabels" in bad.fix
+    assert "keep kubernetes.io/hostname" in bad.fix
+
+
+def test_unset_tracked_labels_falls_back_to_armadas_default_of_hostname_only():
+    config = {"kubernetes": {"toleratedTaints": ["kubernetes.io/arch"]}}
+    [bad] = _problems(check_executor_config(_gke(), config))
+    assert "not set, so only the default kubernetes.io/hostname" in bad.message
+    assert "REJECTED" in bad.message
+
+
+def test_tracked_labels_at_the_top_level_are_reported_as_misplaced():
+    config = {"trackedNodeLabels": ["kubernetes.io/arch"], "kubernetes": {"toleratedTaints": ["kubernetes.io/arch"]}}
+    [bad] = _problems(check_executor_config(_gke(), config))
+    assert "trackedNodeLabels is at the top level of the file; Armada reads it only under kubernetes:" in bad.message
+
+
+def test_extra_selector_label_untracked_rejects_that_groups_jobs(good_executor):
+    groups = NodeGroups.preset("eks-karpenter")
+    [bad] = _problems(check_executor_config(groups, good_executor))
+    assert bad.check == "executor.tracked-labels"
+    assert bad.message.startswith(
+        "karpenter.sh/nodepool (used by the node selector of node group graviton-pool (arm64), node "
+        "group x86-pool (amd64))"
+    )
+    assert 'REJECTED with "label karpenter.sh/nodepool not set"' in bad.message
+    assert "add karpenter.sh/nodepool to kubernetes.trackedNodeLabels" in bad.fix
+
+
+def test_untracked_not_in_affinity_label_leaves_pods_pending_rather_than_rejected(good_executor):
+    groups = NodeGroups.preset("aks")
+    [bad] = _problems(check_executor_config(groups, good_executor))
+    assert "kubernetes.azure.com/mode" in bad.message
+    assert "node affinity kubernetes.azure.com/mode NotIn" in bad.message
+    assert "Kubernetes leaves the pod Pending" in bad.message
+    assert "REJECTED" not in bad.message
+
+
+def test_arch_taint_not_tolerated_by_the_executor_means_jobs_queue_forever(good_executor):
+    findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=[]))
+    [bad] = _problems(findings)
+    assert bad.check == "executor.tolerated-taints"
+    assert "node group gke-arm (arm64): its nodes carry taint kubernetes.io/arch=arm64:NoSchedule" in bad.message
+    assert "stay QUEUED forever" in bad.message
+    assert "add kubernetes.io/arch to kubernetes.toleratedTaints" in bad.fix
+
+
+def test_only_no_schedule_taints_need_the_executors_toleration(good_executor):
+    groups = NodeGroups.from_mapping(
+        {
+            "architectures": {
+                "arm64": {
+                    "tolerations": [{"key": "spot", "operator": "Exists"}],
+                    "taints": [
+                        {"key": "spot", "value": "true", "effect": "NoExecute"},
+                        {"key": "spot", "effect": "PreferNoSchedule"},
+                    ],
+                }
+            }
+        }
+    )
+    findings = check_executor_config(groups, _with(good_executor, toleratedTaints=[]))
+    assert not _problems(findings)
+    assert any(f.message == "no node group declares a NoSchedule taint" for f in findings)
+
+
+def test_helm_values_of_the_executor_chart_are_read_under_application_config(good_executor):
+    assert not _problems(check_executor_config(_gke(), {"applicationConfig": good_executor}))
+    assert _problems(check_executor_config(_gke(), {"applicationConfig": {"kubernetes": {}}}))
+
+
+def test_uniformity_label_not_indexed_leaves_gangs_unschedulable():
+    [bad] = check_scheduler_config({"scheduling": {"indexedNodeLabels": ["kubernetes.io/hostname"]}})
+    assert bad.check == "scheduler.indexed-labels" and not bad.ok
+    assert '"uniformity label kubernetes.io/arch is not indexed"' in bad.message
+    assert "add kubernetes.io/arch to scheduling.indexedNodeLabels" in bad.fix
+
+
+def test_indexed_labels_outside_scheduling_are_reported_as_misplaced():
+    [bad] = check_scheduler_config({"indexedNodeLabels": ["kubernetes.io/arch"]})
+    assert "indexedNodeLabels is at the top level of the file; Armada reads it only under scheduling:" in bad.message
+
+
+def test_scheduler_helm_values_are_read_under_scheduler_application_config(good_scheduler):
+    [good] = check_scheduler_config({"scheduler": {"applicationConfig": good_scheduler}})
+    assert good.ok
+
+
+def test_node_group_whose_tolerations_miss_its_own_taint_is_a_problem_with_the_toleration_to_add():
+    groups = NodeGroups.from_mapping(
+        {
+            "architectures": {
+                "arm64": {
+                    "node_group": "arm",
+                    "taints": [{"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}],
+                }
+            }
+        }
+    )
+    [bad] = check_node_groups(groups)
+    assert bad.check == "node-groups.tolerations" and not bad.ok
+    assert bad.message == (
+        "node group arm (arm64): its nodes carry taint kubernetes.io/arch=arm64:NoSchedule, but its tolerations "
+        'don\'t cover it, so every arm64 job is REJECTED with "taint kubernetes.io/arch=arm64:NoSchedule not tolerated"'
+    )
+    assert "{key: kubernetes.io/arch, operator: Equal, value: arm64, effect: NoSchedule}" in bad.fix
+
+
+def test_a_taint_without_value_is_fixed_with_an_exists_toleration():
+    groups = NodeGroups.from_mapping(
+        {"architectures": {"arm64": {"taints": [{"key": "dedicated", "effect": "NoExecute"}]}}}
+    )
+    [bad] = check_node_groups(groups)
+    assert "{key: dedicated, operator: Exists, effect: NoExecute}" in bad.fix
+
+
+def test_an_exists_toleration_covers_the_taint():
+    groups = NodeGroups.from_mapping(
+        {
+            "architectures": {
+                "arm64": {
+                    "tolerations": [{"key": "kubernetes.io/arch", "operator": "Exists"}],
+                    "taints": [{"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}],
+                }
+            }
+        }
+    )
+    [good] = check_node_groups(groups)
+    assert good.ok and "tolerates its taints" in good.message
+
+
+def test_preset_offering_an_architecture_the_runtime_image_lacks():
+    findings = check_runtime_platforms(_gke(), [Architecture.amd64])
+    [bad] = _problems(findings)
+    assert bad.check == "runtime-image.platforms"
+    assert bad.message == (
+        "node group gke-arm (arm64) offers arm64, but the runtime image is built only for linux/amd64: "
+        'tasks placed there fail with "exec format error"'
+    )
+    assert "--platform linux/amd64,linux/arm64" in bad.fix
+    assert "or remove arm64 from the node-group file" in bad.fix
+
+
+def test_findings_are_plain_values_with_check_ok_message_and_fix():
+    [bad] = _problems(check_runtime_platforms(_gke(), [Architecture.amd64]))
+    assert set(bad.to_dict()) == {"check", "ok", "message", "fix"}

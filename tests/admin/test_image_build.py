@@ -1,0 +1,257 @@
+"""The runtime image's files, `runtime_image()`, the build preflight, and (where buildx exists) a real build."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import subprocess
+
+import pytest
+
+from armada_flyte.admin.cli import main
+from armada_flyte.admin.image_build import (
+    DEFAULT_PYTHON_VERSION,
+    BuildRequest,
+    BuildToolMissing,
+    preflight_problems,
+    run_build,
+)
+from armada_flyte.architecture import Architecture
+from armada_flyte.registry.client import image_platforms
+from armada_flyte.task.runtime_image import RUNTIME_PLATFORMS, runtime_dockerfile, runtime_image, runtime_image_dir
+
+pytestmark = pytest.mark.usefixtures("docker_config")
+
+DOCKERFILE = runtime_dockerfile().read_text()
+BAKE_FILE = (runtime_image_dir() / "docker-bake.hcl").read_text()
+
+
+def dockerfile_arg(name: str) -> str:
+    found = re.findall(rf"(?m)^ARG {name}=(\S+)$", DOCKERFILE)
+    assert found, f"the Dockerfile has no default for ARG {name}"
+    assert len(set(found)) == 1, f"ARG {name} has different defaults: {found}"
+    return found[0]
+
+
+def bake_default(variable: str) -> str:
+    match = re.search(rf'variable "{variable}" {{\s*default = "([^"]*)"', BAKE_FILE)
+    assert match, f"the bake file has no variable {variable}"
+    return match.group(1)
+
+
+# --- the files --------------------------------------------------------------------------
+
+
+def test_the_package_finds_the_repository_images_folder():
+    assert runtime_image_dir().name == "images"
+    assert runtime_dockerfile().is_file()
+
+
+def test_the_dockerfile_pins_flyte_to_the_installed_version():
+    assert dockerfile_arg("FLYTE_VERSION") == importlib.metadata.version("flyte")
+
+
+def test_the_dockerfile_pins_armada_flyte_to_this_version():
+    assert dockerfile_arg("ARMADA_FLYTE_VERSION") == importlib.metadata.version("armada-flyte")
+
+
+def test_the_dockerfile_installs_from_the_index_unless_told_otherwise():
+    """Flyte's builder passes no build args and uses the Dockerfile's folder as the context."""
+    assert dockerfile_arg("ARMADA_FLYTE_FROM") == "index"
+    assert re.search(r"(?m)^FROM install-\$\{ARMADA_FLYTE_FROM\}", DOCKERFILE)
+
+
+def test_the_dockerfile_runs_as_a_numeric_non_root_user_with_a0_on_path():
+    users = re.findall(r"(?m)^USER (\S+)$", DOCKERFILE)
+    assert users and all(u.split(":")[0] != "0" for u in users)
+    assert users[-1] == "${RUNTIME_UID}:${RUNTIME_UID}" and dockerfile_arg("RUNTIME_UID") != "0"
+    assert "command -v a0" in DOCKERFILE
+
+
+def test_the_python_base_is_a_build_argument_with_the_cli_default():
+    assert dockerfile_arg("PYTHON_VERSION") == DEFAULT_PYTHON_VERSION
+    assert re.search(r"(?m)^FROM python:\$\{PYTHON_VERSION\}", DOCKERFILE)
+
+
+def test_the_bake_file_builds_both_platforms_by_default():
+    assert re.search(r"(?m)^group \"default\" \{\s*targets = \[\"runtime\"\]", BAKE_FILE)
+    platforms = re.search(r"platforms\s*=\s*\[([^\]]*)\]", BAKE_FILE).group(1)
+    assert tuple(re.findall(r'"([^"]+)"', platforms)) == RUNTIME_PLATFORMS
+
+
+def test_the_bake_file_agrees_with_the_cli_on_python_and_source():
+    assert bake_default("PYTHON_VERSION") == DEFAULT_PYTHON_VERSION
+    assert '"armada-flyte-source" = "."' in BAKE_FILE
+    assert 'ARMADA_FLYTE_FROM = "source"' in BAKE_FILE
+    for variable in ("REGISTRY", "IMAGE", "TAG"):
+        bake_default(variable)
+
+
+# --- runtime_image() --------------------------------------------------------------------
+
+
+def test_runtime_image_is_a_flyte_image_from_the_dockerfile_for_both_platforms():
+    import flyte
+
+    image = runtime_image("127.0.0.1:5000", "armada-flyte-runtime")
+    assert isinstance(image, flyte.Image)
+    assert image.platform == ("linux/amd64", "linux/arm64")
+    assert image.dockerfile == runtime_dockerfile()
+    assert image.uri.startswith("127.0.0.1:5000/armada-flyte-runtime:")
+
+
+def test_the_package_level_runtime_image_stays_callable_once_its_module_is_loaded():
+    import armada_flyte
+
+    assert armada_flyte.runtime_image("127.0.0.1:5000").platform == RUNTIME_PLATFORMS
+    assert callable(armada_flyte.runtime_image)
+
+
+def test_runtime_image_takes_the_name():
+    assert runtime_image("ghcr.io/org", "tasks").uri.startswith("ghcr.io/org/tasks:")
+
+
+# --- preflight --------------------------------------------------------------------------
+
+
+class FakeDocker:
+    """Answers `docker buildx version` as told, so the preflight can be tested on any machine."""
+
+    def __init__(self, has_buildx: bool):
+        self.has_buildx = has_buildx
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv, **kwargs):
+        self.calls.append(list(argv))
+        code = 0 if self.has_buildx or argv[:2] != ["docker", "buildx"] else 1
+        return subprocess.CompletedProcess(argv, code, stdout="", stderr="")
+
+
+@pytest.fixture
+def binfmt(tmp_path):
+    folder = tmp_path / "binfmt_misc"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def docker_on_path(tmp_path, monkeypatch):
+    """A `docker` on PATH (never run: the fake runner answers), for machines without the CLI."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    program = folder / "docker"
+    program.write_text("#!/bin/sh\nexit 1\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_preflight_passes_with_buildx_and_emulation(binfmt, docker_on_path):
+    (binfmt / "qemu-aarch64").write_text("enabled\ninterpreter /usr/bin/qemu-aarch64-static\n")
+    assert (
+        preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    )
+
+
+def test_preflight_says_how_to_add_buildx(binfmt, docker_on_path):
+    problems = preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(False))
+    assert len(problems) == 1
+    assert "docker buildx is missing" in problems[0] and "docker-buildx-plugin" in problems[0]
+
+
+def test_preflight_says_how_to_add_qemu_for_the_foreign_architecture(binfmt, docker_on_path):
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
+    )
+    assert len(problems) == 1
+    assert "linux/arm64" in problems[0] and "qemu-aarch64" in problems[0]
+    assert "tonistiigi/binfmt" in problems[0] and "qemu-user-static" in problems[0]
+
+
+def test_preflight_on_arm64_needs_x86_64_emulation(binfmt, docker_on_path):
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.arm64, runner=FakeDocker(True)
+    )
+    assert len(problems) == 1 and "qemu-x86_64" in problems[0]
+
+
+def test_preflight_ignores_a_disabled_emulator(binfmt, docker_on_path):
+    (binfmt / "qemu-aarch64").write_text("disabled\n")
+    problems = preflight_problems(
+        RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
+    )
+    assert len(problems) == 1
+
+
+def test_preflight_needs_no_emulation_for_the_native_platform(binfmt, docker_on_path):
+    assert (
+        preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
+    )
+
+
+def test_preflight_skips_emulation_when_asked(binfmt, docker_on_path):
+    assert (
+        preflight_problems(
+            RUNTIME_PLATFORMS,
+            check_emulation=False,
+            binfmt_dir=binfmt,
+            host=Architecture.amd64,
+            runner=FakeDocker(True),
+        )
+        == []
+    )
+
+
+def test_preflight_without_a_docker_cli(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    problems = preflight_problems(RUNTIME_PLATFORMS, runner=FakeDocker(True))
+    assert problems and "docker CLI is not on PATH" in problems[0]
+
+
+def test_a_build_with_missing_tools_runs_nothing_and_lists_every_fix(docker_on_path):
+    runner = FakeDocker(False)
+    request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), platforms=("linux/amd64",))
+    with pytest.raises(BuildToolMissing) as caught:
+        run_build(request, runner=runner)
+    assert runner.calls == [["docker", "buildx", "version"]]
+    assert "cannot build the runtime image here" in str(caught.value)
+
+
+def test_a_build_runs_the_printed_command(docker_on_path, capsys):
+    runner = FakeDocker(True)
+    request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), platforms=("linux/amd64",), push=True)
+    assert run_build(request, runner=runner) == 0
+    assert runner.calls[-1] == request.command()
+    assert request.printable() in capsys.readouterr().err
+
+
+def test_a_multi_platform_build_without_push_says_where_the_result_stays(docker_on_path, capsys):
+    request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), builder="native-nodes")
+    run_build(request, runner=FakeDocker(True))
+    assert "add --push" in capsys.readouterr().err
+
+
+def test_without_a_checkout_armada_flyte_comes_from_the_index():
+    argv = BuildRequest(tags=("127.0.0.1:5000/rt:1",), source=None).command()
+    assert "ARMADA_FLYTE_FROM=index" in argv and "--build-context" not in argv
+
+
+# --- a real build -----------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_buildx_builds_the_runtime_image_for_both_platforms_into_a_registry(registry, capsys):
+    """Needs buildx, QEMU for the foreign architecture, a builder that reaches 127.0.0.1 (a
+    docker-container builder made with `--driver-opt network=host`, named by
+    ARMADA_FLYTE_TEST_BUILDER) and the package index for the base image and pip."""
+    problems = preflight_problems(RUNTIME_PLATFORMS)
+    if problems:
+        pytest.skip("cannot build multi-platform images here: " + " | ".join(problems))
+    tag = f"{registry.host}/armada-flyte-runtime:test"
+    argv = ["image", "build", "--tag", tag, "--push", "--progress", "plain"]
+    if os.environ.get("ARMADA_FLYTE_TEST_BUILDER"):
+        argv += ["--builder", os.environ["ARMADA_FLYTE_TEST_BUILDER"]]
+    assert main(argv) == 0
+    result = image_platforms(tag)
+    assert result.is_index
+    assert {p.architecture for p in result.platforms} == {"amd64", "arm64"}

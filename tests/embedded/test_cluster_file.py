@@ -1,0 +1,82 @@
+"""The cluster file: node groups of identical nodes, validated with errors that name the field and the fix."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from armada_flyte.embedded.cluster import DEFAULT_CLUSTER_FILE, Cluster
+from armada_flyte.errors import InvalidConfig
+
+
+def group(**overrides) -> dict:
+    base = {
+        "name": "amd64",
+        "nodes": 1,
+        "labels": {"kubernetes.io/arch": "amd64"},
+        "allocatable": {"cpu": "4", "memory": "16Gi"},
+    }
+    return {**base, **overrides}
+
+
+def test_default_cluster_has_an_amd64_group_and_a_tainted_arm64_group() -> None:
+    cluster = Cluster.default()
+    assert [(g.name, g.nodes, g.architecture) for g in cluster.node_groups] == [
+        ("amd64", 2, "amd64"),
+        ("arm64", 2, "arm64"),
+    ]
+    assert [str(t) for t in cluster.group("arm64").taints] == ["kubernetes.io/arch=arm64:NoSchedule"]
+    assert cluster.group("amd64").taints == []
+
+
+def test_nodes_are_named_after_their_group_and_carry_their_hostname() -> None:
+    cluster = Cluster.default()
+    assert [n.name for n in cluster.nodes] == ["amd64-0", "amd64-1", "arm64-0", "arm64-1"]
+    assert cluster.nodes[3].labels["kubernetes.io/hostname"] == "arm64-1"
+    assert cluster.nodes[3].labels["kubernetes.io/arch"] == "arm64"
+
+
+def test_allocatable_is_kept_in_thousandths() -> None:
+    node = Cluster.default().nodes[0]
+    assert node.allocatable == {"cpu": 4000, "memory": 16 * 2**30 * 1000}
+
+
+def test_default_file_is_plain_yaml() -> None:
+    assert "node_groups" in yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
+
+
+@pytest.mark.parametrize(
+    ("groups", "field", "fix"),
+    [
+        ([], "(top level)", "list at least one node group"),
+        ([group(nodes=0)], "node_groups.0.nodes", "at least 1 node"),
+        ([group(labels={})], "node_groups.0.labels", "add the label kubernetes.io/arch"),
+        ([group(allocatable={"cpu": "4"})], "node_groups.0.allocatable", "add allocatable memory"),
+        ([group(allocatable={"cpu": "lots", "memory": "1Gi"})], "node_groups.0.allocatable", "cpu"),
+        ([group(name="Big_Nodes")], "node_groups.0.name", "lower-case"),
+        ([group(), group()], "(top level)", "unique"),
+        ([group(taints=[{"key": "k", "effect": "Sometimes"}])], "node_groups.0.taints.0.effect", "NoSchedule"),
+        ([group(colour="blue")], "node_groups.0.colour", "remove this unknown field"),
+        (
+            [{"name": "a", "labels": {"kubernetes.io/arch": "amd64"}, "allocatable": {"cpu": 1, "memory": "1Gi"}}],
+            "node_groups.0.nodes",
+            "add the field 'nodes'",
+        ),
+    ],
+)
+def test_mistakes_name_the_field_and_the_fix(groups: list, field: str, fix: str) -> None:
+    with pytest.raises(InvalidConfig) as error:
+        Cluster.from_mapping({"node_groups": groups}, "my-cluster.yaml")
+    assert error.value.field == f"my-cluster.yaml: {field}"
+    assert fix in error.value.fix
+
+
+def test_a_missing_file_says_so(tmp_path) -> None:
+    with pytest.raises(InvalidConfig, match="does not exist"):
+        Cluster.from_yaml(tmp_path / "nope.yaml")
+
+
+def test_describe_gives_one_line_per_group() -> None:
+    line = Cluster.default().group("arm64").describe()
+    assert line.startswith("arm64: 2 nodes (cpu 4, memory 16Gi each)")
+    assert "taints kubernetes.io/arch=arm64:NoSchedule" in line

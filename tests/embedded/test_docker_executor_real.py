@@ -1,0 +1,232 @@
+"""The docker executor against a real Docker engine: pods submitted over gRPC run as containers.
+
+The engine is Debian's dockerd on a private socket (tests/docker_engine.py). Images are built
+FROM scratch around a static busybox: the host's own (Debian's busybox-static) and, for
+emulation, one of the other architecture at FOREIGN_BUSYBOX, run through QEMU binfmt.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import struct
+from typing import Callable, Iterator
+
+import pytest
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_client.log_client import JobLogClient
+
+from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded.executors.base import host_architecture_name as host_architecture
+from armada_flyte.embedded.executors.docker import LABEL_JOB_ID
+
+from support import real_parts
+from support.docker_engine import DockerEngine, EngineUnavailable
+from support.pods import ARCH, ARM64_TOLERATION, item, pod, submit_one
+from support.waiting import wait_for_state, wait_until
+
+pytestmark = [pytest.mark.docker, pytest.mark.embedded_only]
+
+HOST_ARCH = host_architecture()
+FOREIGN_ARCH = "arm64" if HOST_ARCH == "amd64" else "amd64"
+FOREIGN_BUSYBOX = pathlib.Path(f"/usr/local/lib/armada-flyte-tests/busybox-{FOREIGN_ARCH}")
+"""A static busybox for the other architecture; scripts/install-test-parts.sh puts it there."""
+UNAME_MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
+QEMU_BINFMT = {"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}
+ELF_MACHINE = {62: "amd64", 183: "arm64"}
+QUEUE = JOB_SET = "docker-executor"
+IMAGES = "127.0.0.1:1/armada-flyte-tests"
+"""The test images exist only in the test engine; nothing listens at this registry, so a pull fails at once."""
+
+
+@pytest.fixture(scope="module")
+def missing_part() -> Callable[[str], None]:
+    """The real-parts rule: skip locally, fail under CI."""
+    return real_parts.missing_part
+
+
+@pytest.fixture(scope="module")
+def docker_engine(missing_part: Callable[[str], None]) -> Iterator[DockerEngine]:
+    try:
+        engine = DockerEngine.start()
+    except EngineUnavailable as exc:
+        missing_part(str(exc))
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="module")
+def docker_client(docker_engine: DockerEngine) -> Iterator[object]:
+    import docker
+
+    client = docker.DockerClient(base_url=docker_engine.base_url, version="auto")
+    yield client
+    client.close()
+
+
+def build_image(client, folder: pathlib.Path, program: pathlib.Path, arch: str, name: str) -> str:
+    """A FROM-scratch image for linux/`arch` holding `program` as /bin/busybox (`folder` is the build context)."""
+    if program != folder / "busybox":
+        shutil.copy(program, folder / "busybox")
+    (folder / "Dockerfile").write_text("FROM scratch\nCOPY busybox /bin/busybox\n")
+    tag = f"{IMAGES}/{name}:{arch}"
+    client.images.build(path=str(folder), tag=tag, platform=f"linux/{arch}", rm=True)
+    return tag
+
+
+def static_elf_architecture(path: pathlib.Path) -> str | None:
+    """The architecture of a statically linked ELF executable; None if it isn't one (or is dynamic)."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return None
+    (machine,) = struct.unpack_from("<H", data, 18)
+    (program_headers,) = struct.unpack_from("<Q", data, 32)
+    entry_size, count = struct.unpack_from("<HH", data, 54)
+    for index in range(count):
+        (kind,) = struct.unpack_from("<I", data, program_headers + index * entry_size)
+        if kind == 3:  # PT_INTERP: needs a dynamic loader the scratch image lacks
+            return None
+    return ELF_MACHINE.get(machine)
+
+
+@pytest.fixture(scope="module")
+def native_image(docker_client, tmp_path_factory: pytest.TempPathFactory, missing_part: Callable[[str], None]) -> str:
+    """linux/<host arch>, from the host's static busybox."""
+    found = shutil.which("busybox")
+    if found is None or static_elf_architecture(pathlib.Path(found)) != HOST_ARCH:
+        missing_part(f"no static {HOST_ARCH} busybox on PATH (apt-get install busybox-static)")
+    return build_image(docker_client, tmp_path_factory.mktemp("native"), pathlib.Path(found), HOST_ARCH, "busybox")
+
+
+@pytest.fixture(scope="module")
+def emulated_image(docker_client, tmp_path_factory: pytest.TempPathFactory, missing_part: Callable[[str], None]) -> str:
+    """linux/<other arch>: needs that architecture's static busybox and QEMU registered in binfmt_misc (F flag)."""
+    if not FOREIGN_BUSYBOX.is_file() or static_elf_architecture(FOREIGN_BUSYBOX) != FOREIGN_ARCH:
+        missing_part(
+            f"no static {FOREIGN_ARCH} busybox at {FOREIGN_BUSYBOX} (scripts/install-test-parts.sh puts it there)"
+        )
+    entry = pathlib.Path("/proc/sys/fs/binfmt_misc") / QEMU_BINFMT[FOREIGN_ARCH]
+    text = entry.read_text() if entry.is_file() else ""
+    flags = next((line.split(":", 1)[1] for line in text.splitlines() if line.startswith("flags:")), "")
+    if not text.startswith("enabled") or "F" not in flags:
+        missing_part(
+            f"QEMU for {FOREIGN_ARCH} is not registered in binfmt_misc with the F flag ({entry}): mount binfmt_misc, "
+            f"apt-get install qemu-user-static binfmt-support, update-binfmts --enable {QEMU_BINFMT[FOREIGN_ARCH]}"
+        )
+    return build_image(docker_client, tmp_path_factory.mktemp("emulated"), FOREIGN_BUSYBOX, FOREIGN_ARCH, "busybox")
+
+
+@pytest.fixture(scope="module")
+def unrunnable_image(docker_client, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """linux/<other arch>, whose program is an ELF for a machine no kernel or QEMU runs: exec fails."""
+    folder = tmp_path_factory.mktemp("unrunnable")
+    program = folder / "busybox"
+    header = struct.pack(
+        "<4s5B7xHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, 2, 0xBEEF, 1, 0x10000, 64, 0, 0, 64, 56, 0, 64, 0, 0
+    )
+    program.write_bytes(header)
+    program.chmod(0o755)
+    return build_image(docker_client, folder, program, FOREIGN_ARCH, "unrunnable")
+
+
+@pytest.fixture
+def armada(
+    docker_engine: DockerEngine, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[EmbeddedArmada, ArmadaClient]]:
+    """An embedded server of the test's own with executor="docker", reaching the test engine through DOCKER_HOST."""
+    import grpc
+
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.base_url)
+    with EmbeddedArmada(executor="docker", queues=(QUEUE,)) as server, grpc.insecure_channel(server.url) as channel:
+        yield server, ArmadaClient(channel)
+
+
+def busybox_pod(image: str, arch: str, *args: str, grace_seconds: int | None = None) -> core.PodSpec:
+    """A pod on `arch`'s node group running `/bin/busybox ARGS` in `image`."""
+    spec = pod(
+        ["/bin/busybox"],
+        args=args,
+        node_selector={ARCH: arch},
+        tolerations=[ARM64_TOLERATION],
+        grace_seconds=grace_seconds,
+    )
+    spec.containers[0].image = image
+    return spec
+
+
+def submit(client: ArmadaClient, spec: core.PodSpec) -> str:
+    return submit_one(client, QUEUE, JOB_SET, item(spec))
+
+
+def binoculars_lines(server: EmbeddedArmada, job_id: str) -> list[str]:
+    return [line.line for line in JobLogClient(server.url, job_id, disable_ssl=True).logs()]
+
+
+def containers_of(docker_client, job_id: str) -> list:
+    return docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_ID}={job_id}"})
+
+
+def test_a_pod_runs_as_a_container_and_its_stdout_is_the_jobs_log(armada, native_image, docker_client) -> None:
+    server, client = armada
+    job_id = submit(client, busybox_pod(native_image, HOST_ARCH, "sh", "-c", "echo hello from the container; uname -m"))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    assert binoculars_lines(server, job_id) == ["hello from the container", UNAME_MACHINE[HOST_ARCH]]
+    assert containers_of(docker_client, job_id) == []
+
+
+def test_a_non_zero_exit_is_failed_with_the_stderr_tail(armada, native_image) -> None:
+    server, client = armada
+    job_id = submit(
+        client, busybox_pod(native_image, HOST_ARCH, "sh", "-c", "echo working; echo disk full >&2; exit 3")
+    )
+    wait_for_state(client, job_id, submit_pb2.FAILED)
+    assert client.get_job_errors([job_id]).job_errors[job_id] == "disk full"
+    assert server.job(job_id).exit_code == 3
+    assert sorted(server.logs(job_id)) == ["disk full", "working"]  # the two streams keep no order between them
+
+
+def test_cancel_removes_the_container(armada, native_image, docker_client) -> None:
+    server, client = armada
+    job_id = submit(
+        client, busybox_pod(native_image, HOST_ARCH, "sh", "-c", "echo started; exec sleep 300", grace_seconds=1)
+    )
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    wait_until(lambda: "started" in server.logs(job_id), what="the pod to start")
+    assert [c.status for c in containers_of(docker_client, job_id)] == ["running"]
+    client.cancel_jobs(queue=QUEUE, job_set_id=JOB_SET, job_id=job_id)
+    wait_for_state(client, job_id, submit_pb2.CANCELLED)
+    wait_until(lambda: not containers_of(docker_client, job_id), what="the container to be removed")
+
+
+def test_a_pod_on_the_other_architecture_runs_emulated(armada, emulated_image) -> None:
+    server, client = armada
+    job_id = submit(client, busybox_pod(emulated_image, FOREIGN_ARCH, "uname", "-m"))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    assert binoculars_lines(server, job_id)[-1] == UNAME_MACHINE[FOREIGN_ARCH]
+    assert server.job(job_id).node_group == FOREIGN_ARCH
+    assert "under emulation" in server.job(job_id).note
+
+
+def test_an_image_without_the_pods_architecture_fails_naming_both(armada, native_image) -> None:
+    server, client = armada
+    job_id = submit(client, busybox_pod(native_image, FOREIGN_ARCH, "true"))
+    wait_for_state(client, job_id, submit_pb2.FAILED)
+    error = client.get_job_errors([job_id]).job_errors[job_id]
+    assert error.startswith(
+        f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node group {FOREIGN_ARCH} needs: "
+        f"Docker holds it for linux/{HOST_ARCH} only, and pulling it for linux/{FOREIGN_ARCH} failed: "
+    )
+    assert f"pin the pod to {HOST_ARCH} nodes" in error
+
+
+def test_a_foreign_program_the_host_cannot_run_fails_with_the_binfmt_fix(armada, unrunnable_image) -> None:
+    server, client = armada
+    job_id = submit(client, busybox_pod(unrunnable_image, FOREIGN_ARCH))
+    wait_for_state(client, job_id, submit_pb2.FAILED)
+    error = client.get_job_errors([job_id]).job_errors[job_id]
+    assert error.startswith("exec /bin/busybox: exec format error\n")
+    assert f"register QEMU for {FOREIGN_ARCH} in binfmt_misc with the F flag" in error

@@ -1,0 +1,34 @@
+"""Mapping a pod's private paths into its sandbox: whole paths only, wherever they appear in a value."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from armada_flyte.embedded.executors.sandbox import Sandbox
+
+SANDBOX = Sandbox(pathlib.Path("/sbx/job"), ("/opt/flyte",))
+
+
+@pytest.mark.parametrize(
+    ("given", "mapped"),
+    [
+        ("/opt/flyte", "/sbx/job/opt/flyte"),
+        ("/opt/flyte/", "/sbx/job/opt/flyte/"),
+        ("--dest=/opt/flyte/code", "--dest=/sbx/job/opt/flyte/code"),
+        ("file:///opt/flyte/x", "file:///sbx/job/opt/flyte/x"),
+        ("/a:/opt/flyte/b", "/a:/sbx/job/opt/flyte/b"),
+        ("/opt/flyteish", "/opt/flyteish"),
+        ("/var/opt/flyte", "/var/opt/flyte"),
+        ("s3://bucket/opt/flyte", "s3://bucket/opt/flyte"),
+    ],
+)
+def test_private_paths_are_mapped_and_others_left_alone(given: str, mapped: str) -> None:
+    assert SANDBOX.map_paths(given) == mapped
+
+
+def test_more_private_prefixes_can_be_given(tmp_path: pathlib.Path) -> None:
+    sandbox = Sandbox.create(tmp_path / "job", ("/opt/flyte", "/workspace/"))
+    assert sandbox.map_paths("/workspace/data") == f"{tmp_path}/job/workspace/data"
+    assert (tmp_path / "job/workspace").is_dir() and (tmp_path / "job/opt/flyte").is_dir()

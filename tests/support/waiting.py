@@ -1,0 +1,64 @@
+"""Waiting on conditions with a deadline: tests poll for what they expect, never sleep a fixed time."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+
+T = TypeVar("T")
+TERMINAL = {submit_pb2.SUCCEEDED, submit_pb2.FAILED, submit_pb2.CANCELLED, submit_pb2.PREEMPTED, submit_pb2.REJECTED}
+
+
+def wait_until(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
+    """The first truthy value of `condition()`, polled until `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    interval = 0.005
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+        interval = min(interval * 2, 0.1)
+
+
+def state_of(client: ArmadaClient, job_id: str) -> int:
+    return client.get_job_status([job_id]).job_states[job_id]
+
+
+def wait_for_state(client: ArmadaClient, job_id: str, *states: int, timeout: float = 15.0) -> int:
+    """Wait until the job is in one of `states`; fail early if it ends in another terminal state."""
+    wanted = set(states)
+
+    def reached() -> int | None:
+        state = state_of(client, job_id)
+        if state in wanted:
+            return state
+        if state in TERMINAL:
+            errors = client.get_job_errors([job_id]).job_errors.get(job_id, "")
+            raise AssertionError(
+                f"job {job_id} ended {submit_pb2.JobState.Name(state)}, not {_names(wanted)}: {errors}"
+            )
+        return None
+
+    return wait_until(reached, timeout, f"job {job_id} to be {_names(wanted)}")  # type: ignore[return-value]
+
+
+def _names(states: set[int]) -> str:
+    return " or ".join(sorted(submit_pb2.JobState.Name(s) for s in states))
+
+
+def wait_for_a_scheduling_pass(client: ArmadaClient, queue: str, job_set: str) -> None:
+    """Return once the scheduler has considered everything submitted so far.
+
+    Submits a job no node can ever take and waits for its rejection: the pass that rejects it
+    has also tried every job submitted before it. A way to assert "still QUEUED" without sleeping.
+    """
+    from support.pods import item, pod, submit_one
+
+    sentinel = submit_one(client, queue, job_set, item(pod(cpu="1000")))
+    wait_for_state(client, sentinel, submit_pb2.REJECTED)

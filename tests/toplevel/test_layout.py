@@ -1,0 +1,143 @@
+"""The package's layout rules: each side imports only downwards, Flyte's private APIs sit behind
+one module, and no two modules import each other (imports inside functions count too)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "armada_flyte"
+SIDES = ("task", "connector", "registry", "embedded", "local", "admin")
+
+# The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
+# `armada_flyte.configure(...)` sets the connector's settings.
+ALLOWED_LAZY = {
+    ("armada_flyte.task.plugin", "armada_flyte.local.run"),
+    ("armada_flyte", "armada_flyte.connector.settings"),
+}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in PACKAGE_DIR.rglob("*.py")}
+MODULE_NAMES = set(MODULES)
+
+
+def _imports(path: pathlib.Path) -> list[tuple[str, bool]]:
+    """(imported module, inside a function) for every import of the module at `path`."""
+    found = []
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            # `from package import module` imports that module; `from module import name` the module
+            submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [name for name in submodules if name in MODULE_NAMES] or [node.module]
+        else:
+            continue
+        found += [(name, node.col_offset > 0) for name in names]
+    return found
+
+
+EDGES = {
+    (module, target, lazy)
+    for module, path in MODULES.items()
+    for target, lazy in _imports(path)
+    if target in MODULES and target != module
+}
+
+
+def _side(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in SIDES else "top"
+
+
+def _imports_of(side: str) -> set[tuple[str, str]]:
+    return {(m, t) for m, t, _ in EDGES if _side(m) == side}
+
+
+def test_the_rules_see_the_whole_package():
+    """Guards the tests below: they read the real modules and their imports."""
+    assert {"armada_flyte.spec", "armada_flyte.connector.service", "armada_flyte.embedded.server"} <= set(MODULES)
+    assert ("armada_flyte.connector.service", "armada_flyte.spec", False) in EDGES
+    assert ("armada_flyte.task.plugin", "armada_flyte.local.run", True) in EDGES
+
+
+def test_top_level_modules_import_no_subpackage():
+    bad = {
+        (m, t)
+        for m, t in _imports_of("top")
+        if m != "armada_flyte" and _side(t) != "top"  # the package's __init__ is the author surface
+    }
+    assert not bad
+
+
+def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
+    eager = {t for m, t, lazy in EDGES if m == "armada_flyte" and not lazy}
+    assert {_side(t) for t in eager} <= {"top", "task"}
+    lazy = {(m, t) for m, t, lazy in EDGES if m == "armada_flyte" and lazy}
+    assert lazy <= ALLOWED_LAZY
+
+
+@pytest.mark.parametrize(
+    "side, forbidden",
+    [
+        ("connector", {"task", "embedded", "local", "admin"}),
+        ("registry", {"task", "connector", "embedded", "local", "admin"}),
+        ("embedded", {"task", "connector", "registry", "local", "admin"}),
+        ("task", {"connector", "registry", "embedded", "admin"}),
+        ("local", {"admin"}),
+    ],
+)
+def test_each_side_imports_only_downwards(side, forbidden):
+    bad = {(m, t) for m, t in _imports_of(side) if _side(t) in forbidden}
+    assert not bad
+
+
+def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():
+    hops = {(m, t) for m, t, lazy in EDGES if _side(m) == "task" and _side(t) == "local"}
+    assert hops == {("armada_flyte.task.plugin", "armada_flyte.local.run")}
+    assert all(lazy for m, t, lazy in EDGES if (m, t) in ALLOWED_LAZY)
+
+
+def test_nothing_but_the_console_script_imports_admin():
+    assert not {(m, t) for m, t, _ in EDGES if _side(t) == "admin" and _side(m) != "admin"}
+
+
+def test_private_flyte_apis_are_imported_by_flyte_internals_only():
+    users = {
+        module
+        for module, path in MODULES.items()
+        for target, _ in _imports(path)
+        if target.split(".")[0] == "flyte" and any(part.startswith("_") for part in target.split(".")[1:])
+    }
+    assert users == {"armada_flyte.task.flyte_internals"}
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
+    graph: dict[str, set[str]] = {}
+    for module, target, _ in EDGES:
+        if (module, target) not in ALLOWED_LAZY:
+            graph.setdefault(module, set()).add(target)
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append(trail[trail.index(target) :] + [target])
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles
