@@ -19,7 +19,8 @@ from armada_flyte.errors import (  # noqa: E402
     ImagePlatformMismatch,
     InvalidConfig,
 )
-from armada_flyte.task.plugin import ArmadaConfig, ArmadaFunctionTask  # noqa: E402
+from armada_flyte.spec import ArmadaConfig  # noqa: E402
+from armada_flyte.task.plugin import ArmadaFunctionTask  # noqa: E402
 from armada_flyte.task.runtime_image import runtime_image  # noqa: E402
 
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@ driven over gRPC the way a Flyte backend drives it."""
 
 from __future__ import annotations
 
+import pathlib
 import time
 from importlib.metadata import entry_points
 
@@ -15,6 +16,7 @@ from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS, running_c0
+from support.service_links import service_link_env
 
 ARMADA = ARMADA_TASKS
 
@@ -46,6 +48,21 @@ def c0(armada, blob, tmp_path):
     }
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub
+
+
+def test_c0_starts_beside_the_shipped_service_with_service_links_on(armada, blob, tmp_path):
+    """Kubernetes injects ARMADA_FLYTE_CONNECTOR_* for the Service; c0 must still answer calls."""
+    import yaml
+
+    service = yaml.safe_load((pathlib.Path(__file__).parents[2] / "deploy/kubernetes/service.yaml").read_text())
+    env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded", **service_link_env(service)}
+    with running_c0(env, tmp_path / "c0.log") as stub:
+        request = connector_pb2.CreateTaskRequest(
+            template=python_template("pass", ArmadaConfig(architecture="amd64")),
+            output_prefix="s3://bucket/raw/links/a0/0",
+            task_execution_metadata=execution_metadata(run="links"),
+        )
+        assert stub.CreateTask(request, timeout=30).resource_meta
 
 
 def _poll_until_done(c0, meta: bytes):

@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.task.plugin import TASK_TYPE
+from armada_flyte.spec import TASK_TYPE
+
+from support.service_links import service_link_env
 
 
 def _containers(pod):
@@ -172,3 +174,31 @@ def test_shipped_armada_configs_pass_the_doctor_for_arch_only_presets(deploy_dir
 def test_shipped_executor_config_keeps_the_node_id_label_tracked(load_yaml):
     tracked = load_yaml("armada/executor-config.yaml")["kubernetes"]["trackedNodeLabels"]
     assert "kubernetes.io/hostname" in tracked and "kubernetes.io/arch" in tracked
+
+
+def test_the_connector_pod_gets_no_service_links(manifests):
+    """Kubernetes would inject ARMADA_FLYTE_CONNECTOR_* variables for the Service beside it."""
+    assert manifests["Deployment/armada-flyte-connector"]["spec"]["template"]["spec"]["enableServiceLinks"] is False
+
+
+def test_the_services_injected_variables_pass_the_settings_check(manifests, monkeypatch):
+    """Where service links stay on (an admin's own manifests), the settings still resolve."""
+    from armada_flyte.connector.settings import resolve_settings
+
+    injected = service_link_env(manifests["Service/armada-flyte-connector"])
+    assert "ARMADA_FLYTE_CONNECTOR_SERVICE_HOST" in injected
+    for name, value in injected.items():
+        monkeypatch.setenv(name, value)
+    assert resolve_settings().armada_url
+
+
+def test_a_typo_still_fails_beside_the_injected_variables(manifests, monkeypatch):
+    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.errors import InvalidConfig
+
+    for name, value in service_link_env(manifests["Service/armada-flyte-connector"]).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ARMADA_FLYTE_CONNECTOR_SERVICE_HOSTS", "10.96.0.12")
+    monkeypatch.setenv("ARMADA_FLYTE_POLL_INTERVAL", "3")
+    with pytest.raises(InvalidConfig, match="ARMADA_FLYTE_CONNECTOR_SERVICE_HOSTS|ARMADA_FLYTE_POLL_INTERVAL"):
+        resolve_settings()

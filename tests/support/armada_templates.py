@@ -9,8 +9,7 @@ from typing import Any, Optional
 
 from flyteidl2.core import tasks_pb2
 
-from armada_flyte.spec import SubmissionSpec
-from armada_flyte.task.plugin import ArmadaConfig
+from armada_flyte.spec import ArmadaConfig, SubmissionSpec
 
 from support.flyte_metadata import execution_metadata  # noqa: F401  (re-exported for the connector tests)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 from typing import Any, Optional
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
@@ -169,6 +170,23 @@ OTHER_ENV_NAMES = frozenset(
 )
 _TEST_PREFIX = "ARMADA_FLYTE_TEST_"  # the project's own tests
 
+# What Kubernetes injects for every Service in the pod's namespace (unless enableServiceLinks is
+# false): a Service named armada-flyte-connector yields ARMADA_FLYTE_CONNECTOR_SERVICE_HOST etc.
+# Matched by name and value, so a typo'd setting is still caught.
+_SERVICE_LINK = re.compile(
+    r"^[A-Z0-9_]+_(?:"
+    r"SERVICE_HOST=[0-9A-Fa-f.:]+"
+    r"|SERVICE_PORT(?:_[A-Z0-9_]+)?=\d+"
+    r"|PORT(?:_\d+_(?:TCP|UDP|SCTP))?=(?:tcp|udp|sctp)://[0-9A-Fa-f.:\[\]]+"
+    r"|PORT_\d+_(?:TCP|UDP|SCTP)_(?:PROTO=(?:tcp|udp|sctp)|PORT=\d+|ADDR=[0-9A-Fa-f.:]+)"
+    r")$"
+)
+
+
+def is_service_link(name: str, value: str) -> bool:
+    """Whether `name=value` is one of the variables Kubernetes injects for a Service."""
+    return _SERVICE_LINK.match(f"{name}={value}") is not None
+
 
 def _known_env_names() -> set[str]:
     names = {PROJECT_ENV_PREFIX + name.upper() for name in (*FIELDS, *PROJECT_FIELDS)}
@@ -182,10 +200,13 @@ def check_env_names(environ: Optional[dict[str, str]] = None) -> None:
     environ = dict(os.environ) if environ is None else environ
     known = _known_env_names()
     for name in sorted(environ):
-        if name.startswith("ARMADA_FLYTE_") and name not in known and not name.startswith(_TEST_PREFIX):
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
-            raise InvalidConfig(name, "<not shown>", f"unknown setting; {hint}known: {', '.join(sorted(known))}")
+        if not name.startswith("ARMADA_FLYTE_") or name in known or name.startswith(_TEST_PREFIX):
+            continue
+        if is_service_link(name, environ[name]):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise InvalidConfig(name, "<not shown>", f"unknown setting; {hint}known: {', '.join(sorted(known))}")
 
 
 def resolve_settings(**extra: Any) -> ConnectorConfig:
