@@ -28,6 +28,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
 from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.local import inflight
 from armada_flyte.local.journal import JobRecord, record
 from armada_flyte.task.flyte_internals import (
     build_code_bundle,
@@ -66,13 +67,16 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
     meta = await connector.create(task_template=template, output_prefix=prefix, inputs=kwargs)
+    inflight.started(connector, meta)
     started = time.monotonic()
     try:
         outcome = await _wait_for_end(connector, meta)
     except BaseException:
         state = await asyncio.shield(_cancel_quietly(connector, meta))
+        inflight.ended(meta)
         _record(task.name, meta, None, time.monotonic() - started, state)
         raise
+    inflight.ended(meta)
     _record(task.name, meta, outcome, time.monotonic() - started)
     _raise_unless_succeeded(task.name, outcome)
     outputs_path = io.outputs_path(prefix)
