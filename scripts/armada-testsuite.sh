@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Run Armada's own testsuite YAML cases, unchanged, against the embedded
+# Armada-compatible server (`armada-flyte dev`), or against ARMADA_URL.
+#
+#   scripts/armada-testsuite.sh                    # every case folder, one after another
+#   scripts/armada-testsuite.sh basic queue        # just these folders
+#   scripts/armada-testsuite.sh basic/submit_1x1   # one case (folder/name, no .yaml)
+#
+# Environment:
+#   ARMADA_URL          host:port of a running server; unset: start `armada-flyte dev`
+#   ARMADA_FLYTE_CMD    command that runs the CLI (default: armada-flyte on PATH, else
+#                       .venv/bin/armada-flyte of this checkout)
+#   OUT_DIR             where logs and JUnit reports go (default: a new temp dir)
+#   PER_CASE=1          run each case by itself instead of a folder at a time
+#                       (the testsuite runs every case of one --tests pattern in parallel)
+#   RUN_UNSAFE=1        also run the cases listed in UNSAFE_CASES below
+#
+# UNSAFE_CASES are skipped unless asked for (or named one by one): the process
+# executor runs pods on the host without memory or CPU limits, so an OOM case
+# grows until the kernel's OOM killer picks a victim on the whole machine
+# (basic/failure_oom_1x1 reached 23.9 GB here before the kernel killed it), and
+# categorization/oom writes 256 MiB into the host's /dev/shm. The two
+# stress-ng load cases would run 500 CPU burners at once if stress-ng were
+# installed on the host.
+#
+# The tools come from scripts/build-armada-tools.sh (cached after the first build).
+# Every case of Armada's testsuite submits to the queue e2e-test-queue, which its
+# own CI creates beforehand; the embedded server is started with it as its queue.
+# Exit status: 0 when every case passed, 1 otherwise. The last line reads
+# "N passed, N failed".
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+
+eval "$("$here/build-armada-tools.sh" --env)"
+testsuite="$ARMADA_TOOLS_BIN/testsuite"
+
+out="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/armada-testsuite.XXXXXX")}"
+mkdir -p "$out"
+echo "armada-testsuite: Armada $ARMADA_VERSION tools, output in $out" >&2
+
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+}
+trap stop_server EXIT
+
+url="${ARMADA_URL:-}"
+if [ -z "$url" ]; then
+  if [ -n "${ARMADA_FLYTE_CMD:-}" ]; then
+    read -r -a cli <<<"$ARMADA_FLYTE_CMD"
+  elif command -v armada-flyte >/dev/null 2>&1; then
+    cli=(armada-flyte)
+  elif [ -x "$repo/.venv/bin/armada-flyte" ]; then
+    cli=("$repo/.venv/bin/armada-flyte")
+  else
+    echo "armada-testsuite: no armada-flyte CLI found; run scripts/setup-venv.sh or set ARMADA_FLYTE_CMD" >&2
+    exit 1
+  fi
+  "${cli[@]}" dev --port 0 --no-blob-store --queue e2e-test-queue >"$out/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    url="$(sed -n 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "$out/server.log" | head -n1)"
+    [ -n "$url" ] && break
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      echo "armada-testsuite: the embedded server exited; its log:" >&2
+      cat "$out/server.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  if [ -z "$url" ]; then
+    echo "armada-testsuite: the embedded server printed no address within 30 s" >&2
+    exit 1
+  fi
+  echo "armada-testsuite: embedded server (pid $server_pid) on $url" >&2
+fi
+
+# armadactl/testsuite dial with TLS unless told otherwise or the URL names "localhost".
+config="$out/armadactl.yaml"
+printf 'armadaUrl: %s\nforceNoTls: true\n' "$url" >"$config"
+
+UNSAFE_CASES=(basic/failure_oom_1x1 categorization/oom performance/submit_load_1x500 performance/submit_load_5x100)
+is_unsafe() {
+  local c
+  for c in "${UNSAFE_CASES[@]}"; do [ "$c" = "$1" ] && return 0; done
+  return 1
+}
+
+# The testsuite takes a comma-separated list of globs; a folder with a skipped
+# case becomes the list of its other cases.
+case_list() {
+  local dir="$1" f name list=""
+  for f in "$ARMADA_TESTCASES/$dir"/*.yaml; do
+    [ -e "$f" ] || continue
+    name="$dir/$(basename "$f" .yaml)"
+    if is_unsafe "$name" && [ "${RUN_UNSAFE:-0}" != 1 ]; then
+      echo "armada-testsuite: skipping $name (unsafe on a shared host; RUN_UNSAFE=1 runs it)" >&2
+      continue
+    fi
+    list="${list:+$list,}$f"
+  done
+  printf '%s' "$list"
+}
+
+skipped=0
+targets=("$@")
+if [ "${#targets[@]}" -eq 0 ]; then
+  for dir in "$ARMADA_TESTCASES"/*/; do
+    targets+=("$(basename "$dir")")
+  done
+fi
+
+patterns=()
+for target in "${targets[@]}"; do
+  if [ -d "$ARMADA_TESTCASES/$target" ]; then
+    if [ "${PER_CASE:-0}" = 1 ]; then
+      for f in "$ARMADA_TESTCASES/$target"/*.yaml; do
+        [ -e "$f" ] || continue
+        name="$target/$(basename "$f" .yaml)"
+        if is_unsafe "$name" && [ "${RUN_UNSAFE:-0}" != 1 ]; then
+          echo "armada-testsuite: skipping $name (unsafe on a shared host; RUN_UNSAFE=1 runs it)" >&2
+          skipped=$((skipped + 1))
+          continue
+        fi
+        patterns+=("$name")
+      done
+    else
+      patterns+=("$target")
+    fi
+  elif [ -f "$ARMADA_TESTCASES/$target.yaml" ]; then
+    patterns+=("$target")
+  else
+    echo "armada-testsuite: no case folder or case named $target under $ARMADA_TESTCASES" >&2
+    exit 2
+  fi
+done
+
+passed=0
+failed=0
+for p in "${patterns[@]}"; do
+  label="${p//\//__}"
+  if [ -d "$ARMADA_TESTCASES/$p" ]; then
+    glob="$(case_list "$p")"
+    n_all="$(ls "$ARMADA_TESTCASES/$p"/*.yaml | wc -l)"
+    n_run="$(printf '%s' "$glob" | tr ',' '\n' | grep -c . || true)"
+    skipped=$((skipped + n_all - n_run))
+    if [ -z "$glob" ]; then
+      continue
+    fi
+  else
+    glob="$ARMADA_TESTCASES/$p.yaml"
+  fi
+  echo "armada-testsuite: running $p" >&2
+  t0=$(date +%s)
+  set +e
+  "$testsuite" --config "$config" test --tests "$glob" --junit "$out/$label.junit.xml" >"$out/$label.log" 2>&1
+  set -e
+  t1=$(date +%s)
+  # The testsuite prints "Success: N" and "Failure: N" after its summary table.
+  s="$(sed -n 's/^Success: \([0-9]*\)$/\1/p' "$out/$label.log" | tail -n1)"
+  f="$(sed -n 's/^Failure: \([0-9]*\)$/\1/p' "$out/$label.log" | tail -n1)"
+  if [ -z "$s" ] || [ -z "$f" ]; then
+    echo "armada-testsuite: $p did not run to its summary ($((t1 - t0))s); see $out/$label.log" >&2
+    tail -n 5 "$out/$label.log" >&2
+    failed=$((failed + $(printf '%s' "$glob" | tr ',' '\n' | grep -c . || true)))
+    continue
+  fi
+  sed -n '/^======= SUMMARY =======$/,/^Failure:/p' "$out/$label.log" | sed '1d' >&2
+  echo "armada-testsuite: $p: $s passed, $f failed in $((t1 - t0))s" >&2
+  passed=$((passed + s))
+  failed=$((failed + f))
+done
+
+echo "armada-testsuite: logs and JUnit reports in $out" >&2
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
