@@ -159,3 +159,20 @@ def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplo
     assert (run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == 49
     assert journal.jobs() == []  # no Armada job
     assert any("runs in-process" in r.getMessage() for r in caplog.records)
+
+
+def test_local_jobs_carry_the_runs_own_identity_not_flytes_test_values(flyte_run, stack):
+    import grpc
+    import workflows
+    from armada_client.armada import job_pb2, job_pb2_grpc
+
+    flyte_run(workflows.double, x=2)
+    (job,) = journal.jobs()
+    with grpc.insecure_channel(stack.armada_url) as channel:
+        details = job_pb2_grpc.JobsStub(channel).GetJobDetails(
+            job_pb2.JobDetailsRequest(job_ids=[job.job_id], expand_job_spec=True), timeout=30
+        )
+    args = list(details.job_details[job.job_id].job_spec.pod_spec.containers[0].args)
+    assert not {"test-org", "test-project", "test-domain"} & set(args), args
+    values = {flag: args[args.index(flag) + 1] for flag in ("--org", "--project", "--domain")}
+    assert values == {"--org": "default", "--project": "default", "--domain": "development"}

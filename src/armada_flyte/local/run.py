@@ -63,6 +63,7 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
         root_dir=cfg.root_dir,
     )
     template = render_task_template(get_proto_task(task, sctx, tctx), prefix)
+    _claim_own_identity(template.container.args, tctx.action, cfg)
     inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
@@ -90,6 +91,32 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
             "(check the job's log; the pod may not reach the blob store)",
         )
     return None
+
+
+_IDENTITY_FLAGS = ("--org", "--project", "--domain")
+_STAND_INS = {"--project": "default", "--domain": "development"}
+"""a0 requires a project and a domain; a local run that names none (`flyte.init(project=...,
+domain=...)` does) gets these, not Flyte's test-project / test-domain."""
+
+
+def _claim_own_identity(args: Any, action: Any, cfg: Any) -> None:
+    """Replace the `--org test-org --project test-project --domain test-domain` that Flyte's local
+    render gives every job with the run's own values (those of `flyte.init`), or stand-ins (the
+    connector gives a0 its org stand-in)."""
+    kept, index = [], 0
+    while index < len(args):
+        if args[index] in _IDENTITY_FLAGS and index + 1 < len(args):
+            index += 2
+            continue
+        kept.append(args[index])
+        index += 1
+    own = {
+        "--org": action.org or cfg.org,
+        "--project": action.project or cfg.project or _STAND_INS["--project"],
+        "--domain": action.domain or cfg.domain or _STAND_INS["--domain"],
+    }
+    del args[:]
+    args.extend(kept[:1] + [part for flag, value in own.items() if value for part in (flag, value)] + kept[1:])
 
 
 def _remove_local_shadows(*remote_paths: str) -> None:
