@@ -176,3 +176,17 @@ def test_local_jobs_carry_the_runs_own_identity_not_flytes_test_values(flyte_run
     assert not {"test-org", "test-project", "test-domain"} & set(args), args
     values = {flag: args[args.index(flag) + 1] for flag in ("--org", "--project", "--domain")}
     assert values == {"--org": "default", "--project": "default", "--domain": "development"}
+
+
+def test_an_armada_task_calling_another_task_fails_at_once_saying_tasks_are_leaves(flyte_run):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.nests, x=2)
+    assert info.value.code == "ArmadaTaskIsALeaf"
+    assert "Armada tasks are leaves" in str(info.value) and "double" in str(info.value)
+    assert time.monotonic() - started < 60, "it must fail at once, not wait for a backend"
+    (job,) = journal.jobs()
+    assert job.state == "SUCCEEDED"  # a0 exits 0 and records the error in error.pb

@@ -16,6 +16,7 @@ from flyte._task_plugins import TaskPluginRegistry
 _ON_FIRST_USE = {
     "build_code_bundle": ("flyte._code_bundle", "build_code_bundle"),
     "build_images": ("flyte._deploy", "build_images"),
+    "controller_state": ("flyte._internal.controllers", "_ControllerState"),
     "convert": ("flyte._internal.runtime.convert", None),
     "get_init_config": ("flyte._initialize", "get_init_config"),
     "get_proto_task": ("flyte._internal.runtime.task_serde", "get_proto_task"),

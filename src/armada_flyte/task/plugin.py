@@ -14,6 +14,7 @@ from flyte.models import SerializationContext
 
 from armada_flyte.spec import TASK_TYPE, ArmadaConfig
 from armada_flyte.task.flyte_internals import AsyncFunctionTaskTemplate, TaskPluginRegistry
+from armada_flyte.task.leaf import as_leaf
 from armada_flyte.task.project_defaults import resolve_submission
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,8 @@ class ArmadaFunctionTask(AsyncFunctionTaskTemplate):
 
         tctx = internal_ctx().data.task_context
         if tctx is None or tctx.mode == "remote":
-            return await super().execute(*args, **kwargs)
+            with as_leaf(self.name):
+                return await super().execute(*args, **kwargs)
         if not storage.is_remote(tctx.raw_data_path.path):
             log.warning(
                 "task %s runs in-process: the raw data path %s is local, and Armada pods can't read it "

@@ -61,6 +61,11 @@ async def linger(pid_file: str) -> int:
     return 0
 
 
+@default.task
+async def nests(x: int) -> int:
+    return await double(x=x)
+
+
 @driver.task
 async def fan_out(n: int) -> list[int]:
     return list(await asyncio.gather(*(square(x=i) for i in range(n))))
