@@ -11,6 +11,8 @@
 # Cache layout (ARMADA_FLYTE_CACHE defaults to ~/.cache/armada-flyte):
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/bin/{armadactl,testsuite}
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/testcases/   (Armada's YAML cases)
+#   $ARMADA_FLYTE_CACHE/armada-tools/<version>/python-client/{examples,integration}/
+#                                                            (its Python client's examples and tests)
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/BUILD-INFO    (written last)
 #
 # A second run finds BUILD-INFO and returns at once. Nothing from Armada is
@@ -42,8 +44,8 @@ say() { echo "build-armada-tools: $*" >&2; }
 
 answer() {
   if [ "$mode" = env ]; then
-    printf 'ARMADA_VERSION=%q\nARMADA_TOOLS_DIR=%q\nARMADA_TOOLS_BIN=%q\nARMADA_TESTCASES=%q\n' \
-      "$ARMADA_VERSION" "$dest" "$dest/bin" "$dest/testcases"
+    printf 'ARMADA_VERSION=%q\nARMADA_TOOLS_DIR=%q\nARMADA_TOOLS_BIN=%q\nARMADA_TESTCASES=%q\nARMADA_PYTHON_CLIENT=%q\n' \
+      "$ARMADA_VERSION" "$dest" "$dest/bin" "$dest/testcases" "$dest/python-client"
   else
     echo "$dest/bin"
   fi
@@ -51,7 +53,7 @@ answer() {
 
 is_complete() {
   [ -f "$dest/BUILD-INFO" ] && [ -x "$dest/bin/armadactl" ] \
-    && [ -x "$dest/bin/testsuite" ] && [ -d "$dest/testcases" ]
+    && [ -x "$dest/bin/testsuite" ] && [ -d "$dest/testcases" ] && [ -d "$dest/python-client" ]
 }
 
 if is_complete; then
@@ -115,7 +117,9 @@ mkdir -p "$stage/bin"
 )
 
 cp -R "$src/testsuite/testcases" "$stage/testcases"
-chmod -R u+w "$stage/testcases"
+mkdir -p "$stage/python-client"
+cp -R "$src/client/python/examples" "$src/client/python/tests/integration" "$stage/python-client/"
+chmod -R u+w "$stage/testcases" "$stage/python-client"
 
 end=$(date +%s)
 {

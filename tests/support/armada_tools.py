@@ -1,0 +1,51 @@
+"""Armada's own tools (armadactl, testsuite) and test files at the pinned version, and an
+`armada-flyte dev` for them to talk to."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+
+from support.real_parts import missing_part
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CLI = pathlib.Path(sys.executable).parent / "armada-flyte"
+
+
+@pytest.fixture(scope="session")
+def armada_tools() -> dict[str, str]:
+    """Armada's tools and cases at the pinned version (built here the first time, then cached)."""
+    try:
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "build-armada-tools.sh"), "--env"],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+    except FileNotFoundError as exc:
+        missing_part(f"scripts/build-armada-tools.sh can't run: {exc}")
+    if result.returncode != 0:
+        missing_part(f"Armada's tools could not be built (needs Go and the Go module proxy): {result.stderr[-2000:]}")
+    return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def dev_server() -> Iterator[str]:
+    """`armada-flyte dev` on a free port, as a user starts it; yields host:port."""
+    process = subprocess.Popen(
+        [str(CLI), "dev", "--port", "0", "--no-blob-store"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"listening on (\S+)", line)
+        assert match, line
+        yield match.group(1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
