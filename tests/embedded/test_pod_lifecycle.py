@@ -71,9 +71,7 @@ def test_init_containers_run_in_order_before_the_main_containers_which_run_toget
     wait_for_state(client, job_id, SUCCEEDED, timeout=60)
 
 
-def test_a_failing_init_container_fails_the_run_with_its_exit_code_and_no_main_container_runs(
-    client, queue, job_set
-):
+def test_a_failing_init_container_fails_the_run_with_its_exit_code_and_no_main_container_runs(client, queue, job_set):
     spec = pod_of(
         [container("main", append("main"))],
         [container("setup", "import sys; sys.exit(7)"), container("never", append("never"))],
