@@ -130,3 +130,78 @@ def test_a_bad_cluster_file_fails_naming_the_field(tmp_path) -> None:
 def _pod_pid(url: str, job_id: str) -> int | None:
     pids = pids_in_log([line.line for line in JobLogClient(url, job_id, disable_ssl=True).logs()], "main")
     return pids[0] if pids else None
+
+
+DETACHED_CHILD = (
+    "import os, sys, time\n"
+    "folder = sys.argv[1]\n"
+    "open(f'{folder}/main', 'w').write(str(os.getpid()))\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        open(f'{folder}/detached', 'w').write(str(os.getpid()))\n"
+    "        time.sleep(300)\n"
+    "    os._exit(0)\n"
+    "time.sleep(300)\n"
+)
+
+
+def test_no_pod_process_survives_a_sigkill_of_the_server(tmp_path) -> None:
+    process = subprocess.Popen(
+        [*CLI, "--port", "0", "--queue", "cli", "--no-blob-store"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = Output(process).wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            job_id = submit_one(client, "cli", "kill", item(pod(python(DETACHED_CHILD), args=[str(tmp_path)])))
+            wait_for_state(client, job_id, submit_pb2.RUNNING)
+            pids = wait_until(
+                lambda: (
+                    [int((tmp_path / n).read_text()) for n in ("main", "detached")]
+                    if (tmp_path / "detached").exists()
+                    else None
+                ),
+                what="the pod and its detached grandchild to start",
+            )
+            process.kill()  # SIGKILL: the server gets no chance to clean up
+            process.wait()
+        wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pod processes {pids} to end")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_pods_cannot_read_the_servers_environment(tmp_path) -> None:
+    import os
+
+    env = {**os.environ, "ARMADA_FLYTE_TEST_SERVER_SECRET": "do-not-leak"}
+    process = subprocess.Popen(
+        [*CLI, "--port", "0", "--queue", "cli", "--no-blob-store"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    probe = (
+        "import os, sys\n"
+        "for pid in (int(sys.argv[1]), os.getppid()):\n"
+        "    try:\n"
+        "        if b'do-not-leak' in open(f'/proc/{pid}/environ', 'rb').read():\n"
+        "            sys.exit(3)\n"
+        "    except PermissionError:\n"
+        "        pass\n"
+    )
+    try:
+        url = Output(process).wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            job_id = submit_one(client, "cli", "env", item(pod(python(probe), args=[str(process.pid)])))
+            wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    finally:
+        process.kill()
+        process.wait()

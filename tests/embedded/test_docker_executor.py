@@ -82,6 +82,7 @@ class FakeContainer:
         self.calls: list[str] = []
         self.stopped_with: list[int] = []
         self.removed = False
+        self.attrs = {"State": {"OOMKilled": False}}
 
     def attach(self, **options):
         assert options["demux"] and options["stream"]
@@ -93,6 +94,9 @@ class FakeContainer:
 
     def wait(self):
         return {"StatusCode": self.exit_code}
+
+    def reload(self):
+        pass
 
     def stop(self, timeout: int):
         self.stopped_with.append(timeout)

@@ -41,6 +41,15 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="new jobs read UNKNOWN on the Jobs API for this long, as on a real cluster (default 0)",
     )
+    parser.add_argument(
+        "--auth",
+        action="append",
+        default=[],
+        metavar="basic:USER:PASSWORD|bearer:TOKEN",
+        help="require these credentials on every call, as Armada does (repeat for more; default: no auth)",
+    )
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
+    parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
     parser.set_defaults(func=run)
 
 
@@ -60,8 +69,15 @@ def run(args: argparse.Namespace) -> int:
             visibility_delay=args.visibility_delay,
             blob_store=not args.no_blob_store,
             configure_connector=False,
+            auth=tuple(args.auth),
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
         ) as stack:
-            print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor})")
+            security = ", ".join(
+                part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
+            )
+            shown = f"; {security}" if security else ""
+            print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
             if stack.blob_endpoint:
                 print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")
             print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Union
+from typing import Any, Dict, Iterable, List, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
@@ -23,7 +23,9 @@ from armada_flyte.kube_objects import Taint
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_CLUSTER_FILE = pathlib.Path(__file__).with_name("default_cluster.yaml")
 _REQUIRED_RESOURCES = ("cpu", "memory")
-_KNOWN_KEYS = "pool, node_groups; per group: name, nodes, labels, taints, allocatable"
+_KNOWN_KEYS = "pool, namespaces, node_groups; per group: name, nodes, labels, taints, allocatable"
+BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
 
 
 class ClusterNodeGroup(BaseModel):
@@ -100,7 +102,16 @@ class _ClusterFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     pool: str = "default"
+    namespaces: List[str] = []
     node_groups: List[ClusterNodeGroup]
+
+    @field_validator("namespaces")
+    @classmethod
+    def _namespaces(cls, namespaces: List[str]) -> List[str]:
+        for name in namespaces:
+            if problem := dns_label_problem(name):
+                raise ValueError(f"namespace {name!r}: {problem}")
+        return namespaces
 
     @model_validator(mode="after")
     def _groups(self) -> _ClusterFile:
@@ -128,8 +139,9 @@ class Node:
 class Cluster:
     """All nodes of one pool, in node-group order (`<group>-<n>` names)."""
 
-    def __init__(self, node_groups: List[ClusterNodeGroup], pool: str = "default"):
+    def __init__(self, node_groups: List[ClusterNodeGroup], pool: str = "default", namespaces: Iterable[str] = ()):
         self.pool = pool
+        self.namespaces = frozenset([*BUILT_IN_NAMESPACES, *namespaces])
         self.node_groups = list(node_groups)
         self.nodes: list[Node] = []
         for group in self.node_groups:
@@ -149,7 +161,7 @@ class Cluster:
             spec = _ClusterFile.model_validate(data)
         except ValidationError as exc:
             raise invalid_config_from(exc, origin, known=_KNOWN_KEYS) from None
-        return cls(spec.node_groups, spec.pool)
+        return cls(spec.node_groups, spec.pool, spec.namespaces)
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:
@@ -160,6 +172,10 @@ class Cluster:
     def default(cls) -> Cluster:
         """An amd64 group and an arm64 group tainted `kubernetes.io/arch=arm64:NoSchedule`."""
         return cls.from_yaml(DEFAULT_CLUSTER_FILE)
+
+    def has_namespace(self, name: str) -> bool:
+        """Whether pods can be created in `name` (a pod in any other namespace fails, as on a cluster)."""
+        return name in self.namespaces
 
     def group(self, name: str) -> ClusterNodeGroup:
         return next(g for g in self.node_groups if g.name == name)

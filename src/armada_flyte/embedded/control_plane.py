@@ -16,11 +16,13 @@ from typing import Any, Iterable, Optional
 from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import JobState
+from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.events import EventLog
-from armada_flyte.embedded.executors.base import Executor, PodLaunch, grace_seconds
+from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.jobs import Job, Run, new_job_id
 from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
+from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
 from armada_flyte.embedded.refusals import InvalidArgument, QueueNotFound
 from armada_flyte.embedded.requirements import Requirements
@@ -239,17 +241,20 @@ class ControlPlane:
     def running(self, run_id: str) -> bool:
         return self._advance(run_id, JobState.RUNNING)
 
-    def finished(self, run_id: str, exit_code: int, error: str) -> None:
+    def finished(
+        self, run_id: str, exit_code: int, error: str, containers: tuple[ContainerEnd, ...] = (), reason: str = ""
+    ) -> None:
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
                 return
             run.exit_code = exit_code
+            run.containers, run.pod_reason = containers, reason
             run.finished_at = run.finished_at or time.time()
             self._release(run)
             job = run.job
             if not job.state.terminal and job.latest_run is run:
-                if exit_code == 0:
+                if exit_code == 0 and not reason:
                     job.move_to(JobState.SUCCEEDED)
                     self.events.append("succeeded", job, **pod_event_fields(run))
                 else:
@@ -280,6 +285,7 @@ class ControlPlane:
         self._seq += 1
         needs = self._requirements.setdefault(needs, needs)  # equal requirements share one object
         job = Job(new_job_id(), queue, job_set, self._seq, item, pod, needs, gang_info(item.annotations))
+        job.owner = current_user()
         self._jobs[job.id] = job
         self._job_sets.setdefault((queue, job_set), []).append(job)
         if item.client_id:
@@ -386,13 +392,32 @@ class ControlPlane:
         job.move_to(JobState.LEASED)
         self.events.append("leased", job, cluster_id=CLUSTER_ID, pool=self.cluster.pool)
         group = node.group
+        item = job.item
         return PodLaunch(
-            run.id, job.id, run.pod_name, job.namespace, node.name, group.name, group.architecture, job.pod, run.log
+            run.id,
+            job.id,
+            run.pod_name,
+            job.namespace,
+            node.name,
+            group.name,
+            group.architecture,
+            job.pod,
+            run.log,
+            labels=pod_labels(item.labels, job.id, run.id, job.queue),
+            annotations=pod_annotations(item.annotations, job.job_set, job.owner),
+            injected_env=injected_env(job.id, job.queue, job.job_set, item.annotations),
         )
 
     def _launch(self, launches: list[PodLaunch]) -> None:
         """Hand the pods to the executor; a pod it can't take fails alone, and its node is free again."""
         for launch in launches:
+            if not self.cluster.has_namespace(launch.namespace):
+                # Armada's executor treats this Kubernetes refusal as fatal: the run fails, no retry
+                # (`fatalPodSubmissionErrors` in config/executor/config.yaml).
+                self.finished(
+                    launch.run_id, 0, f'namespaces "{launch.namespace}" not found', reason="PodCreationFailed"
+                )
+                continue
             try:
                 self.executor.launch(launch, self)
             except Exception as exc:

@@ -15,12 +15,14 @@ from typing import Iterable, Optional
 import grpc
 from armada_client.armada import submit_pb2
 
+from armada_flyte.embedded.auth import Credentials
 from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
-from armada_flyte.embedded.server import HOST, start_grpc_server
+from armada_flyte.embedded.server import HOST, TlsFiles, start_grpc_server
+from armada_flyte.errors import InvalidConfig
 
 _STOP_GRACE_SECONDS = 1.0
 
@@ -50,6 +52,8 @@ class EmbeddedArmada:
     an `Executor` object of your own.
     `paused` leaves scheduled jobs LEASED until `resume()`. `visibility_delay` makes a new job
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
+    `auth` ("basic:USER:PASSWORD", "bearer:TOKEN") requires credentials on every call, as Armada
+    does; `tls_cert` and `tls_key` (PEM files) serve TLS instead of plaintext.
     """
 
     def __init__(
@@ -63,6 +67,9 @@ class EmbeddedArmada:
         visibility_delay: float = 0.0,
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
+        auth: Iterable[str] = (),
+        tls_cert: str | pathlib.Path | None = None,
+        tls_key: str | pathlib.Path | None = None,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -77,6 +84,10 @@ class EmbeddedArmada:
         self._initial_queues = tuple(queues)
         self._paused = paused
         self._visibility_delay = visibility_delay
+        self.credentials = Credentials.parse(auth)
+        if (tls_cert is None) != (tls_key is None):
+            raise InvalidConfig("tls_cert", str(tls_cert or tls_key), "give both tls_cert and tls_key, or neither")
+        self.tls = TlsFiles(pathlib.Path(tls_cert), pathlib.Path(tls_key)) if tls_cert and tls_key else None
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[grpc.Server] = None
         self.port = 0
@@ -88,7 +99,9 @@ class EmbeddedArmada:
         plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
         plane.start()
         try:
-            self._server, self.port = start_grpc_server(plane, self.requested_port)
+            self._server, self.port = start_grpc_server(
+                plane, self.requested_port, credentials=self.credentials, tls=self.tls
+            )
         except BaseException:
             plane.stop()
             raise

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.embedded.cluster import Node
+from armada_flyte.embedded.executors.base import ContainerEnd
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.validation import GangInfo
@@ -65,6 +66,10 @@ class Run:
     exit_code: Optional[int] = None
     error: str = ""
     note: str = ""
+    containers: tuple[ContainerEnd, ...] = ()
+    """How each container ended, as the executor reported it."""
+    pod_reason: str = ""
+    """The pod's own failure reason (DeadlineExceeded), or ""."""
     holds_capacity: bool = True
     log: PodLog = field(default_factory=PodLog)
 
@@ -92,6 +97,8 @@ class Job:
     error: str = ""
     cancel_reason: str = ""
     cancelled_at: Optional[float] = None
+    owner: str = "anonymous"
+    """Who submitted it (the authenticated user; "anonymous" without auth), as Armada records it."""
 
     @property
     def priority(self) -> float:

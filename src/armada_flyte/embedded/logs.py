@@ -19,11 +19,18 @@ class LogLine:
     text: str
 
 
-class PodLog:
-    """Lines in arrival order, bounded so a chatty pod can't exhaust memory; stderr's tail kept apart."""
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+"""How much of a pod's log is kept (its newest lines), whatever the length of its lines."""
 
-    def __init__(self, max_lines: int = 100_000, stderr_tail_lines: int = 20):
-        self._lines: deque[LogLine] = deque(maxlen=max_lines)
+
+class PodLog:
+    """Lines in arrival order, bounded in bytes so a chatty pod can't exhaust memory (the oldest lines go
+    first, as a kubelet rotates logs); stderr's tail kept apart."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, stderr_tail_lines: int = 20):
+        self._lines: deque[LogLine] = deque()
+        self._bytes = 0
+        self._max_bytes = max_bytes
         self._stderr: deque[str] = deque(maxlen=stderr_tail_lines)
         self._partial: dict[str, bytes] = {}
         self._lock = threading.Lock()
@@ -48,6 +55,9 @@ class PodLog:
         line = LogLine(time.time_ns() // 1000, stream, text.rstrip("\r\n"))
         with self._lock:
             self._lines.append(line)
+            self._bytes += len(line.text.encode())
+            while self._bytes > self._max_bytes and len(self._lines) > 1:
+                self._bytes -= len(self._lines.popleft().text.encode())
             if stream == "stderr":
                 self._stderr.append(line.text)
 

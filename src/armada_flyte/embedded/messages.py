@@ -8,6 +8,7 @@ from armada_client.armada import event_pb2, job_pb2, submit_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.embedded.events import EventRecord
+from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
 
 CLUSTER_ID = "embedded"
@@ -122,14 +123,32 @@ def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
 
 
 def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]:
-    container = run.job.pod.containers[0].name
-    status = event_pb2.ContainerStatus(
-        name=container, exitCode=exit_code, message=error, reason="Error", cause=event_pb2.Error
-    )
+    """A failed event's fields: every container that ended, with its exit code and reason (as Armada's
+    executor reports them, `internal/executor/util/pod_status.go`), and the cause: DeadlineExceeded for
+    a pod over its activeDeadlineSeconds, OOM when a container was OOMKilled, else Error."""
+    ends = run.containers
+    if not ends and not run.pod_reason:
+        ends = (ContainerEnd(run.job.pod.containers[0].name, exit_code, "Error", error),)
+    statuses = [
+        event_pb2.ContainerStatus(
+            name=end.name,
+            exitCode=end.exit_code,
+            message=end.message,
+            reason=end.reason,
+            cause=event_pb2.OOM if end.reason == "OOMKilled" else event_pb2.Error,
+        )
+        for end in ends
+    ]
+    if run.pod_reason == DEADLINE_REASON:
+        cause = event_pb2.DeadlineExceeded
+    elif any(end.reason == "OOMKilled" for end in ends):
+        cause = event_pb2.OOM
+    else:
+        cause = event_pb2.Error
     return {
         **pod_event_fields(run),
         "reason": error,
-        "exit_codes": {container: exit_code},
-        "container_statuses": [status],
-        "cause": event_pb2.Error,
+        "exit_codes": {end.name: end.exit_code for end in ends if end.exit_code != 0},
+        "container_statuses": statuses,
+        "cause": cause,
     }

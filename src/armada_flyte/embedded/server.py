@@ -1,13 +1,21 @@
-"""The gRPC server: Armada's services (and the standard health service) on a port of 127.0.0.1."""
+"""The gRPC server: Armada's services (and the standard health service) on a port of 127.0.0.1.
+
+Optionally behind Armada-style authentication (`auth.Credentials`) and TLS (a certificate and
+key in PEM files), so clients' TLS and credentials are tested against the real API.
+"""
 
 from __future__ import annotations
 
+import pathlib
 from concurrent import futures
+from dataclasses import dataclass
+from typing import Optional
 
 import grpc
 from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from armada_flyte.embedded.auth import Credentials, RequireAuth
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.events_api import EventServicer
 from armada_flyte.embedded.jobs_api import JobsServicer
@@ -24,10 +32,32 @@ SERVICE_NAMES = ("api.Submit", "api.QueueService", "api.Jobs", "api.Event", "bin
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
-def start_grpc_server(plane: ControlPlane, port: int = 0) -> tuple[grpc.Server, int]:
+@dataclass(frozen=True)
+class TlsFiles:
+    """The server's certificate (PEM, may include its chain) and private key (PEM)."""
+
+    cert: pathlib.Path
+    key: pathlib.Path
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        pairs = []
+        for what, path in (("tls_cert", self.cert), ("tls_key", self.key)):
+            try:
+                pairs.append(pathlib.Path(path).read_bytes())
+            except OSError as exc:
+                raise InvalidConfig(what, str(path), f"give a readable PEM file ({exc.strerror})") from None
+        cert, key = pairs
+        return grpc.ssl_server_credentials([(key, cert)])
+
+
+def start_grpc_server(
+    plane: ControlPlane, port: int = 0, *, credentials: Optional[Credentials] = None, tls: Optional[TlsFiles] = None
+) -> tuple[grpc.Server, int]:
     """Serve `plane` on 127.0.0.1:`port` (0 picks a free port); returns the server and the bound port."""
+    server_credentials = tls.server_credentials() if tls is not None else None
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="armada-api"),
+        interceptors=[RequireAuth(credentials)] if credentials is not None else [],
         options=[
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
@@ -44,7 +74,11 @@ def start_grpc_server(plane: ControlPlane, port: int = 0) -> tuple[grpc.Server, 
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     try:
-        bound = server.add_insecure_port(f"{HOST}:{port}")
+        address = f"{HOST}:{port}"
+        if server_credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, server_credentials)
     except RuntimeError:
         bound = 0
     if not bound:

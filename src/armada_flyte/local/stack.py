@@ -124,6 +124,9 @@ def local_stack(
     visibility_delay: float = 0.0,
     blob_store: bool = True,
     configure_connector: bool = True,
+    auth: tuple[str, ...] = (),
+    tls_cert: Optional[str] = None,
+    tls_key: Optional[str] = None,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
     both, and every pod, on exit."""
@@ -132,7 +135,14 @@ def local_stack(
     blob = LocalBlobServer(blob_port).start() if blob_store else None
     try:
         with EmbeddedArmada(
-            cluster=cluster, port=armada_port, executor=executor, queues=(queue,), visibility_delay=visibility_delay
+            cluster=cluster,
+            port=armada_port,
+            executor=executor,
+            queues=(queue,),
+            visibility_delay=visibility_delay,
+            auth=auth,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:

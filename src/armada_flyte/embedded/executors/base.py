@@ -10,10 +10,11 @@ import logging
 import platform
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Optional, Protocol, TypeVar
+from typing import Any, Callable, Generic, Mapping, Optional, Protocol, TypeVar
 
 from armada_flyte.architecture import host_architecture
 from armada_flyte.embedded.logs import PodLog
+from armada_flyte.embedded.resources import milli
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,12 @@ DEFAULT_GRACE_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class PodLaunch:
-    """One leased pod: where it was placed and what to run. `pod` is armada_client's k8s PodSpec."""
+    """One leased pod: where it was placed and what to run. `pod` is armada_client's k8s PodSpec.
+
+    `labels` and `annotations` are the pod's metadata as Armada's executor sets it (the job's own
+    plus Armada's, see `embedded.pod_metadata`); `injected_env` are the variables Armada adds to
+    every container that does not set them itself.
+    """
 
     run_id: str
     job_id: str
@@ -34,6 +40,9 @@ class PodLaunch:
     architecture: str
     pod: Any
     log: PodLog
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    injected_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def container(self) -> Any:
@@ -41,8 +50,49 @@ class PodLaunch:
 
     @property
     def fields(self) -> dict[str, str]:
-        """The pod fields a `fieldRef` env var may read."""
-        return {"metadata.name": self.pod_name, "metadata.namespace": self.namespace, "spec.nodeName": self.node}
+        """The pod fields a `fieldRef` env var may read (labels and annotations: `field_value`)."""
+        return {
+            "metadata.name": self.pod_name,
+            "metadata.namespace": self.namespace,
+            "metadata.uid": self.run_id,
+            "spec.nodeName": self.node,
+            "spec.serviceAccountName": self.pod.serviceAccountName or "default",
+            "status.hostIP": "127.0.0.1",
+            "status.podIP": "127.0.0.1",
+        }
+
+    def field_value(self, path: str) -> str:
+        """What Kubernetes puts in an env var whose `fieldRef.fieldPath` is `path` ("" for an unknown field)."""
+        for prefix, values in (("metadata.labels", self.labels), ("metadata.annotations", self.annotations)):
+            if path.startswith(prefix + "['") and path.endswith("']"):
+                return values.get(path[len(prefix) + 2 : -2], "")
+        return self.fields.get(path, "")
+
+
+@dataclass(frozen=True)
+class ContainerEnd:
+    """How one container ended, as its Kubernetes container status says (reason Completed, Error, OOMKilled...)."""
+
+    name: str
+    exit_code: int
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PodEnd:
+    """How a pod ended: the run's exit code and error, each container's end, and the pod's own reason if any
+    (DeadlineExceeded, as the kubelet sets it when activeDeadlineSeconds passes)."""
+
+    exit_code: int
+    error: str = ""
+    containers: tuple[ContainerEnd, ...] = ()
+    reason: str = ""
+
+
+DEADLINE_REASON = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+"""The pod status reason and message the kubelet sets when activeDeadlineSeconds passes."""
 
 
 def grace_seconds(pod: Any) -> float:
@@ -51,15 +101,40 @@ def grace_seconds(pod: Any) -> float:
     return float(seconds) if seconds > 0 else DEFAULT_GRACE_SECONDS
 
 
-def container_env(container: Any, fields: dict[str, str], map_value: Callable[[str], str] = str) -> dict[str, str]:
-    """The container's env vars: literal values through `map_value`, `fieldRef`s from the pod's fields."""
+def active_deadline(pod: Any) -> Optional[float]:
+    """The pod's activeDeadlineSeconds, or None when it has none."""
+    seconds = pod.activeDeadlineSeconds if pod.HasField("activeDeadlineSeconds") else 0
+    return float(seconds) if seconds > 0 else None
+
+
+def container_env(container: Any, launch: PodLaunch, map_value: Callable[[str], str] = str) -> dict[str, str]:
+    """The container's env vars as the kubelet sets them: literal values through `map_value`, `fieldRef`s
+    and `resourceFieldRef`s from the pod, and Armada's injected variables where the container sets none."""
     env = {}
     for var in container.env:
-        if var.HasField("valueFrom") and var.valueFrom.HasField("fieldRef"):
-            env[var.name] = fields.get(var.valueFrom.fieldRef.fieldPath, "")
+        source = var.valueFrom if var.HasField("valueFrom") else None
+        if source is not None and source.HasField("fieldRef"):
+            env[var.name] = launch.field_value(source.fieldRef.fieldPath)
+        elif source is not None and source.HasField("resourceFieldRef"):
+            env[var.name] = resource_field_value(launch.pod, container, source.resourceFieldRef)
         else:
             env[var.name] = map_value(var.value)
+    for name, value in launch.injected_env.items():
+        env.setdefault(name, value)
     return env
+
+
+def resource_field_value(pod: Any, container: Any, selector: Any) -> str:
+    """A `resourceFieldRef`: the container's request or limit divided by the divisor, rounded up (as Kubernetes)."""
+    if selector.containerName:
+        every = [*pod.initContainers, *pod.containers]
+        container = next((c for c in every if c.name == selector.containerName), container)
+    kind, _, resource = selector.resource.partition(".")
+    quantities = container.resources.limits if kind == "limits" else container.resources.requests
+    if resource not in quantities:
+        return ""
+    divisor = milli(selector.divisor.string) if selector.HasField("divisor") and selector.divisor.string else 1000
+    return str(-(-milli(quantities[resource].string) // max(divisor, 1)))
 
 
 class RunReporter(Protocol):
@@ -69,7 +144,9 @@ class RunReporter(Protocol):
 
     def running(self, run_id: str) -> bool: ...
 
-    def finished(self, run_id: str, exit_code: int, error: str) -> None: ...
+    def finished(
+        self, run_id: str, exit_code: int, error: str, containers: tuple[ContainerEnd, ...] = (), reason: str = ""
+    ) -> None: ...
 
     def note(self, run_id: str, text: str) -> None: ...
 
@@ -96,6 +173,7 @@ class PodState:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     killed: bool = False
+    deadline_passed: bool = False
     thread: Optional[threading.Thread] = None
 
 
@@ -116,18 +194,18 @@ class PodThreads(Generic[State]):
     def _new_state(self) -> State:
         raise NotImplementedError
 
-    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: State) -> tuple[int, str]:
-        """Run the pod to its end: (exit code, error text)."""
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: State) -> PodEnd:
+        """Run the pod to its end."""
         raise NotImplementedError
 
     def _stopper(self, run_id: str, state: State) -> Optional[Callable[[float], None]]:
         """How to stop the pod once it runs (called under `state.lock`); None when nothing runs yet."""
         raise NotImplementedError
 
-    def _failed(self, pod: PodLaunch, exc: Exception) -> tuple[int, str]:
+    def _failed(self, pod: PodLaunch, exc: Exception) -> PodEnd:
         """The run's end when the executor itself failed running the pod."""
         log.exception("running pod %s failed", pod.pod_name)
-        return 128, f"the executor failed to run the pod: {exc}"
+        return PodEnd(128, f"the executor failed to run the pod: {exc}")
 
     def _after(self, pod: PodLaunch) -> None:
         """Called once the run has been reported over (cleanup)."""
@@ -155,6 +233,12 @@ class PodThreads(Generic[State]):
         if stop is not None:
             threading.Thread(target=stop, args=(grace_seconds,), daemon=True).start()
 
+    def _deadline_passed(self, pod: PodLaunch, state: State) -> None:
+        """activeDeadlineSeconds has passed since the pod started: the kubelet kills it (with its grace period)."""
+        with state.lock:
+            state.deadline_passed = True
+        self.kill(pod.run_id, grace_seconds(pod.pod))
+
     def shutdown(self) -> None:
         with self._lock:
             states = list(self._pods.items())
@@ -165,12 +249,24 @@ class PodThreads(Generic[State]):
                 state.thread.join(timeout=self.shutdown_grace_seconds + 10)
 
     def _run(self, pod: PodLaunch, reporter: RunReporter, state: State) -> None:
+        deadline = active_deadline(pod.pod)
+        timer = None
+        if deadline is not None:
+            timer = threading.Timer(deadline, self._deadline_passed, (pod, state))
+            timer.daemon = True
+            timer.start()
         try:
-            exit_code, error = self._run_pod(pod, reporter, state)
+            end = self._run_pod(pod, reporter, state)
         except Exception as exc:
-            exit_code, error = self._failed(pod, exc)
+            end = self._failed(pod, exc)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if state.deadline_passed:
+            pod.log.note(f"activeDeadlineSeconds ({deadline:g}) passed: the pod was killed")
+            end = PodEnd(end.exit_code or 137, DEADLINE_MESSAGE, end.containers, DEADLINE_REASON)
         try:
-            reporter.finished(pod.run_id, exit_code, error)
+            reporter.finished(pod.run_id, end.exit_code, end.error, end.containers, end.reason)
         finally:
             with self._lock:
                 self._pods.pop(pod.run_id, None)

@@ -1,4 +1,10 @@
-"""The docker executor: each leased pod runs as a container of its image, on its node group's architecture.
+"""The docker executor: each leased pod runs as containers of its images, on its node group's architecture.
+
+Containers run as Kubernetes runs them: init containers one after another, each to success,
+then all main containers together; the pod ends when all main containers have. Volumes are
+Docker volumes of the pod (`<pod name>-<volume>`), shared by the containers that mount them
+and removed with the pod, as an emptyDir is. A container Docker kills for its memory limit
+ends OOMKilled.
 
 With Docker and QEMU binfmt installed, an arm64 pod really runs as linux/arm64 on an amd64
 machine (emulated, so slower). Containers share the host network, so pods reach the embedded
@@ -8,7 +14,9 @@ server and a local blob store on 127.0.0.1 as the process executor's pods do.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import docker
@@ -16,6 +24,8 @@ import docker.errors
 import requests
 
 from armada_flyte.embedded.executors.base import (
+    ContainerEnd,
+    PodEnd,
     PodLaunch,
     PodState,
     PodThreads,
@@ -23,33 +33,41 @@ from armada_flyte.embedded.executors.base import (
     container_env,
     host_architecture_name,
 )
+from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
 from armada_flyte.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
 
 _STOP_GRACE_SECONDS = 2
+_STOPPED = "the pod was stopped before it started"
 LABEL_JOB_ID = "armada-flyte.dev/job-id"
 
 
-def container_options(pod: PodLaunch) -> dict[str, Any]:
-    """Keyword arguments for `docker.containers.create` that run the pod's first container as Kubernetes would.
+def container_options(pod: PodLaunch, spec: Any = None, name: str = "") -> dict[str, Any]:
+    """Keyword arguments for `docker.containers.create` that run container `spec` (the first main one by
+    default) of the pod as Kubernetes would.
 
     `command` replaces the image's entrypoint and `args` its cmd, as in a pod; limits become
-    Docker's cpu and memory limits.
+    Docker's cpu and memory limits; volume mounts become the pod's Docker volumes.
     """
-    container = pod.container
+    container = spec if spec is not None else pod.container
     options: dict[str, Any] = {
         "image": container.image,
         "entrypoint": list(container.command) or None,
         "command": list(container.args) or None,
-        "environment": container_env(container, pod.fields),
+        "environment": container_env(container, pod),
         "working_dir": container.workingDir or None,
         "platform": f"linux/{pod.architecture}",
         "network_mode": "host",
-        "name": pod.pod_name,
+        "name": name or pod.pod_name,
         "labels": {LABEL_JOB_ID: pod.job_id},
     }
+    if container.volumeMounts:
+        options["volumes"] = {
+            pod_volume(pod, mount.name): {"bind": mount.mountPath, "mode": "ro" if mount.readOnly else "rw"}
+            for mount in container.volumeMounts
+        }
     limits = container_requests(container)
     if "cpu" in limits:
         options["nano_cpus"] = limits["cpu"] * 1_000_000
@@ -58,16 +76,20 @@ def container_options(pod: PodLaunch) -> dict[str, Any]:
     return options
 
 
+def pod_volume(pod: PodLaunch, volume: str) -> str:
+    """The Docker volume that holds the pod's volume `volume`."""
+    return f"{pod.pod_name}-{volume}"
+
+
 class _PodCannotStart(Exception):
     """The pod's container could not be created; the message is the job's error."""
 
 
 @dataclass
 class _PodContainer(PodState):
-    """One pod's container, once created."""
+    """One pod's containers, once started."""
 
-    container: Optional[Any] = None
-    started: bool = False
+    started: list[Any] = field(default_factory=list)
 
 
 class DockerExecutor(PodThreads[_PodContainer]):
@@ -86,56 +108,110 @@ class DockerExecutor(PodThreads[_PodContainer]):
         return _PodContainer()
 
     def _stopper(self, run_id: str, state: _PodContainer) -> Optional[Callable[[float], None]]:
-        container = state.container if state.started else None
-        if container is None:
+        containers = list(state.started)
+        if not containers:
             return None
-        return lambda grace: _stop(container, grace)
 
-    def _failed(self, pod: PodLaunch, exc: Exception) -> tuple[int, str]:
+        def stop(grace: float) -> None:
+            stoppers = [threading.Thread(target=_stop, args=(c, grace)) for c in containers]
+            for stopper in stoppers:
+                stopper.start()
+            for stopper in stoppers:
+                stopper.join()
+
+        return stop
+
+    def _failed(self, pod: PodLaunch, exc: Exception) -> PodEnd:
         if isinstance(exc, _PodCannotStart):
             error = str(exc)
         else:
             log.exception("running pod %s in docker failed", pod.pod_name)
             error = f"docker failed running the pod: {exc}"
         pod.log.write("stderr", error)
-        return 128, error
+        return PodEnd(128, error)
 
-    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodContainer) -> tuple[int, str]:
+    def _after(self, pod: PodLaunch) -> None:
+        for spec in [*pod.pod.initContainers, *pod.pod.containers]:
+            for mount in spec.volumeMounts:
+                _remove_volume(self._client, pod_volume(pod, mount.name))
+
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodContainer) -> PodEnd:
         if not reporter.pending(pod.run_id):
-            return 137, "the pod was stopped before it started"
+            return PodEnd(137, _STOPPED)
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
                 f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
                 f"the docker executor runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
-        container = self._create(pod)
+        ends: list[ContainerEnd] = []
+        for spec in pod.pod.initContainers:
+            (end,) = self._run_together(pod, [spec], state, f"{pod.pod_name}-init-")
+            if end is None:
+                return PodEnd(137, _STOPPED, tuple(ends))
+            ends.append(end)
+            if end.exit_code != 0:
+                return self._failure(pod, ends, end, "init container")
+        main_ends = self._run_together(pod, list(pod.pod.containers), state, "", reporter)
+        if any(end is None for end in main_ends):
+            return PodEnd(137, _STOPPED, tuple(e for e in (*ends, *main_ends) if e is not None))
+        ends += [e for e in main_ends if e is not None]
+        failed = next((e for e in main_ends if e is not None and e.exit_code != 0), None)
+        return PodEnd(0, "", tuple(ends)) if failed is None else self._failure(pod, ends, failed, "container")
+
+    def _run_together(
+        self,
+        pod: PodLaunch,
+        specs: list[Any],
+        state: _PodContainer,
+        prefix: str,
+        reporter: Optional[RunReporter] = None,
+    ) -> list[Optional[ContainerEnd]]:
+        """Create, start and wait for the containers `specs` together; None for each if the pod was stopped first.
+
+        The first main container keeps the pod's name (as before); the others are `<pod>-<container>`.
+        """
+        created = []
         try:
+            for index, spec in enumerate(specs):
+                name = pod.pod_name if not prefix and index == 0 else f"{pod.pod_name}-{prefix}{spec.name}"
+                created.append((spec, self._create(pod, spec, name)))
             with state.lock:
-                state.container = container
                 if state.killed:
-                    return 137, "the pod was stopped before it started"
-            # Attached before it starts, as `docker run` does: no output is missed, and the
-            # stream ends when the container's main process does.
-            output = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
-            container.start()
+                    return [None] * len(specs)
+            # Attached before they start, as `docker run` does: no output is missed, and each stream ends
+            # when its container's main process does.
+            outputs = [
+                container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+                for _, container in created
+            ]
+            for _, container in created:
+                container.start()
             with state.lock:
-                state.started = True
+                state.started.extend(container for _, container in created)
                 killed = state.killed
-            if killed or not reporter.running(pod.run_id):
-                _stop(container, 0)
-            for stdout, stderr in output:
-                if stdout:
-                    pod.log.feed("stdout", stdout)
-                if stderr:
-                    pod.log.feed("stderr", stderr)
+            if killed or (reporter is not None and not reporter.running(pod.run_id)):
+                for _, container in created:
+                    _stop(container, 0)
+            tails: list[deque[str]] = [deque(maxlen=20) for _ in created]
+            readers = [
+                threading.Thread(target=_copy_output, args=(output, pod.log, tail))
+                for output, tail in zip(outputs, tails)
+            ]
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join()
             pod.log.flush()
-            exit_code = int(container.wait().get("StatusCode", 1))
+            return [_container_end(spec, container, tail) for (spec, container), tail in zip(created, tails)]
         finally:
-            _remove(container)
-        if exit_code == 0:
-            return 0, ""
-        error = pod.log.stderr_tail() or f"container {pod.container.name} exited with code {exit_code}"
+            for _, container in created:
+                _remove(container)
+
+    def _failure(self, pod: PodLaunch, ends: list[ContainerEnd], failed: ContainerEnd, kind: str) -> PodEnd:
+        error = failed.message
+        if failed.reason == "OOMKilled":
+            error = f"{kind} {failed.name} was OOMKilled: it went over its memory limit"
         if pod.architecture != self.host_architecture and "exec format error" in error:
             hint = (
                 f"this {self.host_architecture} host cannot run linux/{pod.architecture} programs: register QEMU for "
@@ -144,11 +220,11 @@ class DockerExecutor(PodThreads[_PodContainer]):
             )
             pod.log.note(hint)
             error = f"{error}\n{hint}"
-        return exit_code, error
+        return PodEnd(failed.exit_code, error, tuple(ends))
 
-    def _create(self, pod: PodLaunch) -> Any:
-        """Create the pod's container, pulling its image for the pod's platform when Docker lacks it."""
-        options = container_options(pod)
+    def _create(self, pod: PodLaunch, spec: Any, name: str) -> Any:
+        """Create one container of the pod, pulling its image for the pod's platform when Docker lacks it."""
+        options = container_options(pod, spec, name)
         image, platform = options["image"], options["platform"]
         try:
             return self._client.containers.create(**options)
@@ -217,6 +293,40 @@ def _stop(container: Any, grace_seconds: float) -> None:
         pass  # already gone
     except (docker.errors.APIError, requests.RequestException) as exc:
         log.warning("stopping container %s failed: %s", container.name, exc)
+
+
+def _copy_output(output: Any, log: PodLog, stderr_tail: deque[str]) -> None:
+    for stdout, stderr in output:
+        if stdout:
+            log.feed("stdout", stdout)
+        if stderr:
+            log.feed("stderr", stderr)
+            stderr_tail.extend(line for line in stderr.decode(errors="replace").splitlines() if line)
+
+
+def _container_end(spec: Any, container: Any, stderr_tail: deque[str]) -> ContainerEnd:
+    """How the container ended: its exit code, and OOMKilled when Docker killed it for its memory limit."""
+    exit_code = int(container.wait().get("StatusCode", 1))
+    try:
+        container.reload()
+        oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+    except (docker.errors.APIError, requests.RequestException):
+        oom = False
+    if oom:
+        return ContainerEnd(spec.name, exit_code, "OOMKilled", "the container went over its memory limit")
+    if exit_code == 0:
+        return ContainerEnd(spec.name, 0, "Completed")
+    message = "\n".join(stderr_tail) or f"container {spec.name} exited with code {exit_code}"
+    return ContainerEnd(spec.name, exit_code, "Error", message)
+
+
+def _remove_volume(client: Any, name: str) -> None:
+    try:
+        client.volumes.get(name).remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except (docker.errors.APIError, requests.RequestException) as exc:
+        log.warning("removing volume %s failed: %s", name, exc)
 
 
 def _remove(container: Any) -> None:

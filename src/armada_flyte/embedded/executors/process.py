@@ -1,38 +1,76 @@
-"""The process executor: each leased pod runs for real, as a local process in its own sandbox.
+"""The process executor: each leased pod runs for real, as local processes in its own sandbox.
 
-The first container's command and args run with the pod's env, in a session of its own so the
-whole process tree can be ended. Its stdout and stderr become the job's log. Pods run on this
-machine's CPU: when the pod's node group has another architecture, the log and job details
-say so plainly.
+Containers run as Kubernetes runs them: the init containers first, one after another, each to
+success; then all main containers together; the pod ends when all main containers have ended,
+and fails with the exit code of the first that failed. Each container is a process started
+through the container shim (`pod_shim.py`), which ends the container's processes with it, with
+the server (even on SIGKILL), and when they go over the container's memory limit (OOMKilled).
+Every container's stdout and stderr become the job's log. Pods run on this machine's CPU: when
+the pod's node group has another architecture, the log and job details say so plainly.
 """
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import logging
 import os
 import pathlib
 import selectors
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import IO, Callable, Optional
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable, Optional
 
 from armada_flyte.embedded.executors import process_tree
-from armada_flyte.embedded.executors.base import PodLaunch, PodState, PodThreads, RunReporter, host_architecture_name
+from armada_flyte.embedded.executors.base import (
+    ContainerEnd,
+    PodEnd,
+    PodLaunch,
+    PodState,
+    PodThreads,
+    RunReporter,
+    host_architecture_name,
+)
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox
 from armada_flyte.embedded.logs import PodLog
+from armada_flyte.embedded.requirements import container_requests
 
 log = logging.getLogger(__name__)
 
 _DRAIN_AFTER_EXIT_SECONDS = 2.0
+_SHIM = pathlib.Path(__file__).with_name("pod_shim.py")
+_STOPPED = "the pod was stopped before it started"
+_PR_SET_DUMPABLE = 4
+
+
+@dataclass
+class _Container:
+    """One started container: its shim process and what it reports."""
+
+    name: str
+    process: subprocess.Popen
+    status: int
+    """The read end of the shim's status pipe."""
+    memory_limit: int
+    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
 
 @dataclass
 class _PodProcess(PodState):
-    process: Optional[subprocess.Popen] = None
+    containers: list[_Container] = field(default_factory=list)
+
+
+def protect_server_environment() -> None:
+    """Make this process non-dumpable, so a pod (same user, or root without capabilities) can't read
+    /proc/<server>/environ or its memory. Linux only; elsewhere a no-op."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 class ProcessExecutor(PodThreads[_PodProcess]):
@@ -45,6 +83,8 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         kept_sandboxes: int = 500,
     ):
         super().__init__()
+        protect_server_environment()
+        self._cpu_offsets = itertools.count()
         self._owns_root = sandbox_root is None
         self.sandbox_root = pathlib.Path(sandbox_root or tempfile.mkdtemp(prefix="armada-flyte-dev-")).resolve()
         self.sandbox_root.mkdir(parents=True, exist_ok=True)
@@ -62,14 +102,26 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         return _PodProcess()
 
     def _stopper(self, run_id: str, state: _PodProcess) -> Optional[Callable[[float], None]]:
-        process = state.process
-        if process is None:
+        containers = list(state.containers)
+        if not containers:
             return None
-        return lambda grace: process_tree.terminate(process.pid, grace, run_id)
 
-    def _failed(self, pod: PodLaunch, exc: Exception) -> tuple[int, str]:
+        def stop(grace: float) -> None:
+            # The containers of a pod stop together, each getting the whole grace period.
+            stoppers = [
+                threading.Thread(target=process_tree.terminate, args=(c.process.pid, grace, _mark(run_id, c.name)))
+                for c in containers
+            ]
+            for stopper in stoppers:
+                stopper.start()
+            for stopper in stoppers:
+                stopper.join()
+
+        return stop
+
+    def _failed(self, pod: PodLaunch, exc: Exception) -> PodEnd:
         log.exception("running pod %s failed", pod.pod_name)
-        return 128, f"the process executor failed to run the pod: {exc}"
+        return PodEnd(128, f"the process executor failed to run the pod: {exc}")
 
     def _after(self, pod: PodLaunch) -> None:
         with self._lock:
@@ -83,17 +135,17 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         if self._owns_root:
             shutil.rmtree(self.sandbox_root, ignore_errors=True)
 
-    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> tuple[int, str]:
+    def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> PodEnd:
         if not reporter.pending(pod.run_id):
-            return 137, "the pod was stopped before it started"
-        container = pod.container
-        if not container.command and not container.args:
-            error = (
-                f"container {container.name} has no command or args: the process executor cannot run the image's "
-                "own entrypoint; give the command in the pod spec, or use the docker executor"
-            )
-            pod.log.write("stderr", error)
-            return 128, error
+            return PodEnd(137, _STOPPED)
+        for container in [*pod.pod.initContainers, *pod.pod.containers]:
+            if not container.command and not container.args:
+                error = (
+                    f"container {container.name} has no command or args: the process executor cannot run the "
+                    "image's own entrypoint; give the command in the pod spec, or use the docker executor"
+                )
+                pod.log.write("stderr", error)
+                return PodEnd(128, error, (ContainerEnd(container.name, 128, "StartError", error),))
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
@@ -101,64 +153,158 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                 f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
                 f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
             )
+        sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
+        ends: list[ContainerEnd] = []
+        for spec in pod.pod.initContainers:
+            started = self._start(pod, spec, sandbox, state)
+            if started is None:
+                return PodEnd(137, _STOPPED, tuple(ends))
+            (end,) = self._wait_for(pod, [started])
+            ends.append(end)
+            if end.exit_code != 0:
+                return _failed_pod(ends, end, init=True)
+        started_mains = []
+        for spec in pod.pod.containers:
+            started = self._start(pod, spec, sandbox, state)
+            if started is None:
+                self.kill(pod.run_id, 0)
+                break
+            started_mains.append(started)
+        if started_mains and not reporter.running(pod.run_id):
+            self.kill(pod.run_id, 0)
+        main_ends = self._wait_for(pod, started_mains)
+        ends += main_ends
+        if len(started_mains) < len(pod.pod.containers):
+            return PodEnd(137, _STOPPED, tuple(ends))
+        failed = next((end for end in main_ends if end.exit_code != 0), None)
+        return PodEnd(0, "", tuple(ends)) if failed is None else _failed_pod(ends, failed, init=False)
+
+    def _start(self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess) -> Optional[_Container]:
+        """Start one container through the shim; None when the pod was stopped first."""
+        sandbox = pod_sandbox.for_container(spec)
+        env = sandbox.environment(spec, pod)
+        env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
+        limits = container_requests(spec)
+        memory_limit = limits.get("memory", 0) // 1000
+        read_end, write_end = os.pipe()
         try:
-            sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
-            env = sandbox.environment(container, pod.fields)
-            env[process_tree.POD_MARK] = pod.run_id
             with state.lock:
                 if state.killed:
-                    return 137, "the pod was stopped before it started"
-                state.process = subprocess.Popen(
-                    sandbox.argv(container),
-                    cwd=sandbox.working_dir(container),
+                    return None
+                process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        str(_SHIM),
+                        str(write_end),
+                        str(os.getpid()),
+                        str(memory_limit),
+                        self._cpus_for(limits.get("cpu", 0)),
+                        "--",
+                        *sandbox.argv(spec),
+                    ],
+                    cwd=sandbox.working_dir(spec),
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
+                    pass_fds=(write_end,),
                 )
-        except (OSError, ValueError) as exc:
-            pod.log.write("stderr", f"failed to start container {container.name}: {exc}")
-            return 128, f"failed to start container {container.name}: {exc}"
-        process = state.process
-        if not reporter.running(pod.run_id):
-            self.kill(pod.run_id, 0)
-        _pump_output(process, pod.log, pod.run_id)
-        code = process.wait()
-        process_tree.terminate(process.pid, 0, pod.run_id)  # what it left behind ends with the pod
-        exit_code = code if code >= 0 else 128 - code
-        if exit_code == 0:
-            return 0, ""
-        return exit_code, pod.log.stderr_tail() or f"container {container.name} exited with code {exit_code}"
+                container = _Container(spec.name, process, read_end, memory_limit)
+                state.containers.append(container)
+                return container
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+
+    def _cpus_for(self, cpu_milli: int) -> str:
+        """The CPUs a container with this cpu limit is pinned to (its limit rounded up), "-" for no pinning."""
+        available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        wanted = -(-cpu_milli // 1000)
+        if not available or wanted <= 0 or wanted >= len(available):
+            return "-"
+        offset = next(self._cpu_offsets)
+        return ",".join(str(available[(offset + i) % len(available)]) for i in range(wanted))
+
+    def _wait_for(self, pod: PodLaunch, containers: list[_Container]) -> list[ContainerEnd]:
+        """Copy the containers' output into the pod's log until all have ended; how each ended."""
+        _pump_output(containers, pod.log)
+        ends = []
+        for container in containers:
+            code = container.process.wait()
+            process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
+            ends.append(_container_end(container, code))
+        return ends
 
 
-def _pump_output(process: subprocess.Popen, log: PodLog, mark: str) -> None:
-    """Copy the pod's stdout and stderr into its log line by line until both close.
+def _mark(run_id: str, container: str) -> str:
+    return f"{run_id}/{container}"
 
-    When the main process exits, the pod is over: whatever it left running (found by the pod's
-    `mark`, too) is ended, as Kubernetes does when a container's main process exits.
+
+def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
+    """What the shim reported, or (when the shim itself was killed) its own exit."""
+    try:
+        report = os.read(container.status, 64).decode().split()
+    except OSError:
+        report = []
+    finally:
+        os.close(container.status)
+    if len(report) == 2 and report[0].lstrip("-").isdigit():
+        code, reason = int(report[0]), report[1]
+    else:
+        code = shim_code if shim_code >= 0 else 128 - shim_code
+        reason = "Completed" if code == 0 else "Error"
+    if reason == "OOMKilled":
+        message = f"the container's processes went over its memory limit ({container.memory_limit} bytes)"
+    elif code != 0:
+        message = "\n".join(container.stderr) or f"container {container.name} exited with code {code}"
+    else:
+        message = ""
+    return ContainerEnd(container.name, code, reason, message)
+
+
+def _failed_pod(ends: list[ContainerEnd], failed: ContainerEnd, init: bool) -> PodEnd:
+    kind = "init container" if init else "container"
+    if failed.reason == "OOMKilled":
+        error = f"{kind} {failed.name} was OOMKilled: {failed.message}"
+    else:
+        error = failed.message
+    return PodEnd(failed.exit_code, error, tuple(ends))
+
+
+def _pump_output(containers: list[_Container], log: PodLog) -> None:
+    """Copy every container's stdout and stderr into the pod's log line by line until all close.
+
+    The shim ends whatever a container left running when its main process exits, so the pipes
+    close then; a process that escaped it gets a short drain and is left behind.
     """
-    streams: dict[int, tuple[str, IO[bytes]]] = {}
+    streams: dict[int, tuple[str, IO[bytes], _Container]] = {}
     selector = selectors.DefaultSelector()
-    for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
-        assert pipe is not None
-        selector.register(pipe, selectors.EVENT_READ)
-        streams[pipe.fileno()] = (name, pipe)
+    for container in containers:
+        for name, pipe in (("stdout", container.process.stdout), ("stderr", container.process.stderr)):
+            assert pipe is not None
+            selector.register(pipe, selectors.EVENT_READ)
+            streams[pipe.fileno()] = (name, pipe, container)
     drain_deadline: Optional[float] = None
     while selector.get_map():
         for key, _ in selector.select(timeout=0.1):
-            name, pipe = streams[key.fd]
+            name, pipe, container = streams[key.fd]
             data = os.read(key.fd, 65536)
             if not data:
                 selector.unregister(pipe)
                 continue
             log.feed(name, data)
-        if drain_deadline is None and process.poll() is not None:
-            process_tree.terminate(process.pid, 0, mark)
+            if name == "stderr":
+                container.stderr.extend(line for line in data.decode(errors="replace").splitlines() if line)
+        if drain_deadline is None and all(c.process.poll() is not None for c in containers):
             drain_deadline = time.monotonic() + _DRAIN_AFTER_EXIT_SECONDS
         if drain_deadline is not None and time.monotonic() > drain_deadline:
             break
     log.flush()
     selector.close()
-    for _, pipe in streams.values():
+    for _, pipe, _ in streams.values():
         pipe.close()

@@ -3,19 +3,26 @@
 Inside a container, paths such as /opt/flyte/ belong to that pod alone. Run as a local process,
 those paths are mapped into the pod's sandbox folder wherever they appear in its arguments,
 environment and working directory, so two pods never share them and nothing is written outside
-the sandbox. HOME and TMPDIR point into the sandbox too.
+the sandbox. HOME and TMPDIR point into the sandbox too. A container's volume mounts are private
+paths as well: each volume is a folder of the sandbox (`volumes/<name>`), so containers of one
+pod that mount the same volume share it, as they would an emptyDir. Every mapped path is
+normalised first, so `..` never climbs out of the sandbox.
+
+The sandbox keeps the server's own paths apart from the pod's; it is not a security boundary
+against code that opens host paths on purpose (use the docker executor for that).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import posixpath
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from armada_flyte.embedded.executors.base import container_env
+from armada_flyte.embedded.executors.base import PodLaunch, container_env
 
 DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte",)
 """Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/."""
@@ -28,13 +35,27 @@ _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 class Sandbox:
     root: pathlib.Path
     private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES
+    mounts: tuple[tuple[str, str], ...] = field(default=())
+    """(mount path, folder inside the sandbox) of the container's volume mounts, longest mount path first."""
 
     @classmethod
     def create(cls, root: pathlib.Path, private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES) -> Sandbox:
-        sandbox = cls(root.resolve(), tuple(p.rstrip("/") for p in private_prefixes))
+        sandbox = cls(root.resolve(), tuple(_clean(p) for p in private_prefixes))
         for folder in (sandbox.home, sandbox.tmp, *(sandbox.inside(p) for p in sandbox.private_prefixes)):
             folder.mkdir(parents=True, exist_ok=True)
         return sandbox
+
+    def for_container(self, container: Any) -> Sandbox:
+        """This sandbox as `container` sees it: its volume mounts mapped to the pod's volume folders."""
+        mounts = []
+        for mount in container.volumeMounts:
+            folder = _clean(
+                posixpath.join("/volumes", _clean(mount.name).lstrip("/"), _clean(mount.subPath).lstrip("/"))
+            )
+            self.inside(folder).mkdir(parents=True, exist_ok=True)
+            mounts.append((_clean(mount.mountPath), folder))
+        mounts.sort(key=lambda m: len(m[0]), reverse=True)
+        return replace(self, mounts=tuple(mounts))
 
     @property
     def home(self) -> pathlib.Path:
@@ -45,14 +66,24 @@ class Sandbox:
         return self.root / "tmp"
 
     def inside(self, path: str) -> pathlib.Path:
-        """Where the pod's absolute (or working-directory-relative) `path` lives in the sandbox."""
+        """Where the pod's absolute (or working-directory-relative) `path` lives in the sandbox; `..` stops at
+        the sandbox's root."""
+        path = _clean(path)
+        for mount_path, folder in self.mounts:
+            if path == mount_path or path.startswith(mount_path.rstrip("/") + "/"):
+                path = _clean(folder + "/" + path[len(mount_path) :])
+                break
         return self.root / path.lstrip("/")
 
     def map_paths(self, text: str) -> str:
         """`text` with every private path (as a whole path, also after `=` or `file://`) moved into the sandbox."""
-        for prefix in self.private_prefixes:
-            text = _prefix_pattern(prefix).sub(lambda m: str(self.inside(m.group(0))), text)
+        for prefix in dict.fromkeys([*(m for m, _ in self.mounts), *self.private_prefixes]):
+            text = _prefix_pattern(prefix).sub(lambda m: self._mapped(m.group(0)), text)
         return text
+
+    def _mapped(self, path: str) -> str:
+        mapped = str(self.inside(path))
+        return mapped + "/" if path.endswith("/") and not mapped.endswith("/") else mapped
 
     def argv(self, container: Any) -> list[str]:
         """Kubernetes runs `command` followed by `args`; with the image's entrypoint gone, both come from the pod."""
@@ -64,9 +95,9 @@ class Sandbox:
         return folder
 
     def environment(
-        self, container: Any, fields: Mapping[str, str], host_env: Mapping[str, str] | None = None
+        self, container: Any, launch: PodLaunch, host_env: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        """The pod's env with private paths mapped, `fieldRef`s resolved from `fields`, and local essentials.
+        """The pod's env with private paths mapped, `fieldRef`s resolved from the pod, and local essentials.
 
         PATH keeps the pod's value (or the host's) behind the directory of this Python, so tools
         installed beside it (Flyte's `a0`) are found as they would be in the task image.
@@ -75,13 +106,21 @@ class Sandbox:
         env = {name: host_env[name] for name in _HOST_VARIABLES if name in host_env}
         env["PATH"] = host_env.get("PATH", os.defpath)
         env["PYTHONUNBUFFERED"] = "1"
-        env["HOSTNAME"] = fields.get("metadata.name", "")
-        env.update(container_env(container, dict(fields), self.map_paths))
+        env["HOSTNAME"] = launch.pod_name
+        env.update(container_env(container, launch, self.map_paths))
         env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env["PATH"]])
         env["HOME"] = str(self.home)
         env["TMPDIR"] = str(self.tmp)
         return env
 
 
+def _clean(path: str) -> str:
+    """`path` made absolute and normalised, so `..` can't climb above `/` (the sandbox's root)."""
+    cleaned = posixpath.normpath("/" + path)
+    return "/" + cleaned.lstrip("/")
+
+
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.-])" + re.escape(prefix) + r"(?=/|$|[\s:;,='\"])")
+    """A whole path under `prefix`, up to the next separator (so `..` in its rest is seen, and normalised)."""
+    prefix = prefix.rstrip("/") or "/"
+    return re.compile(r"(?<![\w.-])" + re.escape(prefix) + r"""(?:/[^\s:;,='"]*)?(?=$|[\s:;,='"])""")
