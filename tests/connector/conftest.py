@@ -21,3 +21,30 @@ def connector(armada):
 
     armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", ack_timeout_seconds=30)
     return ArmadaConnector()
+
+
+@pytest.fixture(scope="module")
+def blob():
+    from armada_flyte.local.stack import LocalBlobServer
+
+    store = LocalBlobServer().start()
+    yield store
+    store.stop()
+
+
+@pytest.fixture
+def c0(armada, blob, tmp_path):
+    """A real `c0` process serving the connector, against the embedded Armada and the blob store."""
+    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+
+    from support.c0_service import running_c0
+
+    env = {
+        "ARMADA_URL": armada.url,
+        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
+        "FLYTE_BLOB_ENDPOINT": blob.endpoint,
+        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
+        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+    }
+    with running_c0(env, tmp_path / "c0.log") as stub:
+        yield stub

@@ -15,7 +15,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import ARMADA_TASKS, free_port, running_c0
 from support.service_links import service_link_env
 
 ARMADA = ARMADA_TASKS
@@ -24,30 +24,6 @@ ARMADA = ARMADA_TASKS
 def test_entry_point_names_the_connector_module():
     (entry,) = [e for e in entry_points(group="flyte.connectors") if e.name == "armada"]
     assert entry.value == "armada_flyte.connector.service"
-
-
-@pytest.fixture(scope="module")
-def blob():
-    from armada_flyte.local.stack import LocalBlobServer
-
-    store = LocalBlobServer().start()
-    yield store
-    store.stop()
-
-
-@pytest.fixture
-def c0(armada, blob, tmp_path):
-    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
-
-    env = {
-        "ARMADA_URL": armada.url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": blob.endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-    }
-    with running_c0(env, tmp_path / "c0.log") as stub:
-        yield stub
 
 
 def test_c0_starts_beside_the_shipped_service_with_service_links_on(armada, blob, tmp_path):
@@ -92,14 +68,30 @@ def test_c0_creates_polls_and_deletes_armada_jobs(c0):
     c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30)
 
 
-def test_c0_passes_armadas_refusal_back_to_the_backend(c0):
+def test_c0_reports_armadas_refusal_to_the_backend_as_a_permanent_failure(c0):
+    # Flyte's webapi launcher.go turns every CreateTask error into a retryable failure, whatever
+    # its gRPC code, so a refusal no retry can fix comes back from the first GetTask as FAILED.
     request = connector_pb2.CreateTaskRequest(
         template=python_template("pass", ArmadaConfig(architecture="arm64", queue="missing")),
         output_prefix="s3://bucket/raw",
     )
-    with pytest.raises(grpc.RpcError) as info:
-        c0.CreateTask(request, timeout=30)
-    assert "missing" in info.value.details()
+    meta = c0.CreateTask(request, timeout=30).resource_meta
+    resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30).resource
+    assert resource.phase == TaskExecution.FAILED
+    assert 'could not find queue "missing"' in resource.message
+    assert resource.custom_info["error"]["code"] == "SubmissionRefused"
+    assert resource.custom_info["error"]["recoverable"] is False
+    # Nothing was submitted, so the backend's abort has nothing to cancel.
+    c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30)
+
+
+def test_c0_still_raises_a_transient_create_error_so_the_backend_retries_it(tmp_path):
+    unreachable = f"127.0.0.1:{free_port()}"
+    with running_c0({"ARMADA_URL": unreachable, "ARMADA_FLYTE_GRPC_RETRIES": "0"}, tmp_path / "c0.log") as stub:
+        request = connector_pb2.CreateTaskRequest(template=python_template("pass"), output_prefix="s3://bucket/raw")
+        with pytest.raises(grpc.RpcError) as info:
+            stub.CreateTask(request, timeout=60)
+    assert "unavailable" in info.value.details()
 
 
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0.

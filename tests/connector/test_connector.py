@@ -74,7 +74,7 @@ def test_architecture_not_offered_fails_before_any_job(armada, tmp_path):
     connector = ArmadaConnector()
     with pytest.raises(ArchitectureNotOffered) as info:
         run(
-            connector.create(
+            connector.submit(
                 python_template("pass", ArmadaConfig(architecture="arm64", job_set_id="never")), "s3://b/raw"
             )
         )
@@ -103,7 +103,7 @@ def test_missing_toleration_is_rejected_with_the_taint_reason(armada, tmp_path):
 
 def test_unknown_queue_is_refused_with_the_fix(connector):
     with pytest.raises(SubmissionRefused) as info:
-        run(connector.create(python_template("pass", ArmadaConfig(queue="nope")), "s3://b/raw"))
+        run(connector.submit(python_template("pass", ArmadaConfig(queue="nope")), "s3://b/raw"))
     assert 'could not find queue "nope"' in str(info.value)
     assert "armadactl create queue" in str(info.value)
 
@@ -112,7 +112,7 @@ def test_missing_memory_is_refused_before_submitting(connector):
     template = python_template("pass")
     del template.container.resources.limits[1]
     with pytest.raises(armada_flyte.InvalidConfig, match="resources.memory"):
-        run(connector.create(template, "s3://b/raw"))
+        run(connector.submit(template, "s3://b/raw"))
 
 
 def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path):
@@ -169,7 +169,7 @@ def test_gang_members_asking_for_different_architectures_fail_at_create(connecto
         )
         try:
             with pytest.raises(ArchitectureConflict) as info:
-                await connector.create(
+                await connector.submit(
                     python_template("pass", other),
                     "s3://b/raw",
                     task_execution_metadata=execution_metadata(run="gang-run", action="m2"),
@@ -186,7 +186,7 @@ def test_a_refused_gang_member_leaves_no_claim_behind(connector):
     async def scenario():
         refused = ArmadaConfig(queue="nope", gang_id="g2", gang_cardinality=2, architecture="arm64")
         with pytest.raises(SubmissionRefused):
-            await connector.create(
+            await connector.submit(
                 python_template("pass", refused),
                 "s3://b/raw",
                 task_execution_metadata=execution_metadata(run="g2run", action="m1"),

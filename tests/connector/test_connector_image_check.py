@@ -48,7 +48,7 @@ def connector_for(armada, **settings):
 def test_arm64_task_on_an_amd64_only_image_is_refused_before_submitting(armada, images):
     connector = connector_for(armada)
     with pytest.raises(ImagePlatformMismatch) as info:
-        asyncio.run(connector.create(template(images.amd64_only, "arm64", job_set_id="refused"), "s3://b/raw"))
+        asyncio.run(connector.submit(template(images.amd64_only, "arm64", job_set_id="refused"), "s3://b/raw"))
     assert not armada.plane.events.exists("flyte", "refused"), "a job was submitted"
     message = str(info.value)
     assert "demo.train" in message and images.amd64_only in message and "linux/amd64" in message

@@ -40,6 +40,8 @@ class RunDetails:
     state: str
     finished_at: float
     """When the run ended, seconds since the epoch (0: not ended, or not reported)."""
+    started_at: float = 0.0
+    """When its container started (else when its pod was pending or leased); 0: not reported."""
 
 
 class ArmadaApi:
@@ -161,10 +163,11 @@ class ArmadaApi:
                 runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
                 if runs:
                     run = runs[-1]
-                    finished = (
-                        run.finished_ts.seconds + run.finished_ts.nanos / 1e9 if run.HasField("finished_ts") else 0.0
+                    finished = _seconds(run, "finished_ts")
+                    started = _seconds(run, "started_ts") or _seconds(run, "pending_ts") or _seconds(run, "leased_ts")
+                    found[job_id] = RunDetails(
+                        run.node, run.cluster, JobState.name_of(details.state), finished, started
                     )
-                    found[job_id] = RunDetails(run.node, run.cluster, JobState.name_of(details.state), finished)
         return found
 
     # ---- Binoculars ----
@@ -233,6 +236,14 @@ def open_channel(settings: ConnectorConfig, target: str, *, aio: bool) -> Any:
     return api.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
 
 
+def _seconds(run: Any, name: str) -> float:
+    """A run's timestamp field as seconds since the epoch (0.0 when unset)."""
+    if not run.HasField(name):
+        return 0.0
+    stamp = getattr(run, name)
+    return stamp.seconds + stamp.nanos / 1e9
+
+
 def _chunks(ids: list[str]) -> list[list[str]]:
     return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)] or []
 
@@ -253,6 +264,7 @@ def _item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
         labels=job.labels,
         annotations=job.annotations,
         pod_spec=pod_spec,
+        external_job_uri=job.external_job_uri,
     )
 
 

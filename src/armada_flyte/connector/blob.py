@@ -46,14 +46,21 @@ class BlobSettings:
 
 @dataclass(frozen=True)
 class TaskError:
-    """What a0 recorded: the user's exception type name (`code`), its message, and its kind."""
+    """What a0 recorded: the user's exception type name (`code`), its message, its kind (`user`,
+    `system` or `unknown`), and whether a retry can help (a0 marks every error recoverable except
+    `flyte.errors.NonRecoverableError`)."""
 
     code: str
     message: str
     kind: str
+    recoverable: bool = False
 
     def describe(self) -> str:
         return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
+
+    def as_info(self) -> dict[str, object]:
+        """The error as the `error` entry of the connector Resource's custom_info."""
+        return {"code": self.code, "kind": self.kind.upper(), "recoverable": self.recoverable, "message": self.message}
 
 
 class ErrorFileUnreadable(Exception):
@@ -91,9 +98,12 @@ def parse_error_document(data: bytes) -> TaskError:
 
     document = execution_pb2.ErrorDocument()
     document.ParseFromString(data)
-    code = document.error.code
-    kind = {1: "user", 2: "system"}.get(int(document.error.origin), "unknown")
-    return TaskError(code=code or "Error", message=document.error.message, kind=kind)
+    error = document.error
+    kind = {execution_pb2.ExecutionError.USER: "user", execution_pb2.ExecutionError.SYSTEM: "system"}.get(
+        error.origin, "unknown"
+    )
+    recoverable = error.kind == execution_pb2.ContainerError.RECOVERABLE
+    return TaskError(code=error.code or "Error", message=error.message, kind=kind, recoverable=recoverable)
 
 
 async def _read_s3(path: str, blob: BlobSettings) -> Optional[bytes]:

@@ -8,6 +8,7 @@ leaves in the args, gives the pod the blob-store settings a0 needs, and adds the
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -34,6 +35,11 @@ ANNOTATION_ARCH_SOURCE = "armada-flyte.io/architecture-source"
 ANNOTATION_NODE_GROUP = "armada-flyte.io/node-group"
 ANNOTATION_OUTPUTS = "armada-flyte.io/outputs-path"
 ANNOTATION_TASK = "armada-flyte.io/task"
+
+ATTEMPT_ENV = "FLYTE_ATTEMPT_NUMBER"
+ANNOTATION_EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
+"""Armada's legacy spelling of `external_job_uri`, which Armada's Airflow operator sets; kept
+beside the field so the URI shows in the job's annotations (GetJobDetails, Lookout) too."""
 
 # FLYTE_STORAGE_RETRIES must never reach a pod (it breaks obstore).
 _FORBIDDEN_POD_ENV = ("FLYTE_STORAGE_RETRIES",)
@@ -70,6 +76,14 @@ class RunIdentity:
             task=task_name or tid.task_id.name,
         )
 
+    def external_job_uri(self) -> str:
+        """`flyte://org/project/domain/run/action/attempt`: finds the job from Flyte's identity
+        (Armada's GetJobStatusUsingExternalJobUri); empty when the run is not known."""
+        if not self.run:
+            return ""
+        parts = (self.org or DEFAULT_ORG, self.project, self.domain, self.run, self.action, str(self.attempt))
+        return "flyte://" + "/".join(parts)
+
     def client_id(self, outputs_path: str) -> str:
         """Deterministic Armada client_id (<= 100 chars): a retried CreateTask reattaches, never resubmits."""
         key = "|".join([self.org, self.project, self.domain, self.run, self.action, str(self.attempt), outputs_path])
@@ -89,6 +103,7 @@ class JobRequest:
     outputs_path: str
     gang_id: Optional[str] = None
     extra: dict[str, Any] = field(default_factory=dict)
+    external_job_uri: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,10 @@ class TemplatePod:
     labels: dict[str, str]
     annotations: dict[str, str]
     from_pod_template: bool
+    timeout_seconds: float = 0.0
+    """The task's `timeout` (Flyte's max_runtime: per attempt, while running); 0: none."""
+    queued_timeout_seconds: float = 0.0
+    """`flyte.Timeout(max_queued_time=...)` (TaskMetadata.timeouts.queued_timeout); 0: none."""
 
     @property
     def image(self) -> str:
@@ -109,6 +128,11 @@ class TemplatePod:
     @classmethod
     def of(cls, task_template: Any) -> TemplatePod:
         """Read a TaskTemplate's `k8s_pod` (a task with a pod template) or its `container`."""
+        task_metadata = task_template.metadata
+        timeouts = (
+            _duration(task_metadata, "timeout"),
+            _duration(task_metadata.timeouts, "queued_timeout") if task_metadata.HasField("timeouts") else 0.0,
+        )
         if task_template.HasField("k8s_pod"):
             pod = json_format.MessageToDict(task_template.k8s_pod.pod_spec)
             primary_name = task_template.k8s_pod.primary_container_name or dict(task_template.config).get(
@@ -127,7 +151,7 @@ class TemplatePod:
                     "an Armada job runs one container per task; remove the sidecars",
                 )
             metadata = task_template.k8s_pod.metadata
-            return cls(pod, primary, dict(metadata.labels), dict(metadata.annotations), True)
+            return cls(pod, primary, dict(metadata.labels), dict(metadata.annotations), True, *timeouts)
         if not task_template.HasField("container") or not task_template.container.image:
             raise InvalidConfig(
                 "task_template.container.image",
@@ -135,7 +159,15 @@ class TemplatePod:
                 "the task has no container image; set image= on the TaskEnvironment",
             )
         container = json_format.MessageToDict(task_template.container, preserving_proto_field_name=True)
-        return cls({}, container, {}, {}, False)
+        return cls({}, container, {}, {}, False, *timeouts)
+
+
+def _duration(message: Any, name: str) -> float:
+    """A protobuf Duration field in seconds; 0.0 when unset."""
+    if not message.HasField(name):
+        return 0.0
+    value = getattr(message, name)
+    return value.seconds + value.nanos / 1e9
 
 
 def runtime_args(args: list[str], identity: RunIdentity, output_prefix: str) -> list[str]:
@@ -231,6 +263,8 @@ def build_job_request(
     out_path = outputs_path(args)
     env = [_env_entry(e) for e in container.get("env") or []]
     env += [{"name": name, "value": value} for name, value in (extra_env or {}).items()]
+    # What Flyte's pod plugin gives every pod; flyte.ctx().attempt_number reads it.
+    env = [e for e in env if e["name"] != ATTEMPT_ENV] + [{"name": ATTEMPT_ENV, "value": str(identity.attempt)}]
     blob_env = blob_store.pod_env()
     overridden = {e["name"] for e in blob_env} | set(_FORBIDDEN_POD_ENV)
     env = [e for e in env if e["name"] not in overridden] + blob_env
@@ -251,6 +285,11 @@ def build_job_request(
     pod_spec = {k: v for k, v in template.pod_spec.items() if k != "containers"}
     pod_spec["containers"] = [pod_container]
     pod_spec["restartPolicy"] = "Never"
+    if template.timeout_seconds > 0:
+        # Kubernetes ends the pod at the task's timeout even when no connector polls; the
+        # connector also fails the attempt once its run is over the limit.
+        limit = max(1, math.ceil(template.timeout_seconds))
+        pod_spec["activeDeadlineSeconds"] = min(limit, int(pod_spec.get("activeDeadlineSeconds") or limit))
     pod_spec = placement.apply_to(pod_spec)
 
     labels = {k: label_value(v) for k, v in template.labels.items()}
@@ -268,6 +307,9 @@ def build_job_request(
     annotations[ANNOTATION_OUTPUTS] = out_path
     if identity.task:
         annotations[ANNOTATION_TASK] = identity.task
+    external_job_uri = identity.external_job_uri()
+    if external_job_uri:
+        annotations[ANNOTATION_EXTERNAL_JOB_URI] = external_job_uri
     if placement.architecture is not None:
         labels[LABEL_ARCH] = placement.architecture.value
         annotations[ANNOTATION_NODE_GROUP] = placement.node_group or ""
@@ -290,4 +332,5 @@ def build_job_request(
         client_id=identity.client_id(out_path or output_prefix),
         outputs_path=out_path,
         gang_id=gang_id,
+        external_job_uri=external_job_uri,
     )

@@ -7,9 +7,10 @@ in-process by local runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, ResourceMeta
@@ -27,19 +28,44 @@ from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
 from armada_flyte.connector.settings import ConnectorConfig
-from armada_flyte.errors import ArmadaFlyteError
+from armada_flyte.errors import (
+    ArchitectureConflict,
+    ArchitectureNotOffered,
+    ArmadaFlyteError,
+    ImagePlatformMismatch,
+    InvalidConfig,
+    SubmissionRefused,
+)
 from armada_flyte.spec import TASK_TYPE
 
 log = logging.getLogger(__name__)
 
+PERMANENT_CREATE_ERRORS = (
+    InvalidConfig,
+    ArchitectureNotOffered,
+    ArchitectureConflict,
+    ImagePlatformMismatch,
+    SubmissionRefused,
+)
+"""Create errors no retry can fix. Through `c0` any create error reaches the backend as a
+retryable failure (Flyte's webapi `launcher.go` retries every CreateTask error, whatever its gRPC
+code), so `create` turns these into metadata whose first `get` reports a permanent FAILED."""
+
+QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED})
+
 
 @dataclass
 class ArmadaJobMetadata(ResourceMeta):
-    """What Flyte persists for one Armada job and hands back on every get/delete."""
+    """What Flyte persists for one Armada job and hands back on every get/delete.
 
-    job_id: str
-    job_set_id: str
-    queue: str
+    Every field has a default and `decode` is lenient, so replicas of different versions read
+    each other's metadata during a rolling upgrade or rollback (new fields: defaults; fields a
+    newer connector added: ignored). Add fields with defaults; never rename or retype one.
+    """
+
+    job_id: str = ""
+    job_set_id: str = ""
+    queue: str = ""
     namespace: str = "default"
     outputs_path: str = ""
     architecture: str = ""
@@ -47,6 +73,49 @@ class ArmadaJobMetadata(ResourceMeta):
     node_group: str = ""
     submitted_at: float = 0.0
     task: str = ""
+    timeout_seconds: float = 0.0
+    """The task's `timeout` (Flyte's max_runtime, per attempt; 0: none), counted from the run's start."""
+    queued_timeout_seconds: float = 0.0
+    """How long the job may wait to start, counted from submission: `flyte.Timeout(max_queued_time=)`,
+    else the task's `timeout`, so no job waits in the queue forever when a timeout is set."""
+    gang_id: str = ""
+    gang_cardinality: int = 0
+    refusal_code: str = ""
+    """Set when create refused the task for good (no job was submitted): the error's type name."""
+    refusal: str = ""
+
+    @classmethod
+    def decode(cls, data: bytes) -> ArmadaJobMetadata:
+        """Read metadata written by any connector version: unknown keys are ignored, missing
+        ones take their defaults, and a value of the wrong type falls back to the default."""
+        try:
+            raw = json.loads(data.decode("utf-8")) if data else {}
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InvalidConfig(
+                "resource_meta", data[:80], f"it is not the JSON the armada connector writes ({exc})"
+            ) from None
+        if not isinstance(raw, dict):
+            raise InvalidConfig("resource_meta", raw, "the armada connector writes a JSON object")
+        values = {}
+        for known in fields(cls):
+            if known.name in raw:
+                values[known.name] = _coerced(raw[known.name], known.default)
+        ignored = sorted(set(raw) - {f.name for f in fields(cls)})
+        if ignored:
+            log.debug("job %s: ignoring metadata fields of another connector version: %s", raw.get("job_id"), ignored)
+        return cls(**values)
+
+
+def _coerced(value: Any, default: Any) -> Any:
+    """`value` as the type of `default` (metadata holds only str, int and float fields)."""
+    if isinstance(default, bool) or not isinstance(default, (str, int, float)):
+        return value
+    if isinstance(value, type(default)) and not isinstance(value, bool):
+        return value
+    try:
+        return type(default)(value)
+    except (TypeError, ValueError):
+        return default
 
 
 @dataclass(frozen=True)
@@ -106,6 +175,26 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         task_execution_metadata: Any = None,
         **kwargs: Any,
     ) -> ArmadaJobMetadata:
+        """Flyte's create (what `c0` calls): `submit`, with refusals no retry can fix returned as
+        metadata that `get` reports as a permanent failure, since the backend retries every
+        CreateTask error (see PERMANENT_CREATE_ERRORS). Transient errors still raise."""
+        try:
+            return await self.submit(task_template, output_prefix, inputs, task_execution_metadata)
+        except PERMANENT_CREATE_ERRORS as exc:
+            task = task_template.id.name
+            log.warning("refused %s for good, without submitting: %s: %s", task, type(exc).__name__, exc)
+            return ArmadaJobMetadata(
+                task=task, submitted_at=time.time(), refusal_code=type(exc).__name__, refusal=str(exc)[:4000]
+            )
+
+    async def submit(
+        self,
+        task_template: Any,
+        output_prefix: str,
+        inputs: Optional[dict[str, Any]] = None,
+        task_execution_metadata: Any = None,
+    ) -> ArmadaJobMetadata:
+        """Plan and submit the task's job; every refusal raises its typed error (local runs)."""
         settings, api = await self._context()
         identity = _identity(task_template, task_execution_metadata)
         extra_env = dict(task_execution_metadata.environment_variables) if task_execution_metadata else None
@@ -138,6 +227,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             node_group=plan.placement.node_group or "",
             submitted_at=time.time(),
             task=identity.task,
+            timeout_seconds=plan.template.timeout_seconds,
+            queued_timeout_seconds=plan.template.queued_timeout_seconds or plan.template.timeout_seconds,
+            gang_id=job.gang_id or "",
+            gang_cardinality=(plan.spec.gang_cardinality or 0) if job.gang_id else 0,
         )
 
     async def _check_image(self, settings: ConnectorConfig, image: str, architecture: Any, task: str) -> None:
@@ -147,10 +240,22 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
         """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
+        if meta.refusal_code or not meta.job_id:
+            return _refused(meta)
         settings, api = await self._context()
         state = await api.status_of(meta.job_id)
         phase = phase_of(state)
-        info = {"armada_state": state_name(state), "architecture": meta.architecture, "node_group": meta.node_group}
+        info: dict[str, Any] = {
+            "armada_state": state_name(state),
+            "architecture": meta.architecture,
+            "node_group": meta.node_group,
+        }
+        if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at):
+            return await self._time_out(api, meta, state, info, meta.queued_timeout_seconds, "waiting to start")
+        if state in (JobState.PENDING, JobState.RUNNING) and meta.timeout_seconds > 0:
+            details = (await api.run_details([meta.job_id])).get(meta.job_id)
+            if details and _over(meta.timeout_seconds, details.started_at):
+                return await self._time_out(api, meta, state, info, meta.timeout_seconds, "running")
         if state == JobState.UNKNOWN:
             waited = time.time() - meta.submitted_at
             if meta.submitted_at and waited > settings.ack_timeout_seconds:
@@ -163,7 +268,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 )
             return JobOutcome(phase, state, f"Armada job {meta.job_id} not visible yet", info=info)
         if state not in TERMINAL_STATES:
-            return JobOutcome(phase, state, f"Armada job {meta.job_id} is {state_name(state)}", info=info)
+            message = f"Armada job {meta.job_id} is {state_name(state)}"
+            if meta.gang_id and state in QUEUED_STATES:
+                message += _gang_wait(meta)
+            return JobOutcome(phase, state, message, info=info)
 
         details = (await api.run_details([meta.job_id])).get(meta.job_id)
         node = details.node if details else ""
@@ -189,16 +297,40 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
         where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
         if task_error is not None:
-            return JobOutcome(TaskExecution.FAILED, state, f"{task_error.describe()} ({where})", task_error, node, info)
+            info["error"] = task_error.as_info()
+            # a0 marks an error recoverable unless the task raised NonRecoverableError: a retryable
+            # failure lets the backend spend the task's `retries=`, as it does for stock pods.
+            phase = TaskExecution.RETRYABLE_FAILED if task_error.recoverable else TaskExecution.FAILED
+            kind = task_error.kind.upper()
+            message = f"{task_error.describe()} ({kind} error, {where})"
+            return JobOutcome(phase, state, message, task_error, node, info)
         if state == JobState.SUCCEEDED:
             return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded{unread}", None, node, info)
+        if state == JobState.PREEMPTED:
+            message = f"Preempted: Armada {where} was preempted" + (f": {reason}" if reason else "")
+            info["error"] = {"code": "Preempted", "kind": "SYSTEM", "recoverable": True, "message": message}
+            return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", None, node, info)
         label = {
             JobState.REJECTED: "was rejected by Armada",
-            JobState.PREEMPTED: "was preempted",
             JobState.CANCELLED: "was cancelled",
         }.get(state, "failed")
         message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
         return JobOutcome(phase, state, message, None, node, info)
+
+    async def _time_out(
+        self, api: ArmadaApi, meta: ArmadaJobMetadata, state: int, info: dict[str, Any], limit: float, doing: str
+    ) -> JobOutcome:
+        """Cancel a job over its limit and report the attempt as timed out: retryable, as Flyte's
+        per-attempt timeouts are (`retries=` decides whether another attempt runs)."""
+        await api.cancel(meta.queue, meta.job_set_id, meta.job_id, reason="task timeout exceeded")
+        message = (
+            f"TaskTimeout: Armada job {meta.job_id} exceeded the task's timeout of {limit:g}s {doing} "
+            f"(it was {state_name(state)}); the job was cancelled"
+        )
+        if meta.gang_id and state in QUEUED_STATES:
+            message += _gang_wait(meta)
+        info["error"] = {"code": "TaskTimeout", "kind": "USER", "recoverable": True, "message": message}
+        return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, info=info)
 
     async def get(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> Resource:
         outcome = await self.poll(resource_meta)
@@ -211,6 +343,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def delete(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> None:
         """Cancel the job; cancelling a finished or already-cancelled job is a no-op."""
+        if not resource_meta.job_id:  # create refused it: nothing was submitted
+            return
         _, api = await self._context()
         state = (await api.status([resource_meta.job_id]))[resource_meta.job_id]
         if state in TERMINAL_STATES:
@@ -249,6 +383,37 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return []
         uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
         return [TaskLog(uri=uri, name="Armada Lookout")]
+
+
+def _refused(meta: ArmadaJobMetadata) -> JobOutcome:
+    """The answer for metadata of a task create refused for good (or metadata naming no job)."""
+    code = meta.refusal_code or "MissingJobId"
+    message = meta.refusal or "the connector metadata names no Armada job (written by a broken connector?)"
+    info = {
+        "armada_state": "NOT_SUBMITTED",
+        "error": {"code": code, "kind": "USER", "recoverable": False, "message": message},
+    }
+    return JobOutcome(TaskExecution.FAILED, JobState.UNKNOWN, f"{code}: {message}", info=info)
+
+
+def _over(limit: float, since: float) -> bool:
+    """More than `limit` seconds have passed since `since` (either 0: no limit, or not known)."""
+    return limit > 0 and since > 0 and time.time() - since > limit
+
+
+def _gang_wait(meta: ArmadaJobMetadata) -> str:
+    """Why a gang member sits in the queue: Armada starts no member until all are submitted."""
+    waited = time.time() - meta.submitted_at if meta.submitted_at else 0.0
+    bound = (
+        f"it fails once queued for the task's timeout of {meta.queued_timeout_seconds:g}s"
+        if meta.queued_timeout_seconds
+        else "no timeout is set, so it waits until cancelled: set timeout= on the task to bound it"
+    )
+    return (
+        f"; waiting {waited:.0f}s for gang {meta.gang_id}: Armada starts none of its {meta.gang_cardinality} "
+        f"members until all are submitted and fit at once (if fewer than {meta.gang_cardinality} tasks "
+        f"use gang_id, it never starts; {bound})"
+    )
 
 
 def _identity(task_template: Any, metadata: Any) -> RunIdentity:

@@ -67,7 +67,7 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
-    meta = await connector.create(task_template=template, output_prefix=prefix, inputs=kwargs)
+    meta = await connector.submit(task_template=template, output_prefix=prefix, inputs=kwargs)
     inflight.started(connector, meta)
     started = time.monotonic()
     try:

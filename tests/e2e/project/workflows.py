@@ -79,3 +79,12 @@ async def member(rank: int) -> int:
 @driver.task
 async def gang_of_three() -> list[int]:
     return list(await asyncio.gather(*(member(rank=r) for r in range(3))))
+
+
+@default.task(retries=2)
+async def flaky(succeed_on: int) -> int:
+    """Fails with a recoverable error until attempt `succeed_on`; returns the attempt that succeeded."""
+    attempt = flyte.ctx().attempt_number
+    if attempt < succeed_on:
+        raise ConnectionError(f"flaky on attempt {attempt}")
+    return attempt
