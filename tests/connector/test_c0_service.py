@@ -37,7 +37,7 @@ def blob():
 
 @pytest.fixture
 def c0(armada, blob, tmp_path):
-    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
     env = {
         "ARMADA_URL": armada.url,
@@ -45,7 +45,9 @@ def c0(armada, blob, tmp_path):
         "FLYTE_BLOB_ENDPOINT": blob.endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
     }
+    armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub
 

@@ -13,7 +13,7 @@ import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
 from support.c0_service import ARMADA_TASKS, running_c0
 from support.flyte_metadata import execution_metadata
@@ -32,6 +32,7 @@ def c0(stack, tmp_path):
         "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
     }
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 import grpc
 from armada_client.armada import submit_pb2
@@ -20,6 +20,7 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, start_grpc_server
 
 _STOP_GRACE_SECONDS = 1.0
@@ -50,6 +51,9 @@ class EmbeddedArmada:
     an `Executor` object of your own.
     `paused` leaves scheduled jobs LEASED until `resume()`. `visibility_delay` makes a new job
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
+    `secrets` ({name: {key: value}}) and `secrets_file` (Kubernetes Secret manifests) are the
+    cluster's Secrets, which pods' `secretKeyRef`, `envFrom.secretRef` and `secret` volumes read;
+    `add_secret` adds more while it runs.
     """
 
     def __init__(
@@ -63,6 +67,8 @@ class EmbeddedArmada:
         visibility_delay: float = 0.0,
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
+        secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None,
+        secrets_file: str | pathlib.Path | None = None,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -77,6 +83,11 @@ class EmbeddedArmada:
         self._initial_queues = tuple(queues)
         self._paused = paused
         self._visibility_delay = visibility_delay
+        self.secrets = SecretStore()
+        if secrets_file is not None:
+            self.secrets.load_file(secrets_file)
+        for name, data in (secrets or {}).items():
+            self.secrets.put(name, data)
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[grpc.Server] = None
         self.port = 0
@@ -85,7 +96,9 @@ class EmbeddedArmada:
         executor = self._executor
         if isinstance(executor, str):
             executor = make_executor(executor, **self._executor_options)
-        plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
+        plane = ControlPlane(
+            self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused, secrets=self.secrets
+        )
         plane.start()
         try:
             self._server, self.port = start_grpc_server(plane, self.requested_port)
@@ -131,6 +144,11 @@ class EmbeddedArmada:
 
     def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
         self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+
+    def add_secret(self, name: str, data: Mapping[str, str | bytes]) -> None:
+        """Create (or replace) the Kubernetes Secret `name`, visible in every namespace; pods launched
+        from now on read it."""
+        self.secrets.put(name, data)
 
     def pause(self) -> None:
         """Hold new leases: scheduled jobs stay LEASED and nothing starts until `resume()`."""

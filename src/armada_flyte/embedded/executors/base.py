@@ -14,6 +14,7 @@ from typing import Any, Callable, Generic, Optional, Protocol, TypeVar
 
 from armada_flyte.architecture import host_architecture
 from armada_flyte.embedded.logs import PodLog
+from armada_flyte.embedded.secrets import PodSecrets
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class PodLaunch:
     architecture: str
     pod: Any
     log: PodLog
+    secrets: PodSecrets = field(default_factory=PodSecrets)
+    """The pod's Secret references, resolved before launch (a missing one never reaches an executor)."""
 
     @property
     def container(self) -> Any:
@@ -51,12 +54,23 @@ def grace_seconds(pod: Any) -> float:
     return float(seconds) if seconds > 0 else DEFAULT_GRACE_SECONDS
 
 
-def container_env(container: Any, fields: dict[str, str], map_value: Callable[[str], str] = str) -> dict[str, str]:
-    """The container's env vars: literal values through `map_value`, `fieldRef`s from the pod's fields."""
-    env = {}
+def container_env(
+    container: Any,
+    fields: dict[str, str],
+    map_value: Callable[[str], str] = str,
+    secrets: Optional[PodSecrets] = None,
+) -> dict[str, str]:
+    """The container's env vars: literal values through `map_value`, `fieldRef`s from the pod's fields,
+    `envFrom` secrets first and `secretKeyRef`s from the resolved `secrets` (an optional one that
+    was missing stays unset, as in Kubernetes)."""
+    secrets = secrets or PodSecrets()
+    env = dict(secrets.env_from)
     for var in container.env:
         if var.HasField("valueFrom") and var.valueFrom.HasField("fieldRef"):
             env[var.name] = fields.get(var.valueFrom.fieldRef.fieldPath, "")
+        elif var.HasField("valueFrom") and var.valueFrom.HasField("secretKeyRef"):
+            if var.name in secrets.env:
+                env[var.name] = secrets.env[var.name]
         else:
             env[var.name] = map_value(var.value)
     return env

@@ -7,7 +7,9 @@ server and a local blob store on 127.0.0.1 as the process executor's pods do.
 
 from __future__ import annotations
 
+import io
 import logging
+import tarfile
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -24,6 +26,7 @@ from armada_flyte.embedded.executors.base import (
     host_architecture_name,
 )
 from armada_flyte.embedded.requirements import container_requests
+from armada_flyte.embedded.secrets import SecretFile
 from armada_flyte.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
@@ -43,7 +46,7 @@ def container_options(pod: PodLaunch) -> dict[str, Any]:
         "image": container.image,
         "entrypoint": list(container.command) or None,
         "command": list(container.args) or None,
-        "environment": container_env(container, pod.fields),
+        "environment": container_env(container, pod.fields, secrets=pod.secrets),
         "working_dir": container.workingDir or None,
         "platform": f"linux/{pod.architecture}",
         "network_mode": "host",
@@ -147,7 +150,18 @@ class DockerExecutor(PodThreads[_PodContainer]):
         return exit_code, error
 
     def _create(self, pod: PodLaunch) -> Any:
-        """Create the pod's container, pulling its image for the pod's platform when Docker lacks it."""
+        """Create the pod's container (with its secret-volume files in place), pulling its image for the
+        pod's platform when Docker lacks it."""
+        container = self._create_container(pod)
+        if pod.secrets.files:
+            try:
+                container.put_archive("/", secret_files_archive(pod.secrets.files))
+            except BaseException:
+                _remove(container)
+                raise
+        return container
+
+    def _create_container(self, pod: PodLaunch) -> Any:
         options = container_options(pod)
         image, platform = options["image"], options["platform"]
         try:
@@ -196,6 +210,27 @@ class DockerExecutor(PodThreads[_PodContainer]):
             return None
         variant = f"/{attrs['Variant']}" if attrs.get("Variant") else ""
         return f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'unknown')}{variant}"
+
+
+def secret_files_archive(files: tuple[SecretFile, ...]) -> bytes:
+    """A tar of the secret files at their absolute paths (copied in, so a remote daemon works too)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        folders: set[str] = set()
+        for secret_file in files:
+            path = secret_file.path.lstrip("/")
+            parts = path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    folders.add(folder)
+                    info = tarfile.TarInfo(folder)
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    archive.addfile(info)
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(secret_file.data), secret_file.mode & 0o777
+            archive.addfile(info, io.BytesIO(secret_file.data))
+    return buffer.getvalue()
 
 
 def _connect() -> Any:

@@ -22,7 +22,7 @@ from typing import IO, Callable, Optional
 
 from armada_flyte.embedded.executors import process_tree
 from armada_flyte.embedded.executors.base import PodLaunch, PodState, PodThreads, RunReporter, host_architecture_name
-from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox
+from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
 from armada_flyte.embedded.logs import PodLog
 
 log = logging.getLogger(__name__)
@@ -102,8 +102,11 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                 f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
             )
         try:
-            sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
-            env = sandbox.environment(container, pod.fields)
+            # Secret volumes' mount paths belong to the pod too: an env var naming a secret file
+            # (FLYTE_SECRETS_DEFAULT_DIR, a file secret's as_env_var) points into the sandbox.
+            sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
+            place_secret_files(sandbox, pod.secrets.files)
+            env = sandbox.environment(container, pod.fields, secrets=pod.secrets)
             env[process_tree.POD_MARK] = pod.run_id
             with state.lock:
                 if state.killed:

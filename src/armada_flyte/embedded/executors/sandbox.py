@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from armada_flyte.embedded.executors.base import container_env
+from armada_flyte.embedded.secrets import PodSecrets, SecretFile
 
-DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte",)
-"""Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/."""
+DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets")
+"""Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/,
+and Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR)."""
 
 _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 """Host settings a pod inherits so text and time behave as the user expects; nothing else leaks in."""
@@ -64,7 +66,11 @@ class Sandbox:
         return folder
 
     def environment(
-        self, container: Any, fields: Mapping[str, str], host_env: Mapping[str, str] | None = None
+        self,
+        container: Any,
+        fields: Mapping[str, str],
+        host_env: Mapping[str, str] | None = None,
+        secrets: PodSecrets | None = None,
     ) -> dict[str, str]:
         """The pod's env with private paths mapped, `fieldRef`s resolved from `fields`, and local essentials.
 
@@ -76,11 +82,20 @@ class Sandbox:
         env["PATH"] = host_env.get("PATH", os.defpath)
         env["PYTHONUNBUFFERED"] = "1"
         env["HOSTNAME"] = fields.get("metadata.name", "")
-        env.update(container_env(container, dict(fields), self.map_paths))
+        env.update(container_env(container, dict(fields), self.map_paths, secrets))
         env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env["PATH"]])
         env["HOME"] = str(self.home)
         env["TMPDIR"] = str(self.tmp)
         return env
+
+
+def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> None:
+    """Write a pod's secret-volume files where its container sees them: inside its sandbox."""
+    for secret_file in files:
+        target = sandbox.inside(secret_file.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(secret_file.data)
+        target.chmod(secret_file.mode & 0o777)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
