@@ -79,7 +79,7 @@ def test_blob_store_env_is_injected_and_wins_and_its_keys_come_from_a_secret(ser
         ArmadaConfig(),
         env_vars={"FLYTE_AWS_ENDPOINT": "http://in-cluster:9000", "FLYTE_STORAGE_RETRIES": "3", "MINE": "1"},
     )
-    blob = BlobSettings("http://127.0.0.1:9000", "ak", "sk", credentials_secret="blob-keys")
+    blob = BlobSettings("http://127.0.0.1:9000", "access-AK1", "secret-SK1", credentials_secret="blob-keys")
     job = build(serialize(task), blob=blob)
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in job.pod_spec["containers"][0]["env"]}
     assert env["FLYTE_AWS_ENDPOINT"] == "http://127.0.0.1:9000"
@@ -91,7 +91,7 @@ def test_blob_store_env_is_injected_and_wins_and_its_keys_come_from_a_secret(ser
     }
     assert env["MINE"] == "1"
     assert "FLYTE_STORAGE_RETRIES" not in env
-    assert "sk" not in repr(job) and "'ak'" not in repr(job)
+    assert "secret-SK1" not in repr(job) and "access-AK1" not in repr(job)
 
 
 def test_workload_identity_gives_the_pod_the_endpoint_and_no_credentials(serialize):
