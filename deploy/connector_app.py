@@ -34,6 +34,8 @@ SECRETS = {
 }
 """Connector setting (environment variable) -> Flyte secret name, per way of authenticating to Armada."""
 
+JOB_BLOB_SECRET = "armada-flyte-blob-credentials"
+"""The Kubernetes Secret, in every job namespace of every executor cluster, the job pods read their blob keys from."""
 BLOB_SECRETS = {
     "FLYTE_BLOB_ACCESS_KEY": "armada-flyte-blob-access-key",
     "FLYTE_BLOB_SECRET_KEY": "armada-flyte-blob-secret-key",
@@ -64,6 +66,7 @@ def connector_environment(
     preset: Optional[str] = None,
     node_groups: Optional[pathlib.Path] = None,
     blob_endpoint: str = "",
+    blob_credentials_secret: str = JOB_BLOB_SECRET,
     auth: str = "token",
     image: Optional[str] = None,
 ) -> flyte.app.ConnectorEnvironment:
@@ -75,6 +78,11 @@ def connector_environment(
         env_vars["ARMADA_FLYTE_NODE_GROUPS_PRESET"] = preset
     if blob_endpoint:
         env_vars["FLYTE_BLOB_ENDPOINT"] = blob_endpoint
+        # The job pods take their keys from this Kubernetes Secret; empty: their service account.
+        if blob_credentials_secret:
+            env_vars["ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET"] = blob_credentials_secret
+        else:
+            env_vars["ARMADA_FLYTE_BLOB_WORKLOAD_IDENTITY"] = "true"
     secrets = [flyte.Secret(key=key, as_env_var=env) for env, key in {**SECRETS[auth], **BLOB_SECRETS}.items()]
     return flyte.app.ConnectorEnvironment(
         name=NAME,
@@ -98,6 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--blob-endpoint", default="", help="S3 endpoint the job pods reach")
     parser.add_argument(
+        "--blob-credentials-secret",
+        default=JOB_BLOB_SECRET,
+        metavar="NAME",
+        help="Kubernetes Secret in the job namespaces holding the pods' blob keys (deploy/armada/"
+        f"job-blob-credentials.yaml; default {JOB_BLOB_SECRET}); '' for workload identity (no keys in pods)",
+    )
+    parser.add_argument(
         "--auth", choices=sorted(SECRETS), default="token", help="how the connector authenticates to Armada"
     )
     parser.add_argument("--image", help="use this prebuilt connector image instead of building one")
@@ -109,6 +124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         preset=args.preset,
         node_groups=args.node_groups,
         blob_endpoint=args.blob_endpoint,
+        blob_credentials_secret=args.blob_credentials_secret,
         auth=args.auth,
         image=args.image,
     )

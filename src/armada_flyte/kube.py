@@ -70,6 +70,26 @@ def label_value(value: str) -> str:
     return _LABEL_UNSAFE.sub("-", value)[:63].strip("-_.")
 
 
+_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def secret_name_problem(name: str) -> str | None:
+    """Why `name` can't name a Kubernetes Secret (a DNS subdomain), or None if it can."""
+    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return (
+            f"{name!r} must be at most 253 lower-case letters, digits, '-' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+def secret_key_problem(key: str) -> str | None:
+    """Why `key` can't be a key inside a Kubernetes Secret, or None if it can."""
+    if not isinstance(key, str) or len(key) > 253 or not _SECRET_KEY.match(key):
+        return f"{key!r} must be at most 253 letters, digits, '-', '_' or '.'"
+    return None
+
+
 def dns_label_problem(name: str) -> str | None:
     """Why `name` is not a DNS-1123 label (namespaces), or None if it is."""
     if not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.match(name):

@@ -205,3 +205,37 @@ def test_pods_cannot_read_the_servers_environment(tmp_path) -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_secrets_from_flags_and_a_file_are_the_clusters_secrets(tmp_path) -> None:
+    from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+
+    secrets_file = tmp_path / "secrets.yaml"
+    secrets_file.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: from-file}\nstringData: {k: file-value}\n")
+    command = [*CLI, "--port", "0", "--no-blob-store", "--secret", "creds", "api_key=v1", "token=t=2"]
+    process = subprocess.Popen(
+        [*command, "--secret", "other", "x=y", "--secrets-file", str(secrets_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output = Output(process)
+    try:
+        url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+        output.wait_for(r"secrets: creds, from-file, other")
+        check = (
+            "import os, sys; "
+            "sys.exit(0 if (os.environ['A'], os.environ['T'], os.environ['F']) == ('v1', 't=2', 'file-value') else 3)"
+        )
+        spec = pod(python(check))
+        for name, secret, key in (("A", "creds", "api_key"), ("T", "creds", "token"), ("F", "from-file", "k")):
+            selector = core.SecretKeySelector(localObjectReference=core.LocalObjectReference(name=secret), key=key)
+            spec.containers[0].env.append(core.EnvVar(name=name, valueFrom=core.EnvVarSource(secretKeyRef=selector)))
+        channel = grpc.insecure_channel(url)
+        client = ArmadaClient(channel)
+        job_id = submit_one(client, "flyte", "secrets", item(spec))
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=30)
+        channel.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0

@@ -35,7 +35,7 @@ def blob():
 @pytest.fixture
 def c0(armada, blob, tmp_path):
     """A real `c0` process serving the connector, against the embedded Armada and the blob store."""
-    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
     from support.c0_service import running_c0
 
@@ -45,6 +45,8 @@ def c0(armada, blob, tmp_path):
         "FLYTE_BLOB_ENDPOINT": blob.endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
     }
+    armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub

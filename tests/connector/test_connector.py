@@ -341,6 +341,7 @@ def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
             blob_endpoint=unreachable_store,
             blob_access_key="k",
             blob_secret_key="s",
+            blob_workload_identity=True,
             error_read_timeout_seconds=0.5,
             error_read_grace_seconds=grace,
         )

@@ -74,18 +74,32 @@ def test_complete_args_pass_unchanged():
     assert runtime_args(args, RunIdentity(org="x", project="y", domain="z", run="q"), "s3://other") == args
 
 
-def test_blob_store_env_is_injected_and_wins(serialize):
+def test_blob_store_env_is_injected_and_wins_and_its_keys_come_from_a_secret(serialize):
     task = make_task(
         ArmadaConfig(),
         env_vars={"FLYTE_AWS_ENDPOINT": "http://in-cluster:9000", "FLYTE_STORAGE_RETRIES": "3", "MINE": "1"},
     )
-    job = build(serialize(task), blob=BlobSettings("http://127.0.0.1:9000", "ak", "sk"))
-    env = {e["name"]: e["value"] for e in job.pod_spec["containers"][0]["env"]}
+    blob = BlobSettings("http://127.0.0.1:9000", "access-AK1", "secret-SK1", credentials_secret="blob-keys")
+    job = build(serialize(task), blob=blob)
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in job.pod_spec["containers"][0]["env"]}
     assert env["FLYTE_AWS_ENDPOINT"] == "http://127.0.0.1:9000"
-    assert env["FLYTE_AWS_ACCESS_KEY_ID"] == "ak"
-    assert env["FLYTE_AWS_SECRET_ACCESS_KEY"] == "sk"
+    assert env["FLYTE_AWS_ACCESS_KEY_ID"] == {
+        "secretKeyRef": {"localObjectReference": {"name": "blob-keys"}, "key": "access_key_id"}
+    }
+    assert env["FLYTE_AWS_SECRET_ACCESS_KEY"] == {
+        "secretKeyRef": {"localObjectReference": {"name": "blob-keys"}, "key": "secret_access_key"}
+    }
     assert env["MINE"] == "1"
     assert "FLYTE_STORAGE_RETRIES" not in env
+    assert "secret-SK1" not in repr(job) and "access-AK1" not in repr(job)
+
+
+def test_workload_identity_gives_the_pod_the_endpoint_and_no_credentials(serialize):
+    blob = BlobSettings("http://127.0.0.1:9000", "ak", "sk", workload_identity=True)
+    job = build(serialize(make_task(ArmadaConfig())), blob=blob)
+    names = {e["name"] for e in job.pod_spec["containers"][0]["env"]}
+    assert "FLYTE_AWS_ENDPOINT" in names
+    assert not names & {"FLYTE_AWS_ACCESS_KEY_ID", "FLYTE_AWS_SECRET_ACCESS_KEY"}
 
 
 def test_no_blob_endpoint_injects_nothing(serialize):

@@ -10,6 +10,7 @@ def test_reference_design_env_names_still_work(monkeypatch):
     monkeypatch.setenv("FLYTE_BLOB_ENDPOINT", "http://127.0.0.1:9000")
     monkeypatch.setenv("FLYTE_BLOB_ACCESS_KEY", "ak")
     monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "sk")
+    monkeypatch.setenv("ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET", "blob-keys")
     settings = resolve_settings()
     assert settings.armada_url == "127.0.0.1:6000"
     assert settings.blob_endpoint == "http://127.0.0.1:9000"

@@ -202,3 +202,22 @@ def test_a_typo_still_fails_beside_the_injected_variables(manifests, monkeypatch
     monkeypatch.setenv("ARMADA_FLYTE_POLL_INTERVAL", "3")
     with pytest.raises(InvalidConfig, match="ARMADA_FLYTE_CONNECTOR_SERVICE_HOSTS|ARMADA_FLYTE_POLL_INTERVAL"):
         resolve_settings()
+
+
+def test_job_pods_blob_secret_is_shipped_named_by_the_deployment_with_the_keys_the_connector_reads(
+    connector_pod, load_yaml, monkeypatch
+):
+    from armada_flyte.connector.blob import BlobSettings
+    from armada_flyte.connector.settings import resolve_settings
+
+    secret = load_yaml("armada/job-blob-credentials.yaml")
+    env = {e["name"]: e for e in _connector_container(connector_pod)["env"]}
+    assert env["ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET"]["value"] == secret["metadata"]["name"]
+    for name in ("ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET", "FLYTE_BLOB_ENDPOINT"):
+        monkeypatch.setenv(name, env[name]["value"])
+    monkeypatch.setenv("FLYTE_BLOB_ACCESS_KEY", "connector-key")
+    monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "connector-secret")
+    pod_env = BlobSettings.from_settings(resolve_settings()).pod_env()
+    referenced = {e["valueFrom"]["secretKeyRef"]["key"] for e in pod_env if "valueFrom" in e}
+    assert referenced == set(secret["stringData"])
+    assert "connector-secret" not in str(pod_env)

@@ -13,8 +13,9 @@ import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
+from support.backend_templates import registered_template
 from support.c0_service import ARMADA_TASKS, running_c0
 from support.flyte_backend import phases, run_with_retries
 from support.flyte_metadata import execution_metadata
@@ -33,39 +34,10 @@ def c0(stack, tmp_path):
         "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
     }
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub
-
-
-async def registered_template(stack, task, prefix: str):
-    """Serialise `task` as `flyte deploy` would, with its code bundle and inputs in the blob store,
-    and fill the placeholders a backend fills itself (it leaves run and action names to the connector)."""
-    from flyte._internal.runtime.task_serde import get_proto_task
-    from flyte.models import SerializationContext
-
-    from armada_flyte.local.run import upload_code_bundle
-
-    bundle = await upload_code_bundle(PROJECT, prefix, prefix)
-    sctx = SerializationContext(
-        project="proj", domain="dev", org="", version="v1", root_dir=PROJECT, code_bundle=bundle
-    )
-    template = get_proto_task(task, sctx)
-    rendered = []
-    for arg in template.container.args:
-        for placeholder, value in (
-            ("{{.input}}", f"{prefix}/inputs.pb"),
-            ("{{.outputPrefix}}", prefix),
-            ("{{.rawOutputDataPrefix}}", f"{prefix}/raw"),
-            ("{{.checkpointOutputPrefix}}", f"{prefix}/checkpoint"),
-            ("{{.prevCheckpointPrefix}}", ""),
-            ("{{.runStartTime}}", "2026-11-29T00:00:00+00:00"),
-        ):
-            arg = arg.replace(placeholder, value)
-        rendered.append(arg)
-    del template.container.args[:]
-    template.container.args.extend(rendered)
-    return template
 
 
 def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blob_store(stack, c0):
@@ -78,7 +50,7 @@ def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blo
         prefix = f"s3://{stack.bucket}/backend/r1/a1/0"
 
         async def prepare():
-            template = await registered_template(stack, workflows.square, prefix)
+            template = await registered_template(PROJECT, workflows.square, prefix)
             inputs = await convert.convert_from_native_to_inputs(workflows.square.native_interface, x=12)
             await io.upload_inputs(inputs, io.inputs_path(prefix))
             return template
@@ -126,7 +98,7 @@ def test_a_task_with_retries_that_fails_recoverably_twice_is_retried_by_the_back
             prefix = f"s3://{stack.bucket}/backend/rflaky/a1/{attempt}"
 
             async def prepare():
-                template = await registered_template(stack, workflows.flaky, prefix)
+                template = await registered_template(PROJECT, workflows.flaky, prefix)
                 inputs = await convert.convert_from_native_to_inputs(workflows.flaky.native_interface, succeed_on=2)
                 await io.upload_inputs(inputs, io.inputs_path(prefix))
                 return template

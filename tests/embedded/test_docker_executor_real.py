@@ -230,3 +230,19 @@ def test_a_foreign_program_the_host_cannot_run_fails_with_the_binfmt_fix(armada,
     error = client.get_job_errors([job_id]).job_errors[job_id]
     assert error.startswith("exec /bin/busybox: exec format error\n")
     assert f"register QEMU for {FOREIGN_ARCH} in binfmt_misc with the F flag" in error
+
+
+def test_secret_env_and_secret_volume_files_reach_the_container(armada, native_image) -> None:
+    server, client = armada
+    server.add_secret("docker-creds", {"api_key": "dk-value", "token": "dk-token"})
+    spec = busybox_pod(native_image, HOST_ARCH, "sh", "-c", 'echo "$API_KEY"; cat /etc/creds/the-token')
+    reference = core.SecretKeySelector(
+        localObjectReference=core.LocalObjectReference(name="docker-creds"), key="api_key"
+    )
+    spec.containers[0].env.append(core.EnvVar(name="API_KEY", valueFrom=core.EnvVarSource(secretKeyRef=reference)))
+    source = core.SecretVolumeSource(secretName="docker-creds", items=[core.KeyToPath(key="token", path="the-token")])
+    spec.volumes.append(core.Volume(name="creds", volumeSource=core.VolumeSource(secret=source)))
+    spec.containers[0].volumeMounts.append(core.VolumeMount(name="creds", mountPath="/etc/creds", readOnly=True))
+    job_id = submit(client, spec)
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    assert binoculars_lines(server, job_id) == ["dk-value", "dk-token"]

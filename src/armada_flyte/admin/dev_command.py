@@ -35,6 +35,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-blob-store", action="store_true", help="don't start the local S3-compatible blob store")
     parser.add_argument("--blob-port", type=int, default=0, help="blob store port on 127.0.0.1 (default: any free one)")
     parser.add_argument(
+        "--secret",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar=("NAME", "KEY=VALUE"),
+        help="a Kubernetes Secret of the embedded cluster, read by pods' secretKeyRef and secret volumes "
+        "(e.g. task secrets: --secret my-group api_key=...); repeatable",
+    )
+    parser.add_argument(
+        "--secrets-file",
+        metavar="FILE",
+        help="YAML of Kubernetes Secret manifests (kind: Secret, data or stringData) for the embedded cluster",
+    )
+    parser.add_argument(
         "--visibility-delay",
         type=float,
         default=0.0,
@@ -55,7 +69,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.embedded.executors.base import host_architecture_name
+    from armada_flyte.embedded.secrets import parse_secret_argument
     from armada_flyte.local.stack import local_stack
+
+    secrets = dict(parse_secret_argument(name, pairs) for name, *pairs in args.secret)
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -72,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
             auth=tuple(args.auth),
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            secrets=secrets,
+            secrets_file=args.secrets_file,
         ) as stack:
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
@@ -84,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             for line in stack.exports():
                 print(f"  {line}")
             print(f"queue: {args.queue}")
+            print(f"secrets: {', '.join(stack.server.secrets.names()) or '(none)'}")
             print("node groups:")
             for group in stack.server.node_groups:
                 print(f"  {group.describe()}")

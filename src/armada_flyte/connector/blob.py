@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional
 from urllib.parse import urlparse
 
+from armada_flyte.connector.secrets import secret_key_ref
 from armada_flyte.connector.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
@@ -20,18 +21,32 @@ BLOB_ENV = ("FLYTE_AWS_ENDPOINT", "FLYTE_AWS_ACCESS_KEY_ID", "FLYTE_AWS_SECRET_A
 
 @dataclass(frozen=True)
 class BlobSettings:
-    """The S3 endpoint and keys the pod's a0 uses (empty endpoint: inject nothing)."""
+    """The blob store as the pods reach it, and the connector's own keys for reading error.pb.
+
+    The pods never get the keys as values: with `credentials_secret` their env takes the keys from
+    that Kubernetes Secret (in the job's namespace) by `secretKeyRef`; with `workload_identity`
+    they get no credentials at all and the pod's service account grants access. An empty endpoint
+    injects nothing.
+    """
 
     endpoint: str = ""
     access_key: str = ""
-    secret_key: str = ""
+    secret_key: str = field(default="", repr=False)
     region: str = "us-east-1"
+    credentials_secret: str = ""
+    access_key_key: str = "access_key_id"
+    secret_key_key: str = "secret_access_key"
+    workload_identity: bool = False
 
-    def pod_env(self) -> list[dict[str, str]]:
+    def pod_env(self) -> list[dict[str, Any]]:
         if not self.endpoint:
             return []
-        values = (self.endpoint, self.access_key, self.secret_key)
-        return [{"name": name, "value": value} for name, value in zip(BLOB_ENV, values) if value]
+        env: list[dict[str, Any]] = [{"name": BLOB_ENV[0], "value": self.endpoint}]
+        if self.workload_identity or not self.credentials_secret:
+            return env
+        for name, key in zip(BLOB_ENV[1:], (self.access_key_key, self.secret_key_key)):
+            env.append({"name": name, "valueFrom": secret_key_ref(self.credentials_secret, key)})
+        return env
 
     @classmethod
     def from_settings(cls, settings: ConnectorConfig) -> BlobSettings:
@@ -41,6 +56,10 @@ class BlobSettings:
             settings.blob_access_key,
             settings.blob_secret_key.get_secret_value(),
             settings.blob_region,
+            settings.blob_credentials_secret,
+            settings.blob_credentials_access_key_key,
+            settings.blob_credentials_secret_key_key,
+            settings.blob_workload_identity,
         )
 
 

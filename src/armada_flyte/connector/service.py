@@ -199,7 +199,13 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         identity = _identity(task_template, task_execution_metadata)
         extra_env = dict(task_execution_metadata.environment_variables) if task_execution_metadata else None
         plan = plan_job(
-            task_template, self._node_groups, identity, output_prefix, BlobSettings.from_settings(settings), extra_env
+            task_template,
+            self._node_groups,
+            identity,
+            output_prefix,
+            BlobSettings.from_settings(settings),
+            extra_env,
+            secret_env_prefix=settings.secret_env_var_prefix,
         )
         architecture = plan.placement.architecture
         if settings.check_image_platforms and architecture is not None:

@@ -23,6 +23,7 @@ from pydantic_settings import (
 
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.errors import InvalidConfig, invalid_config_from
+from armada_flyte.kube import secret_key_problem, secret_name_problem
 from armada_flyte.spec import PROJECT_ENV_PREFIX, PROJECT_FIELDS
 
 CONFIG_FILE_ENV = "ARMADA_FLYTE_CONFIG_FILE"
@@ -55,9 +56,22 @@ class ConnectorConfig(BaseSettings):
     blob_endpoint: str = Field("", validation_alias=_env("blob_endpoint", "FLYTE_BLOB_ENDPOINT"))
     """S3 endpoint the pods reach; injected into each pod as FLYTE_AWS_ENDPOINT."""
     blob_access_key: str = Field("", validation_alias=_env("blob_access_key", "FLYTE_BLOB_ACCESS_KEY"))
+    """The connector's own access key, for reading error.pb; never given to a pod."""
     blob_secret_key: SecretStr = Field(SecretStr(""), validation_alias=_env("blob_secret_key", "FLYTE_BLOB_SECRET_KEY"))
+    """The connector's own secret key, for reading error.pb; never given to a pod."""
     blob_region: str = "us-east-1"
     """Region of the blob store's bucket (the connector reads error.pb with it)."""
+    blob_credentials_secret: str = ""
+    """Kubernetes Secret, in the job's namespace, holding the pods' blob keys; each pod's
+    FLYTE_AWS_ACCESS_KEY_ID / FLYTE_AWS_SECRET_ACCESS_KEY reference it (`secretKeyRef`)."""
+    blob_credentials_access_key_key: str = "access_key_id"
+    """The key of the access key inside blob_credentials_secret."""
+    blob_credentials_secret_key_key: str = "secret_access_key"
+    """The key of the secret key inside blob_credentials_secret."""
+    blob_workload_identity: bool = False
+    """Pods get no blob credentials at all: their service account grants access (IRSA, GKE Workload Identity)."""
+    secret_env_var_prefix: str = "_UNION_"
+    """Prefix of task secrets' env vars (`<prefix><GROUP>_<KEY>`): your Flyte webhook's secretEnvVarPrefix."""
 
     node_groups_file: Optional[pathlib.Path] = None
     """The platform admin's node-group YAML."""
@@ -103,7 +117,28 @@ class ConnectorConfig(BaseSettings):
             raise ValueError("use auth_token or auth_username/auth_password, not both")
         if self.armada_ca_cert is not None and not self.armada_tls:
             raise ValueError("armada_ca_cert needs armada_tls=true")
+        self._check_pod_blob_credentials()
         return self
+
+    def _check_pod_blob_credentials(self) -> None:
+        """The pods' blob credentials come from a Secret or the service account, never as values."""
+        if self.blob_credentials_secret and self.blob_workload_identity:
+            raise ValueError("set blob_credentials_secret or blob_workload_identity, not both")
+        if self.blob_credentials_secret:
+            problem = secret_name_problem(self.blob_credentials_secret)
+            if problem:
+                raise ValueError(f"blob_credentials_secret names a Kubernetes Secret: {problem}")
+            for key in (self.blob_credentials_access_key_key, self.blob_credentials_secret_key_key):
+                problem = secret_key_problem(key)
+                if problem:
+                    raise ValueError(f"the blob_credentials_*_key settings are keys of a Kubernetes Secret: {problem}")
+        has_keys = bool(self.blob_access_key or self.blob_secret_key.get_secret_value())
+        if self.blob_endpoint and has_keys and not (self.blob_credentials_secret or self.blob_workload_identity):
+            raise ValueError(
+                "blob_access_key/blob_secret_key are the connector's own keys and never go into a job spec; say how "
+                "the pods get theirs: blob_credentials_secret=<a Kubernetes Secret in the job namespace holding "
+                "access_key_id and secret_access_key>, or blob_workload_identity=true (the pod's service account)"
+            )
 
     @classmethod
     def settings_customise_sources(

@@ -8,6 +8,7 @@ reports back through the `RunReporter` methods (`pending`, `running`, `finished`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -27,6 +28,7 @@ from armada_flyte.embedded.queues import QueueRegistry
 from armada_flyte.embedded.refusals import InvalidArgument, QueueNotFound
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.scheduler import Backlog, Scheduler
+from armada_flyte.embedded.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
 
 log = logging.getLogger(__name__)
@@ -41,9 +43,18 @@ GangKey = tuple[str, str, str]
 class ControlPlane:
     """Queues, jobs, runs and their events; the scheduler and the executor do their work through it."""
 
-    def __init__(self, cluster: Cluster, executor: Executor, *, visibility_delay: float = 0.0, paused: bool = False):
+    def __init__(
+        self,
+        cluster: Cluster,
+        executor: Executor,
+        *,
+        visibility_delay: float = 0.0,
+        paused: bool = False,
+        secrets: Optional[SecretStore] = None,
+    ):
         self.cluster = cluster
         self.executor = executor
+        self.secrets = secrets if secrets is not None else SecretStore()
         self.visibility_delay = visibility_delay
         self.events = EventLog()
         self.scheduler = Scheduler(cluster)
@@ -409,7 +420,10 @@ class ControlPlane:
         )
 
     def _launch(self, launches: list[PodLaunch]) -> None:
-        """Hand the pods to the executor; a pod it can't take fails alone, and its node is free again."""
+        """Hand the pods to the executor; a pod it can't take fails alone, and its node is free again.
+
+        The pod's Secret references are resolved first, as the kubelet does before it creates the
+        container; a pod whose Secret is missing never starts."""
         for launch in launches:
             if not self.cluster.has_namespace(launch.namespace):
                 # Armada's executor treats this Kubernetes refusal as fatal: the run fails, no retry
@@ -419,10 +433,51 @@ class ControlPlane:
                 )
                 continue
             try:
-                self.executor.launch(launch, self)
+                resolved = resolve_pod_secrets(launch.pod, self.secrets, launch.namespace)
+            except SecretUnavailable as exc:
+                self._cannot_start(launch, str(exc))
+                continue
+            try:
+                self.executor.launch(dataclasses.replace(launch, secrets=resolved), self)
             except Exception as exc:
                 log.exception("the executor failed to launch pod %s", launch.pod_name)
                 self.finished(launch.run_id, 128, f"executor failed to launch the pod: {exc}")
+
+    def _cannot_start(self, launch: PodLaunch, reason: str) -> None:
+        """The pod was created but its container can't be (a missing Secret): it fails without running.
+
+        Real Armada leaves such a pod waiting, then gives up on it after its pending-pod checks'
+        grace period (executor config `pendingPodChecks`, 5 minutes by default); here it fails at once.
+        """
+        if not self.pending(launch.run_id):
+            return
+        container = launch.container.name
+        error = (
+            f"Unable to start pod.\nContainer {container} is in state Waiting with reason {WAITING_REASON}: {reason}"
+        )
+        launch.log.note(error)
+        with self._lock:
+            run = self._runs.get(launch.run_id)
+            if run is None:
+                return
+            run.finished_at = time.time()
+            run.error = error
+            self._release(run)
+            job = run.job
+            if not job.state.terminal and job.latest_run is run:
+                job.move_to(JobState.FAILED)
+                status = event_pb2.ContainerStatus(
+                    name=container, message=reason, reason=WAITING_REASON, cause=event_pb2.Error
+                )
+                self.events.append(
+                    "failed",
+                    job,
+                    **pod_event_fields(run),
+                    reason=error,
+                    container_statuses=[status],
+                    cause=event_pb2.Error,
+                )
+        self._wake.set()
 
     def _advance(self, run_id: str, state: JobState) -> bool:
         with self._lock:

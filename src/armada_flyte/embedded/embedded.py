@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 import grpc
 from armada_client.armada import submit_pb2
@@ -21,6 +21,7 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, TlsFiles, start_grpc_server
 from armada_flyte.errors import InvalidConfig
 
@@ -54,6 +55,9 @@ class EmbeddedArmada:
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
     `auth` ("basic:USER:PASSWORD", "bearer:TOKEN") requires credentials on every call, as Armada
     does; `tls_cert` and `tls_key` (PEM files) serve TLS instead of plaintext.
+    `secrets` ({name: {key: value}}) and `secrets_file` (Kubernetes Secret manifests) are the
+    cluster's Secrets, which pods' `secretKeyRef`, `envFrom.secretRef` and `secret` volumes read;
+    `add_secret` adds more while it runs.
     """
 
     def __init__(
@@ -70,6 +74,8 @@ class EmbeddedArmada:
         auth: Iterable[str] = (),
         tls_cert: str | pathlib.Path | None = None,
         tls_key: str | pathlib.Path | None = None,
+        secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None,
+        secrets_file: str | pathlib.Path | None = None,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -88,6 +94,11 @@ class EmbeddedArmada:
         if (tls_cert is None) != (tls_key is None):
             raise InvalidConfig("tls_cert", str(tls_cert or tls_key), "give both tls_cert and tls_key, or neither")
         self.tls = TlsFiles(pathlib.Path(tls_cert), pathlib.Path(tls_key)) if tls_cert and tls_key else None
+        self.secrets = SecretStore()
+        if secrets_file is not None:
+            self.secrets.load_file(secrets_file)
+        for name, data in (secrets or {}).items():
+            self.secrets.put(name, data)
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[grpc.Server] = None
         self.port = 0
@@ -96,7 +107,9 @@ class EmbeddedArmada:
         executor = self._executor
         if isinstance(executor, str):
             executor = make_executor(executor, **self._executor_options)
-        plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
+        plane = ControlPlane(
+            self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused, secrets=self.secrets
+        )
         plane.start()
         try:
             self._server, self.port = start_grpc_server(
@@ -144,6 +157,11 @@ class EmbeddedArmada:
 
     def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
         self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+
+    def add_secret(self, name: str, data: Mapping[str, str | bytes]) -> None:
+        """Create (or replace) the Kubernetes Secret `name`, visible in every namespace; pods launched
+        from now on read it."""
+        self.secrets.put(name, data)
 
     def pause(self) -> None:
         """Hold new leases: scheduled jobs stay LEASED and nothing starts until `resume()`."""

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import pathlib
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 from armada_flyte.connector import settings as connector_settings
 
@@ -19,6 +19,8 @@ BUCKET = "flyte"
 ACCESS_KEY = "armada-flyte-local"
 SECRET_KEY = "armada-flyte-local-secret"
 REGION = "us-east-1"
+BLOB_CREDENTIALS_SECRET = "armada-flyte-blob-credentials"
+"""The embedded cluster's Secret holding the pods' blob keys, as a production cluster would hold them."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class LocalEndpoints:
             "blob_endpoint": self.blob_endpoint,
             "blob_access_key": ACCESS_KEY,
             "blob_secret_key": SECRET_KEY,
+            "blob_credentials_secret": BLOB_CREDENTIALS_SECRET,
             "node_groups_preset": "embedded",
             "first_poll_seconds": 0.05,
             "poll_interval_seconds": 0.5,
@@ -55,7 +58,7 @@ class LocalEndpoints:
         if self.blob_endpoint:
             lines.append(
                 f"export FLYTE_BLOB_ENDPOINT={self.blob_endpoint} FLYTE_BLOB_ACCESS_KEY={ACCESS_KEY} "
-                f"FLYTE_BLOB_SECRET_KEY={SECRET_KEY}"
+                f"FLYTE_BLOB_SECRET_KEY={SECRET_KEY} ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET={BLOB_CREDENTIALS_SECRET}"
             )
             lines.append(
                 f"export FLYTE_AWS_ENDPOINT={self.blob_endpoint} FLYTE_AWS_ACCESS_KEY_ID={ACCESS_KEY} "
@@ -127,12 +130,21 @@ def local_stack(
     auth: tuple[str, ...] = (),
     tls_cert: Optional[str] = None,
     tls_key: Optional[str] = None,
+    secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
+    secrets_file: Optional[pathlib.Path] = None,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
-    both, and every pod, on exit."""
+    both, and every pod, on exit.
+
+    The blob keys reach the pods as production's do: from a Kubernetes Secret of the embedded
+    cluster (`BLOB_CREDENTIALS_SECRET`), which the connector settings name, never as values in a
+    job spec. `secrets` and `secrets_file` add the cluster's other Secrets (task secrets)."""
     from armada_flyte.embedded import EmbeddedArmada
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
+    cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
+    if blob is not None:
+        cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
     try:
         with EmbeddedArmada(
             cluster=cluster,
@@ -143,6 +155,8 @@ def local_stack(
             auth=auth,
             tls_cert=tls_cert,
             tls_key=tls_key,
+            secrets=cluster_secrets,
+            secrets_file=secrets_file,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:

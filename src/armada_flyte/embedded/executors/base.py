@@ -15,6 +15,7 @@ from typing import Any, Callable, Generic, Mapping, Optional, Protocol, TypeVar
 from armada_flyte.architecture import host_architecture
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.resources import milli
+from armada_flyte.embedded.secrets import PodSecrets
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class PodLaunch:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     injected_env: Mapping[str, str] = field(default_factory=dict)
+    secrets: PodSecrets = field(default_factory=PodSecrets)
+    """The pod's Secret references, resolved before launch (a missing one never reaches an executor)."""
 
     @property
     def container(self) -> Any:
@@ -108,15 +111,21 @@ def active_deadline(pod: Any) -> Optional[float]:
 
 
 def container_env(container: Any, launch: PodLaunch, map_value: Callable[[str], str] = str) -> dict[str, str]:
-    """The container's env vars as the kubelet sets them: literal values through `map_value`, `fieldRef`s
-    and `resourceFieldRef`s from the pod, and Armada's injected variables where the container sets none."""
-    env = {}
+    """The container's env vars as the kubelet sets them: `envFrom` secrets first, then literal values
+    through `map_value`, `fieldRef`s and `resourceFieldRef`s from the pod, `secretKeyRef`s from the
+    pod's resolved secrets (an optional one that was missing stays unset, as in Kubernetes), and
+    Armada's injected variables where the container sets none."""
+    secrets = launch.secrets.of(container.name)
+    env = dict(secrets.env_from)
     for var in container.env:
         source = var.valueFrom if var.HasField("valueFrom") else None
         if source is not None and source.HasField("fieldRef"):
             env[var.name] = launch.field_value(source.fieldRef.fieldPath)
         elif source is not None and source.HasField("resourceFieldRef"):
             env[var.name] = resource_field_value(launch.pod, container, source.resourceFieldRef)
+        elif source is not None and source.HasField("secretKeyRef"):
+            if var.name in secrets.env:
+                env[var.name] = secrets.env[var.name]
         else:
             env[var.name] = map_value(var.value)
     for name, value in launch.injected_env.items():

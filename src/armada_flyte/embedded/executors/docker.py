@@ -13,7 +13,9 @@ server and a local blob store on 127.0.0.1 as the process executor's pods do.
 
 from __future__ import annotations
 
+import io
 import logging
+import tarfile
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from armada_flyte.embedded.executors.base import (
 )
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
+from armada_flyte.embedded.secrets import SecretFile
 from armada_flyte.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
@@ -63,10 +66,12 @@ def container_options(pod: PodLaunch, spec: Any = None, name: str = "") -> dict[
         "name": name or pod.pod_name,
         "labels": {LABEL_JOB_ID: pod.job_id},
     }
-    if container.volumeMounts:
+    # Secret volumes are not Docker volumes: their files are copied into the container before it starts.
+    mounts = [m for m in container.volumeMounts if m.name not in pod.secrets.secret_volumes]
+    if mounts:
         options["volumes"] = {
             pod_volume(pod, mount.name): {"bind": mount.mountPath, "mode": "ro" if mount.readOnly else "rw"}
-            for mount in container.volumeMounts
+            for mount in mounts
         }
     limits = container_requests(container)
     if "cpu" in limits:
@@ -223,7 +228,19 @@ class DockerExecutor(PodThreads[_PodContainer]):
         return PodEnd(failed.exit_code, error, tuple(ends))
 
     def _create(self, pod: PodLaunch, spec: Any, name: str) -> Any:
-        """Create one container of the pod, pulling its image for the pod's platform when Docker lacks it."""
+        """Create one container of the pod (with its secret-volume files in place), pulling its image for
+        the pod's platform when Docker lacks it."""
+        container = self._create_container(pod, spec, name)
+        files = pod.secrets.of(spec.name).files
+        if files:
+            try:
+                container.put_archive("/", secret_files_archive(files))
+            except BaseException:
+                _remove(container)
+                raise
+        return container
+
+    def _create_container(self, pod: PodLaunch, spec: Any, name: str) -> Any:
         options = container_options(pod, spec, name)
         image, platform = options["image"], options["platform"]
         try:
@@ -272,6 +289,27 @@ class DockerExecutor(PodThreads[_PodContainer]):
             return None
         variant = f"/{attrs['Variant']}" if attrs.get("Variant") else ""
         return f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'unknown')}{variant}"
+
+
+def secret_files_archive(files: tuple[SecretFile, ...]) -> bytes:
+    """A tar of the secret files at their absolute paths (copied in, so a remote daemon works too)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        folders: set[str] = set()
+        for secret_file in files:
+            path = secret_file.path.lstrip("/")
+            parts = path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    folders.add(folder)
+                    info = tarfile.TarInfo(folder)
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    archive.addfile(info)
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(secret_file.data), secret_file.mode & 0o777
+            archive.addfile(info, io.BytesIO(secret_file.data))
+    return buffer.getvalue()
 
 
 def _connect() -> Any:

@@ -37,7 +37,7 @@ from armada_flyte.embedded.executors.base import (
     RunReporter,
     host_architecture_name,
 )
-from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox
+from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
 
@@ -153,7 +153,9 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                 f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
                 f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
             )
-        sandbox = Sandbox.create(self.sandbox_of(pod.job_id), self.private_prefixes)
+        # Secret volumes' mount paths are private paths of the pod: an env var naming a secret file
+        # (FLYTE_SECRETS_DEFAULT_DIR, a file secret's as_env_var) points into the sandbox too.
+        sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
             started = self._start(pod, spec, sandbox, state)
@@ -181,7 +183,8 @@ class ProcessExecutor(PodThreads[_PodProcess]):
 
     def _start(self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess) -> Optional[_Container]:
         """Start one container through the shim; None when the pod was stopped first."""
-        sandbox = pod_sandbox.for_container(spec)
+        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes)
+        place_secret_files(sandbox, pod.secrets.of(spec.name).files)
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
         limits = container_requests(spec)

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from armada_flyte.embedded.executors.base import PodLaunch, container_env
+from armada_flyte.embedded.secrets import SecretFile
 
-DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte",)
-"""Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/."""
+DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets")
+"""Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/,
+and Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR)."""
 
 _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 """Host settings a pod inherits so text and time behave as the user expects; nothing else leaks in."""
@@ -45,10 +47,15 @@ class Sandbox:
             folder.mkdir(parents=True, exist_ok=True)
         return sandbox
 
-    def for_container(self, container: Any) -> Sandbox:
-        """This sandbox as `container` sees it: its volume mounts mapped to the pod's volume folders."""
+    def for_container(self, container: Any, skip_volumes: frozenset[str] = frozenset()) -> Sandbox:
+        """This sandbox as `container` sees it: its volume mounts mapped to the pod's volume folders.
+
+        Volumes in `skip_volumes` (secret volumes, whose files are placed at their mount paths) stay
+        at their private paths."""
         mounts = []
         for mount in container.volumeMounts:
+            if mount.name in skip_volumes:
+                continue
             folder = _clean(
                 posixpath.join("/volumes", _clean(mount.name).lstrip("/"), _clean(mount.subPath).lstrip("/"))
             )
@@ -118,6 +125,15 @@ def _clean(path: str) -> str:
     """`path` made absolute and normalised, so `..` can't climb above `/` (the sandbox's root)."""
     cleaned = posixpath.normpath("/" + path)
     return "/" + cleaned.lstrip("/")
+
+
+def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> None:
+    """Write a pod's secret-volume files where its container sees them: inside its sandbox."""
+    for secret_file in files:
+        target = sandbox.inside(secret_file.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(secret_file.data)
+        target.chmod(secret_file.mode & 0o777)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
