@@ -17,6 +17,22 @@ from armada_flyte import ArmadaConfig
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS, running_c0
 
+BACKEND_NAMESPACES = ["proj-dev", "team-ns", "armada-proj-dev"]
+
+
+@pytest.fixture(scope="module")
+def armada():
+    """The default cluster plus the namespaces these jobs use (a pod in a missing namespace fails, as on Kubernetes)."""
+    import yaml
+
+    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded.cluster import DEFAULT_CLUSTER_FILE, Cluster
+
+    data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
+    cluster = Cluster.from_mapping({**data, "namespaces": BACKEND_NAMESPACES})
+    with EmbeddedArmada(cluster, port=0, queues=("flyte",)) as server:
+        yield server
+
 
 @pytest.fixture(scope="module")
 def blob():
