@@ -54,6 +54,30 @@ class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
         )
 
 
+class AcceleratorNotOffered(ArmadaFlyteError, ValueError):
+    """The task asks for an accelerator (GPU model) or MIG partition the platform's node-group file doesn't offer."""
+
+    def __init__(self, accelerator: str, offered: Iterable[str], partition: str = ""):
+        self.accelerator = accelerator
+        self.offered = sorted(offered)
+        self.partition = partition
+        offered_text = ", ".join(self.offered) or "none"
+        if partition:
+            message = (
+                f"accelerator {accelerator!r} is offered, but not its MIG partition {partition!r}; "
+                f"partitions offered: {offered_text}. Use one of those in flyte.GPU(..., partition=...), "
+                f"drop the partition, or ask your platform admin to list {partition} under "
+                f"accelerators.{accelerator}.partitions in the node-group file."
+            )
+        else:
+            message = (
+                f"accelerator {accelerator!r} (from flyte.Resources(gpu=...)) is not offered by this platform; "
+                f"offered: {offered_text}. Request one of those, request a GPU count alone (gpu=1), "
+                f"or ask your platform admin to add {accelerator} under accelerators in the node-group file."
+            )
+        super().__init__(message)
+
+
 class ArchitectureConflict(ArmadaFlyteError, ValueError):
     """Two sources pin different architectures (pod template vs task, or members of one gang)."""
 

@@ -99,6 +99,13 @@ def dns_label_problem(name: str) -> str | None:
     return None
 
 
+def dns_subdomain_problem(name: str) -> str | None:
+    """Why `name` is not a DNS-1123 subdomain (priority class names), or None if it is."""
+    if not isinstance(name, str) or len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return f"{name!r} must be at most 253 lower-case letters, digits, '-' or '.', starting and ending with one"
+    return None
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
     """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units; ValueError if malformed."""
     if isinstance(value, bool):

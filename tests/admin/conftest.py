@@ -14,13 +14,24 @@ from armada_flyte.admin.cli import main
 
 @pytest.fixture
 def good_executor() -> dict[str, Any]:
-    """An executor config that tracks the arch label and tolerates the arch taint."""
+    """An executor config that tracks the arch label and tolerates the arch taint, and the GPU and spot
+    labels and taints the presets' accelerators and interruptible classes use."""
     return {
         "kubernetes": {
-            "trackedNodeLabels": ["kubernetes.io/hostname", "kubernetes.io/arch"],
-            "toleratedTaints": ["kubernetes.io/arch"],
+            "trackedNodeLabels": ["kubernetes.io/hostname", "kubernetes.io/arch", *PRESET_GPU_LABELS],
+            "toleratedTaints": ["kubernetes.io/arch", *PRESET_GPU_AND_SPOT_TAINTS],
         }
     }
+
+
+PRESET_GPU_LABELS = (
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-gpu-partition-size",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "node.kubernetes.io/instance-type",
+)
+PRESET_GPU_AND_SPOT_TAINTS = ("nvidia.com/gpu", "sku", "kubernetes.azure.com/scalesetpriority")
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 
@@ -19,7 +21,7 @@ def test_good_configs_exit_zero_with_a_table_of_passed_checks(doctor, write_yaml
         "linux/amd64,linux/arm64",
     )
     assert code == 0
-    assert out.startswith("armada-flyte doctor: all 8 checks passed")
+    assert re.match(r"armada-flyte doctor: all \d+ checks passed", out)
     assert "PROBLEM" not in out
     for check in (
         "node-groups.file",
@@ -34,7 +36,7 @@ def test_good_configs_exit_zero_with_a_table_of_passed_checks(doctor, write_yaml
 
 def test_a_problem_exits_one_and_prints_its_fix_under_it(doctor, write_yaml):
     executor = write_yaml("executor.yaml", {"kubernetes": {"toleratedTaints": ["kubernetes.io/arch"]}})
-    code, out = doctor("--preset", "gke", "--executor-config", str(executor))
+    code, out = doctor("--preset", "generic", "--executor-config", str(executor))
     assert code == 1
     assert out.startswith("armada-flyte doctor: 1 problem in")
     lines = out.splitlines()

@@ -22,6 +22,11 @@ def _gke() -> NodeGroups:
     return NodeGroups.preset("gke")
 
 
+def _about_arch(findings):
+    """The problems about the arch label or taint (the GKE preset's GPU entries add their own)."""
+    return [f for f in _problems(findings) if "kubernetes.io/arch" in f.message]
+
+
 def _with(config, **kubernetes):
     changed = copy.deepcopy(config)
     changed["kubernetes"].update(kubernetes)
@@ -41,7 +46,7 @@ def test_gke_preset_with_the_shipped_armada_settings_has_no_problems(good_execut
 
 def test_untracked_arch_label_means_every_arch_pinned_job_is_rejected(good_executor):
     findings = check_executor_config(_gke(), _with(good_executor, trackedNodeLabels=["kubernetes.io/hostname"]))
-    [bad] = _problems(findings)
+    [bad] = _about_arch(findings)
     assert bad.check == "executor.tracked-labels"
     assert 'every arch-pinned job is REJECTED with "label kubernetes.io/arch not set"' in bad.message
     assert "add kubernetes.io/arch to kubernetes.trackedNodeLabels" in bad.fix
@@ -50,14 +55,14 @@ def test_untracked_arch_label_means_every_arch_pinned_job_is_rejected(good_execu
 
 def test_unset_tracked_labels_falls_back_to_armadas_default_of_hostname_only():
     config = {"kubernetes": {"toleratedTaints": ["kubernetes.io/arch"]}}
-    [bad] = _problems(check_executor_config(_gke(), config))
+    [bad] = _about_arch(check_executor_config(_gke(), config))
     assert "not set, so only the default kubernetes.io/hostname" in bad.message
     assert "REJECTED" in bad.message
 
 
 def test_tracked_labels_at_the_top_level_are_reported_as_misplaced():
     config = {"trackedNodeLabels": ["kubernetes.io/arch"], "kubernetes": {"toleratedTaints": ["kubernetes.io/arch"]}}
-    [bad] = _problems(check_executor_config(_gke(), config))
+    [bad] = _about_arch(check_executor_config(_gke(), config))
     assert "trackedNodeLabels is at the top level of the file; Armada reads it only under kubernetes:" in bad.message
 
 
@@ -65,10 +70,8 @@ def test_extra_selector_label_untracked_rejects_that_groups_jobs(good_executor):
     groups = NodeGroups.preset("eks-karpenter")
     [bad] = _problems(check_executor_config(groups, good_executor))
     assert bad.check == "executor.tracked-labels"
-    assert bad.message.startswith(
-        "karpenter.sh/nodepool (used by the node selector of node group graviton-pool (arm64), node "
-        "group x86-pool (amd64))"
-    )
+    assert bad.message.startswith("karpenter.sh/nodepool (used by the node selector of accelerator nvidia-a100-80gb")
+    assert "node group graviton-pool (arm64), node group x86-pool (amd64))" in bad.message
     assert 'REJECTED with "label karpenter.sh/nodepool not set"' in bad.message
     assert "add karpenter.sh/nodepool to kubernetes.trackedNodeLabels" in bad.fix
 
@@ -83,7 +86,7 @@ def test_untracked_not_in_affinity_label_leaves_pods_pending_rather_than_rejecte
 
 
 def test_arch_taint_not_tolerated_by_the_executor_means_jobs_queue_forever(good_executor):
-    findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=[]))
+    findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=["nvidia.com/gpu"]))
     [bad] = _problems(findings)
     assert bad.check == "executor.tolerated-taints"
     assert "node group gke-arm (arm64): its nodes carry taint kubernetes.io/arch=arm64:NoSchedule" in bad.message
@@ -190,3 +193,72 @@ def test_preset_offering_an_architecture_the_runtime_image_lacks():
 def test_findings_are_plain_values_with_check_ok_message_and_fix():
     [bad] = _problems(check_runtime_platforms(_gke(), [Architecture.amd64]))
     assert set(bad.to_dict()) == {"check", "ok", "message", "fix"}
+
+
+def test_gpu_taint_not_tolerated_by_the_executor_means_gpu_jobs_queue_forever(good_executor):
+    findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=["kubernetes.io/arch"]))
+    bad = _problems(findings)
+    assert bad and all(f.check == "executor.tolerated-taints" for f in bad)
+    a100 = next(f for f in bad if f.message.startswith("accelerator nvidia-tesla-a100:"))
+    assert "taint nvidia.com/gpu=present:NoSchedule" in a100.message and "stay QUEUED forever" in a100.message
+    assert "add nvidia.com/gpu to kubernetes.toleratedTaints" in a100.fix
+
+
+def test_untracked_accelerator_label_rejects_gpu_jobs(good_executor):
+    tracked = [k for k in good_executor["kubernetes"]["trackedNodeLabels"] if k != "cloud.google.com/gke-accelerator"]
+    [bad] = _problems(check_executor_config(_gke(), _with(good_executor, trackedNodeLabels=tracked)))
+    assert bad.message.startswith("cloud.google.com/gke-accelerator (used by the node selector of accelerator b200")
+    assert 'REJECTED with "label cloud.google.com/gke-accelerator not set"' in bad.message
+
+
+def test_gpu_nodes_taint_is_covered_by_the_resource_toleration_the_connector_adds():
+    # No tolerations in the entry: the connector adds nvidia.com/gpu:NoSchedule (Exists) to every GPU job.
+    groups = NodeGroups.from_mapping(
+        {
+            "architectures": {"amd64": {}},
+            "accelerators": {"nvidia-l4": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}},
+        }
+    )
+    assert not _problems(check_node_groups(groups))
+    other = NodeGroups.from_mapping(
+        {
+            "architectures": {"amd64": {}},
+            "accelerators": {"nvidia-l4": {"taints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]}},
+        }
+    )
+    [bad] = _problems(check_node_groups(other))
+    assert "add to accelerators.nvidia-l4.tolerations" in bad.fix
+
+
+def test_gpu_resource_missing_from_the_schedulers_supported_resource_types(good_scheduler):
+    # Armada fails such jobs: internal/scheduler/internaltypes/resource_list_factory.go
+    # (FromJobResourceListFailOnUnknown: "resource type %q is not supported").
+    scheduler = copy.deepcopy(good_scheduler)
+    scheduler["scheduling"]["supportedResourceTypes"] = [{"name": "cpu"}, {"name": "memory"}]
+    [bad] = _problems(check_scheduler_config(scheduler, groups=_gke()))
+    assert bad.check == "scheduler.supported-resources"
+    assert "resource type nvidia.com/gpu is not supported" in bad.message
+    assert "{name: nvidia.com/gpu" in bad.fix
+    scheduler["scheduling"]["supportedResourceTypes"].append({"name": "nvidia.com/gpu", "resolution": "1"})
+    assert not _problems(check_scheduler_config(scheduler, groups=_gke()))
+
+
+def test_platform_without_accelerators_needs_no_gpu_resource(good_scheduler):
+    scheduler = copy.deepcopy(good_scheduler)
+    scheduler["scheduling"]["supportedResourceTypes"] = [{"name": "cpu"}, {"name": "memory"}]
+    findings = check_scheduler_config(scheduler, groups=NodeGroups.preset("generic"))
+    assert not _problems(findings)
+    assert not [f for f in findings if f.check == "scheduler.supported-resources"]
+
+
+def test_priority_classes_must_exist_and_match_preemptibility(good_scheduler):
+    scheduler = copy.deepcopy(good_scheduler)
+    scheduler["scheduling"]["priorityClasses"] = {"armada-default": {"priority": 1000, "preemptible": False}}
+    [bad] = _problems(check_scheduler_config(scheduler, groups=_gke()))
+    assert bad.check == "scheduler.priority-classes"
+    assert "interruptible tasks get priority class armada-preemptible" in bad.message
+    scheduler["scheduling"]["priorityClasses"]["armada-preemptible"] = {"priority": 1000, "preemptible": False}
+    [bad] = _problems(check_scheduler_config(scheduler, groups=_gke()))
+    assert "preemptible: False" in bad.message
+    scheduler["scheduling"]["priorityClasses"]["armada-preemptible"]["preemptible"] = True
+    assert not _problems(check_scheduler_config(scheduler, groups=_gke()))

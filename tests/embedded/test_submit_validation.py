@@ -112,6 +112,26 @@ def test_required_node_affinity_is_accepted(client: ArmadaClient, queue: str, jo
     assert response.job_response_items[0].job_id
 
 
+def _with_priority_class(name: str) -> core.PodSpec:
+    spec = pod()
+    spec.priorityClassName = name
+    return spec
+
+
+def test_unknown_priority_class_is_refused_naming_it(client: ArmadaClient, queue: str, job_set: str) -> None:
+    # Armada's validatePriorityClasses (internal/server/submit/validation/submit_request.go) checks the
+    # name against submission.allowedPriorityClassNames; its stock config allows the three below.
+    error = refusal(lambda: client.submit_jobs(queue, job_set, [item(_with_priority_class("gold"))]))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "priority class gold is not supported" in error.details()
+
+
+@pytest.mark.parametrize("name", ["armada-default", "armada-preemptible", "armada-resilient"])
+def test_stock_priority_classes_are_accepted(client: ArmadaClient, queue: str, job_set: str, name: str) -> None:
+    response = client.submit_jobs(queue, job_set, [item(_with_priority_class(name))])
+    assert response.job_response_items[0].job_id
+
+
 def test_resubmitting_a_client_id_returns_the_original_job(client: ArmadaClient, queue: str, job_set: str) -> None:
     client_id = unique("once")
     first = client.submit_jobs(queue, job_set, [item(pod(), client_id=client_id)]).job_response_items[0]

@@ -2,7 +2,9 @@
 
 Pure data and rules, no I/O beyond reading the file. One entry per architecture says which
 node selector, tolerations and extra required node-affinity terms put a pod on that
-architecture's nodes. Label keys and values, and toleration fields, follow Kubernetes' rules.
+architecture's nodes; one entry per accelerator says the same for its GPU nodes; and the
+`interruptible` / `non_interruptible` classes say which Armada priority class (and which spot
+tolerations) a task gets. Label keys and values, and toleration fields, follow Kubernetes' rules.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from pydantic import Field, PrivateAttr, ValidationError, field_validator, model
 
 from armada_flyte.architecture import Architecture
 from armada_flyte.config_file import read_yaml
-from armada_flyte.errors import ArchitectureNotOffered, InvalidConfig, invalid_config_from
-from armada_flyte.kube import ARCH_LABEL, label_key_problem, label_value_problem
+from armada_flyte.errors import AcceleratorNotOffered, ArchitectureNotOffered, InvalidConfig, invalid_config_from
+from armada_flyte.kube import ARCH_LABEL, dns_subdomain_problem, label_key_problem, label_value_problem
 from armada_flyte.kube_objects import MatchExpression, StrictModel, Taint, Toleration
 
 
-class NodeGroup(StrictModel):
-    """How pods reach one architecture's nodes."""
+class Constraints(StrictModel):
+    """Node selector, tolerations and required node affinity that reach a set of nodes, and the
+    taints those nodes carry (so the doctor can check the tolerations cover them)."""
 
-    node_group: str = Field(default="", description="Name shown to users and in job metadata.")
     node_selector: Dict[str, str] = Field(default_factory=dict)
     tolerations: List[Toleration] = Field(default_factory=list)
     required_node_affinity: List[MatchExpression] = Field(default_factory=list)
@@ -47,12 +49,79 @@ class NodeGroup(StrictModel):
         ]
 
 
+class NodeGroup(Constraints):
+    """How pods reach one architecture's nodes."""
+
+    node_group: str = Field(default="", description="Name shown to users and in job metadata.")
+
+
+DEVICE_CLASS_RESOURCES = {
+    "NVIDIA_GPU": "nvidia.com/gpu",
+    "AMD_GPU": "amd.com/gpu",
+    "GOOGLE_TPU": "google.com/tpu",
+    "AMAZON_NEURON": "aws.amazon.com/neuron",
+    "HABANA_GAUDI": "habana.ai/gaudi",
+}
+"""The Kubernetes resource each Flyte accelerator device class is counted in (device plugins' names)."""
+
+
+class Accelerator(Constraints):
+    """How pods reach one accelerator's nodes (keyed by the device name Flyte sends, e.g. nvidia-tesla-a100)."""
+
+    resource: str = Field(default="", description="Resource the count is requested in; default by device class.")
+    partition_label: str = Field(default="", description="Node label carrying the MIG partition size.")
+    partitions: List[str] = Field(default_factory=list, description="MIG partition sizes offered (empty: none).")
+
+    @field_validator("resource", "partition_label")
+    @classmethod
+    def _label_key(cls, key: str) -> str:
+        if key and (problem := label_key_problem(key)):
+            raise ValueError(problem)
+        return key
+
+    @field_validator("partitions")
+    @classmethod
+    def _partitions(cls, partitions: List[str]) -> List[str]:
+        for value in partitions:
+            if problem := label_value_problem(value):
+                raise ValueError(problem)
+        return partitions
+
+    @model_validator(mode="after")
+    def _partitions_need_label(self) -> Accelerator:
+        if self.partitions and not self.partition_label:
+            raise ValueError("partitions are offered through a node label: set partition_label too")
+        return self
+
+
+class CapacityClass(Constraints):
+    """What an interruptible (or non-interruptible) task gets: an Armada priority class, and the
+    constraints that reach (or avoid) spot capacity."""
+
+    priority_class: str = ""
+
+    @field_validator("priority_class")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if name and (problem := dns_subdomain_problem(name)):
+            raise ValueError(problem)
+        return name
+
+
+DEFAULT_INTERRUPTIBLE = CapacityClass(priority_class="armada-preemptible")
+DEFAULT_NON_INTERRUPTIBLE = CapacityClass(priority_class="armada-default")
+"""Armada's stock classes (its server's submission.allowedPriorityClassNames, config/server/config.yaml)."""
+
+
 class NodeGroups(StrictModel):
     """The whole node-group file: one `NodeGroup` per offered architecture."""
 
     platform: str = Field(default="custom", description="Which platform this file describes (gke, eks, ...).")
     default_architecture: Optional[Architecture] = None
     architectures: Dict[Architecture, NodeGroup]
+    accelerators: Dict[str, Accelerator] = Field(default_factory=dict)
+    interruptible: CapacityClass = DEFAULT_INTERRUPTIBLE
+    non_interruptible: CapacityClass = DEFAULT_NON_INTERRUPTIBLE
     _origin: str = PrivateAttr(default="node-group config")
 
     @property
@@ -94,9 +163,43 @@ class NodeGroups(StrictModel):
             )
         return self
 
+    @field_validator("accelerators", mode="before")
+    @classmethod
+    def _accelerator_keys(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        keys = [str(k).lower() for k in value]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ValueError(f"accelerator names are matched ignoring case; {', '.join(repeated)} is listed twice")
+        return {str(k).lower(): v for k, v in value.items()}
+
     @property
     def offered(self) -> list[str]:
         return sorted(a.value for a in self.architectures)
+
+    @property
+    def offered_accelerators(self) -> list[str]:
+        return sorted(self.accelerators)
+
+    def accelerator_for(self, device: str) -> Accelerator:
+        """The entry of `device` (case ignored), or `AcceleratorNotOffered` naming what is offered."""
+        entry = self.accelerators.get(device.lower())
+        if entry is None:
+            raise AcceleratorNotOffered(device, self.offered_accelerators)
+        return entry
+
+    def capacity_class(self, interruptible: bool) -> CapacityClass:
+        return self.interruptible if interruptible else self.non_interruptible
+
+    def constraint_sets(self) -> list[tuple[str, Constraints]]:
+        """Every set of constraints in the file, named as the doctor reports it."""
+        named: list[tuple[str, Constraints]] = [
+            (f"node group {g.node_group} ({a.value})", g) for a, g in sorted(self.architectures.items())
+        ]
+        named += [(f"accelerator {name}", entry) for name, entry in sorted(self.accelerators.items())]
+        named += [("interruptible tasks", self.interruptible), ("non-interruptible tasks", self.non_interruptible)]
+        return named
 
     def group_for(self, architecture: Architecture, source: str = "task") -> NodeGroup:
         """The node group of `architecture`, or `ArchitectureNotOffered` naming what is offered."""

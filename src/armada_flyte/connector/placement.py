@@ -1,4 +1,5 @@
-"""Where a pod goes: resolve the architecture, then turn it into scheduling constraints.
+"""Where a pod goes: resolve the architecture, then turn it, the accelerator and the task's
+interruptibility into scheduling constraints and an Armada priority class.
 
 Pure functions over plain data (pod-spec dicts in Kubernetes' camelCase shape), so every rule is
 testable without a server.
@@ -11,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.errors import ArchitectureConflict
+from armada_flyte.connector.accelerators import GPU_RESOURCE, AcceleratorRequest
+from armada_flyte.connector.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroups
+from armada_flyte.errors import AcceleratorNotOffered, ArchitectureConflict, InvalidConfig
 from armada_flyte.kube import ARCH_LABEL
+from armada_flyte.kube_objects import MatchExpression, Toleration
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class Placement:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     affinity: Optional[dict[str, Any]] = None
+    accelerator: str = ""
+    """The accelerator entry the pod was placed by (empty: none, or a GPU count alone)."""
+    accelerator_resource: str = GPU_RESOURCE
+    priority_class: str = ""
+    """Armada priority class the task gets (empty: Armada's default); a pod template's own wins."""
 
     def apply_to(self, pod_spec: dict[str, Any]) -> dict[str, Any]:
         """A copy of `pod_spec` carrying these constraints."""
@@ -47,6 +55,8 @@ class Placement:
             out["tolerations"] = [dict(t) for t in self.tolerations]
         if self.affinity:
             out["affinity"] = copy.deepcopy(self.affinity)
+        if self.priority_class and not out.get("priorityClassName"):
+            out["priorityClassName"] = self.priority_class
         return out
 
 
@@ -84,31 +94,97 @@ def placement_for(
     resolved: ResolvedArchitecture,
     node_groups: NodeGroups,
     pod_spec: Mapping[str, Any] | None = None,
+    accelerator: Optional[AcceleratorRequest] = None,
+    interruptible: Optional[bool] = None,
 ) -> Placement:
-    """Constraints that put the pod on `resolved`'s node group, keeping the pod template's own.
+    """Constraints that put the pod on `resolved`'s node group and its accelerator's nodes, keeping
+    the pod template's own. `interruptible` None (the connector's callers always know) adds no class.
 
-    Raises `ArchitectureNotOffered` for an architecture the platform lacks, and
+    Raises `ArchitectureNotOffered` / `AcceleratorNotOffered` for what the platform lacks, and
     `ArchitectureConflict` when the pod template pins a different architecture.
     """
     pod_spec = pod_spec or {}
-    own_selector = dict(pod_spec.get("nodeSelector") or {})
-    own_tolerations = [dict(t) for t in pod_spec.get("tolerations") or []]
-    own_affinity = copy.deepcopy(pod_spec.get("affinity")) or None
-    architecture = resolved.architecture
-    if architecture is None:
-        return Placement(None, None, own_selector, own_tolerations, own_affinity)
+    selector = dict(pod_spec.get("nodeSelector") or {})
+    tolerations = [dict(t) for t in pod_spec.get("tolerations") or []]
+    affinity = copy.deepcopy(pod_spec.get("affinity")) or None
+    architecture, node_group = resolved.architecture, None
+    if architecture is not None:
+        group = node_groups.group_for(architecture, resolved.source)
+        _check_no_conflict(architecture, resolved.source, pod_spec, group.node_selector)
+        node_group = group.node_group
+        selector, affinity = _merged(selector, tolerations, affinity, group, override=True)
 
-    group = node_groups.group_for(architecture, resolved.source)
-    _check_no_conflict(architecture, resolved.source, pod_spec, group.node_selector)
+    accelerator_name, resource = "", GPU_RESOURCE
+    if accelerator is not None and accelerator.wanted:
+        entry = None
+        if accelerator.device:
+            entry = node_groups.accelerator_for(accelerator.device)
+            accelerator_name = accelerator.device.lower()
+            own = pod_spec.get("nodeSelector") or {}
+            for key, value in entry.node_selector.items():
+                if key in own and own[key] != value:
+                    raise InvalidConfig(
+                        f"pod_template.nodeSelector.{key}",
+                        own[key],
+                        f"accelerator {accelerator.device} needs {key}={value}; remove {key} from the pod template",
+                    )
+            selector, affinity = _merged(selector, tolerations, affinity, entry, override=True)
+            affinity = _with_required_terms(affinity, _partition_terms(accelerator, entry))
+            _add_toleration(tolerations, _partition_toleration(accelerator, entry))
+        resource = (entry.resource if entry and entry.resource else "") or DEVICE_CLASS_RESOURCES.get(
+            accelerator.device_class, GPU_RESOURCE
+        )
+        # Device plugins taint accelerator nodes with the resource name; Kubernetes' ExtendedResourceToleration
+        # admission adds this toleration, but Armada's scheduler matches taints before any admission runs.
+        _add_toleration(tolerations, {"key": resource, "operator": "Exists", "effect": "NoSchedule"})
 
-    selector = {**own_selector, **group.node_selector}
-    tolerations = list(own_tolerations)
-    for toleration in group.tolerations:
-        wanted = toleration.to_k8s()
-        if wanted not in tolerations:
-            tolerations.append(wanted)
-    affinity = _with_required_terms(own_affinity, [e.to_k8s() for e in group.required_node_affinity])
-    return Placement(architecture, group.node_group, selector, tolerations, affinity)
+    priority_class = ""
+    if interruptible is not None:
+        capacity = node_groups.capacity_class(interruptible)
+        selector, affinity = _merged(selector, tolerations, affinity, capacity)
+        priority_class = capacity.priority_class
+    return Placement(
+        architecture, node_group, selector, tolerations, affinity, accelerator_name, resource, priority_class
+    )
+
+
+def _merged(
+    selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
+    affinity: Optional[dict[str, Any]],
+    constraints: Constraints,
+    override: bool = False,
+) -> tuple[dict[str, str], Optional[dict[str, Any]]]:
+    """Add `constraints` to the pod's: on a shared selector key the constraints win with `override`
+    (conflicts with the pod template were refused before), else the pod's value stays; tolerations
+    are appended in place; affinity expressions are ANDed into every term."""
+    merged = {**selector, **constraints.node_selector} if override else {**constraints.node_selector, **selector}
+    for toleration in constraints.tolerations:
+        _add_toleration(tolerations, toleration.to_k8s())
+    return merged, _with_required_terms(affinity, [e.to_k8s() for e in constraints.required_node_affinity])
+
+
+def _add_toleration(tolerations: list[dict[str, Any]], wanted: Optional[dict[str, Any]]) -> None:
+    if wanted is not None and wanted not in tolerations:
+        tolerations.append(wanted)
+
+
+def _partition_terms(request: AcceleratorRequest, entry: Any) -> list[dict[str, Any]]:
+    """The MIG partition rule: the partition label In [size], or (unpartitioned) DoesNotExist."""
+    if request.partition:
+        if request.partition not in entry.partitions:
+            raise AcceleratorNotOffered(request.device, entry.partitions, partition=request.partition)
+        return [MatchExpression(key=entry.partition_label, operator="In", values=[request.partition]).to_k8s()]
+    if request.unpartitioned and entry.partition_label:
+        return [MatchExpression(key=entry.partition_label, operator="DoesNotExist").to_k8s()]
+    return []
+
+
+def _partition_toleration(request: AcceleratorRequest, entry: Any) -> Optional[dict[str, Any]]:
+    """Flyte's pod plugin also tolerates `<partition label>=<size>:NoSchedule` on partitioned nodes."""
+    if not request.partition:
+        return None
+    return Toleration(key=entry.partition_label, value=request.partition, effect="NoSchedule").to_k8s()
 
 
 def _check_no_conflict(

@@ -22,6 +22,7 @@ from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector import settings as settings_module
 from armada_flyte.connector.armada_api import ArmadaApi
 from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, TaskError, read_task_error
+from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
 from armada_flyte.connector.image_check import ImagePlatformCheck
 from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
@@ -206,6 +207,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             BlobSettings.from_settings(settings),
             extra_env,
             secret_env_prefix=settings.secret_env_var_prefix,
+            context=ExecutionContext.of(task_execution_metadata, task_template),
+            namespace_template=settings.namespace_template,
         )
         architecture = plan.placement.architecture
         if settings.check_image_platforms and architecture is not None:
@@ -226,7 +229,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             job_id=job_id,
             job_set_id=plan.job_set_id,
             queue=queue,
-            namespace=plan.spec.namespace,
+            namespace=plan.job.namespace,
             outputs_path=job.outputs_path,
             architecture=plan.architecture,
             architecture_source=plan.resolved.source,

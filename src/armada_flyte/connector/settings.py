@@ -21,6 +21,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from armada_flyte.connector.namespaces import check_namespace_template
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.errors import InvalidConfig, invalid_config_from
 from armada_flyte.kube import secret_key_problem, secret_name_problem
@@ -102,6 +103,12 @@ class ConnectorConfig(BaseSettings):
     registry_insecure_hosts: tuple[str, ...] = ()
     """Registries reached over plain HTTP (e.g. 127.0.0.1:5000)."""
 
+    namespace_template: Optional[str] = None
+    """Namespace of backend jobs whose task sets no ArmadaConfig.namespace: a fixed name (`flyte-jobs`) or
+    a template of {project}, {domain}, {org}, {namespace} (the backend's), e.g. `{project}-{domain}`.
+
+    Unset: the backend's namespace, else `default`. Local runs keep ArmadaConfig.namespace or `default`."""
+
     lookout_url_template: Optional[str] = None
     """Link to a job in Lookout, e.g. `https://lookout.example.com/jobs?job_id={job_id}`.
 
@@ -118,6 +125,8 @@ class ConnectorConfig(BaseSettings):
         if self.armada_ca_cert is not None and not self.armada_tls:
             raise ValueError("armada_ca_cert needs armada_tls=true")
         self._check_pod_blob_credentials()
+        if self.namespace_template is not None:
+            check_namespace_template(self.namespace_template)
         return self
 
     def _check_pod_blob_credentials(self) -> None:

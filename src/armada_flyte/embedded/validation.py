@@ -24,6 +24,8 @@ MAX_CLIENT_ID_CHARS = 100
 MAX_POD_SPEC_BYTES = 65535
 MIN_MEMORY = milli("1Mi")
 GRACE_PERIOD_SECONDS = (1, 300)
+ALLOWED_PRIORITY_CLASSES = frozenset({"armada-default", "armada-preemptible", "armada-resilient"})
+"""Armada's stock submission.allowedPriorityClassNames (config/server/config.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,21 @@ def _item_problem(item: Any) -> str | None:
         return f"pod spec has {size} bytes, more than the maximum of {MAX_POD_SPEC_BYTES}"
     if not pod.containers:
         return "the pod spec has no containers"
-    return _affinity_problem(pod) or _resources_problem(pod) or _grace_period_problem(pod) or _tolerations_problem(pod)
+    return (
+        _affinity_problem(pod)
+        or _resources_problem(pod)
+        or _priority_class_problem(pod)
+        or _grace_period_problem(pod)
+        or _tolerations_problem(pod)
+    )
+
+
+def _priority_class_problem(pod: Any) -> str | None:
+    """Armada's validatePriorityClasses (internal/server/submit/validation/submit_request.go): empty, or allowed."""
+    name = pod.priorityClassName
+    if name and name not in ALLOWED_PRIORITY_CLASSES:
+        return f"priority class {name} is not supported"
+    return None
 
 
 def _affinity_problem(pod: Any) -> str | None:

@@ -85,7 +85,11 @@ def collect(args: argparse.Namespace) -> list[Finding]:
             findings += config_checks.check_executor_config(groups, executor or {})
     if args.scheduler_config is not None:
         scheduler, unreadable = load_yaml_mapping(args.scheduler_config, "scheduler.config", "scheduler config")
-        findings += [unreadable] if unreadable is not None else config_checks.check_scheduler_config(scheduler or {})
+        findings += (
+            [unreadable]
+            if unreadable is not None
+            else config_checks.check_scheduler_config(scheduler or {}, groups=groups)
+        )
     if args.runtime_image is not None:
         platforms, unreadable = _image_architectures(args.runtime_image)
         findings += [unreadable] if unreadable is not None else []

@@ -1,5 +1,9 @@
 """Checks of the node-group file against itself, the Armada executor and scheduler configs, and the runtime image.
 
+Accelerator entries and the interruptible classes are checked like architecture groups: their
+taints must be tolerated (by the entry, or by the `<resource>` toleration the connector adds to
+every GPU job), their labels tracked, their taint keys in the executor's toleratedTaints.
+
 Pure: every function takes parsed data and returns `Finding`s, so each rule is tested without
 files or servers. The rules mirror how Armada treats nodes (docs/how-it-works.md): the executor
 reports only the node labels it tracks and marks nodes with untolerated NoSchedule taints
@@ -12,9 +16,10 @@ from typing import Any, Iterable, Mapping, Optional
 
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.node_groups import NodeGroup, NodeGroups
+from armada_flyte.connector.accelerators import GPU_RESOURCE
+from armada_flyte.connector.node_groups import Accelerator, Constraints, NodeGroup, NodeGroups
 from armada_flyte.kube import ARCH_LABEL
-from armada_flyte.kube_objects import Taint
+from armada_flyte.kube_objects import Taint, Toleration
 
 DEFAULT_TRACKED_LABELS = ("kubernetes.io/hostname",)
 """What Armada's executor tracks when `kubernetes.trackedNodeLabels` is not set."""
@@ -31,13 +36,15 @@ _NEEDS_LABEL = ("In", "Exists", "Gt", "Lt")
 
 
 def check_node_groups(groups: NodeGroups) -> list[Finding]:
-    """Each group's tolerations must cover its nodes' own taints, or its pods never land."""
+    """Each group's (and accelerator's, and capacity class's) tolerations must cover its nodes' own
+    taints, or its pods never land."""
     findings = []
-    for arch, group in sorted(groups.architectures.items()):
-        name = _group_name(arch, group)
-        missing = group.untolerated_taints()
+    for name, constraints, jobs in _constraint_sets(groups):
+        if not isinstance(constraints, NodeGroup) and not constraints.taints:
+            continue  # only architecture groups are reported when there is nothing to check
+        missing = [t for t in constraints.untolerated_taints() if not _implied_toleration(groups, name, t)]
         if not missing:
-            taints = ", ".join(str(t) for t in group.taints)
+            taints = ", ".join(str(t) for t in constraints.taints)
             note = f"tolerates its taints ({taints})" if taints else "has no taints to tolerate"
             findings.append(passed("node-groups.tolerations", f"{name} {note}"))
             continue
@@ -46,9 +53,9 @@ def check_node_groups(groups: NodeGroups) -> list[Finding]:
                 problem(
                     "node-groups.tolerations",
                     f"{name}: its nodes carry taint {taint}, but its tolerations don't cover it, "
-                    f"so every {arch.value} job is REJECTED with "
+                    f"so every {jobs} is REJECTED with "
                     f'"taint {taint} not tolerated"',
-                    f"add to architectures.{arch.value}.tolerations in the node-group file: {_toleration_for(taint)}",
+                    f"add to {_file_path(name, groups)}.tolerations in the node-group file: {_toleration_for(taint)}",
                 )
             )
     return findings
@@ -68,24 +75,112 @@ def check_executor_config(groups: NodeGroups, config: Mapping[str, Any]) -> list
     ]
 
 
-def check_scheduler_config(config: Mapping[str, Any], uniformity_label: str = UNIFORMITY_LABEL) -> list[Finding]:
-    """Gangs are placed by uniformity label only when the scheduler indexes it."""
+def check_scheduler_config(
+    config: Mapping[str, Any], uniformity_label: str = UNIFORMITY_LABEL, groups: Optional[NodeGroups] = None
+) -> list[Finding]:
+    """Gangs are placed by uniformity label only when the scheduler indexes it; accelerator jobs need
+    their resource among the scheduler's supported resource types; priority classes must exist."""
     settings = scheduler_settings(config)
     scheduling = settings.get("scheduling") or {}
     indexed = set(scheduling.get("indexedNodeLabels") or ())
+    findings: list[Finding] = []
     if uniformity_label in indexed:
-        return [passed("scheduler.indexed-labels", f"{uniformity_label} is in scheduling.indexedNodeLabels")]
-    where = _misplaced(settings, ("indexedNodeLabels",), "scheduling")
-    return [
-        problem(
-            "scheduler.indexed-labels",
-            f"{uniformity_label} is not in the scheduler's scheduling.indexedNodeLabels{where}: gangs that pin no "
-            f"architecture get it as their node uniformity label (so all members land on one architecture), and "
-            f'Armada leaves such gangs unschedulable with "uniformity label {uniformity_label} is not indexed"',
-            f"add {uniformity_label} to scheduling.indexedNodeLabels in the Armada scheduler config "
-            f"(see {SCHEDULER_CONFIG_EXAMPLE}) and restart the scheduler",
+        findings.append(passed("scheduler.indexed-labels", f"{uniformity_label} is in scheduling.indexedNodeLabels"))
+    else:
+        where = _misplaced(settings, ("indexedNodeLabels",), "scheduling")
+        findings.append(
+            problem(
+                "scheduler.indexed-labels",
+                f"{uniformity_label} is not in the scheduler's scheduling.indexedNodeLabels{where}: gangs that pin "
+                f"no architecture get it as their node uniformity label (so all members land on one architecture), "
+                f'and Armada leaves such gangs unschedulable with "uniformity label {uniformity_label} is not indexed"',
+                f"add {uniformity_label} to scheduling.indexedNodeLabels in the Armada scheduler config "
+                f"(see {SCHEDULER_CONFIG_EXAMPLE}) and restart the scheduler",
+            )
         )
-    ]
+    if groups is not None:
+        findings += _supported_resource_findings(groups, settings, scheduling)
+        findings += _priority_class_findings(groups, scheduling)
+    return findings
+
+
+def _supported_resource_findings(
+    groups: NodeGroups, settings: Mapping[str, Any], scheduling: Mapping[str, Any]
+) -> list[Finding]:
+    """Armada's scheduler fails jobs requesting a resource outside scheduling.supportedResourceTypes
+    ("resource type ... is not supported", internal/scheduler/internaltypes/resource_list_factory.go)."""
+    resources = sorted({_accelerator_resource(name, entry) for name, entry in groups.accelerators.items()})
+    if groups.accelerators:
+        resources = sorted(set(resources) | {GPU_RESOURCE})  # a bare count (gpu=1) always asks for it
+    if not resources:
+        return []
+    if "supportedResourceTypes" not in scheduling:
+        where = _misplaced(settings, ("supportedResourceTypes",), "scheduling")
+        return [
+            passed(
+                "scheduler.supported-resources",
+                f"scheduling.supportedResourceTypes is not set in this file{where}, so Armada's default applies "
+                f"(config/scheduler/config.yaml lists nvidia.com/gpu); accelerator jobs need {', '.join(resources)}",
+            )
+        ]
+    supported = {
+        entry.get("name") for entry in scheduling.get("supportedResourceTypes") or () if isinstance(entry, dict)
+    }
+    findings = []
+    for resource in resources:
+        if resource in supported:
+            findings.append(
+                passed("scheduler.supported-resources", f"{resource} is in scheduling.supportedResourceTypes")
+            )
+            continue
+        findings.append(
+            problem(
+                "scheduler.supported-resources",
+                f"{resource} is not in the scheduler's scheduling.supportedResourceTypes: Armada fails every job "
+                f'requesting it with "resource type {resource} is not supported"',
+                f'add {{name: {resource}, resolution: "1"}} to scheduling.supportedResourceTypes (and to '
+                f"scheduling.indexedResources for faster matching) in the Armada scheduler config "
+                f"(see {SCHEDULER_CONFIG_EXAMPLE}) and restart the scheduler",
+            )
+        )
+    return findings
+
+
+def _priority_class_findings(groups: NodeGroups, scheduling: Mapping[str, Any]) -> list[Finding]:
+    """Interruptible tasks get the node-group file's priority classes; the scheduler must know them."""
+    classes = scheduling.get("priorityClasses")
+    if not isinstance(classes, Mapping):
+        return []
+    findings = []
+    for what, capacity in (("interruptible", groups.interruptible), ("non_interruptible", groups.non_interruptible)):
+        name = capacity.priority_class
+        if not name:
+            continue
+        if name not in classes:
+            findings.append(
+                problem(
+                    "scheduler.priority-classes",
+                    f"{what} tasks get priority class {name} (node-group file), but the scheduler's "
+                    f"scheduling.priorityClasses has only {', '.join(sorted(classes)) or 'none'}",
+                    f"add {name} to scheduling.priorityClasses (and to the server's "
+                    f"submission.allowedPriorityClassNames), or set {what}.priority_class to one of those",
+                )
+            )
+            continue
+        preemptible = bool((classes.get(name) or {}).get("preemptible", False))
+        if preemptible != (what == "interruptible"):
+            findings.append(
+                problem(
+                    "scheduler.priority-classes",
+                    f"{what} tasks get priority class {name}, which the scheduler marks preemptible: {preemptible}",
+                    f"give {what} tasks a class with preemptible: {str(what == 'interruptible').lower()}",
+                )
+            )
+            continue
+        findings.append(
+            passed("scheduler.priority-classes", f"{what} tasks get {name} (preemptible: {str(preemptible).lower()})")
+        )
+    return findings
 
 
 def check_runtime_platforms(groups: NodeGroups, platforms: Iterable[Architecture]) -> list[Finding]:
@@ -125,12 +220,14 @@ def scheduler_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return executor_settings(config)
 
 
-def labels_needed(group: NodeGroup) -> dict[str, tuple[str, bool]]:
+def labels_needed(group: Constraints) -> dict[str, tuple[str, bool]]:
     """Label keys a group's placement needs Armada to see: what uses each, and whether nodes must carry it."""
     needed = {key: ("node selector", True) for key in group.node_selector}
     for expression in group.required_node_affinity:
         use = f"node affinity {expression.key} {expression.operator}"
         needed.setdefault(expression.key, (use, expression.operator in _NEEDS_LABEL))
+    if isinstance(group, Accelerator) and group.partitions:
+        needed.setdefault(group.partition_label, ("MIG partition label", True))
     return needed
 
 
@@ -141,9 +238,9 @@ def _tracked_label_findings(groups: NodeGroups, tracked: set[str], tracked_set: 
         else f"trackedNodeLabels (not set, so only the default {', '.join(DEFAULT_TRACKED_LABELS)})"
     )
     users: dict[str, list[tuple[str, str, bool]]] = {}
-    for arch, group in sorted(groups.architectures.items()):
-        for key, (use, must_carry) in labels_needed(group).items():
-            users.setdefault(key, []).append((_group_name(arch, group), use, must_carry))
+    for name, constraints, _ in _constraint_sets(groups):
+        for key, (use, must_carry) in labels_needed(constraints).items():
+            users.setdefault(key, []).append((name, use, must_carry))
     findings = []
     for key, uses in users.items():
         if key in tracked:
@@ -176,9 +273,8 @@ def _tracked_label_findings(groups: NodeGroups, tracked: set[str], tracked_set: 
 
 def _tolerated_taint_findings(groups: NodeGroups, tolerated: set[str], misplaced: str) -> list[Finding]:
     findings = []
-    for arch, group in sorted(groups.architectures.items()):
-        name = _group_name(arch, group)
-        for taint in group.taints:
+    for name, constraints, jobs in _constraint_sets(groups):
+        for taint in constraints.taints:
             if taint.effect != "NoSchedule":
                 continue  # the executor hides only nodes with untolerated NoSchedule taints
             if taint.key in tolerated:
@@ -193,7 +289,7 @@ def _tolerated_taint_findings(groups: NodeGroups, tolerated: set[str], misplaced
                     "executor.tolerated-taints",
                     f"{name}: its nodes carry taint {taint}, and taint key {taint.key} is not in the executor's "
                     f"kubernetes.toleratedTaints{misplaced}: the executor reports those nodes as unschedulable, so "
-                    f"{arch.value} jobs pass submission and then stay QUEUED forever",
+                    f"{jobs}s pass submission and then stay QUEUED forever",
                     f"add {taint.key} to kubernetes.toleratedTaints in the Armada executor config "
                     f"(see {EXECUTOR_CONFIG_EXAMPLE}) and restart the executor",
                 )
@@ -201,6 +297,43 @@ def _tolerated_taint_findings(groups: NodeGroups, tolerated: set[str], misplaced
     if not findings:
         findings.append(passed("executor.tolerated-taints", "no node group declares a NoSchedule taint"))
     return findings
+
+
+def _constraint_sets(groups: NodeGroups) -> list[tuple[str, Constraints, str]]:
+    """(name in findings, constraints, whose jobs they are) for every part of the node-group file."""
+    out: list[tuple[str, Constraints, str]] = []
+    for arch, group in sorted(groups.architectures.items()):
+        out.append((_group_name(arch, group), group, f"{arch.value} job"))
+    for device, entry in sorted(groups.accelerators.items()):
+        out.append((f"accelerator {device}", entry, f"{device} GPU job"))
+    out.append(("interruptible tasks", groups.interruptible, "interruptible job"))
+    out.append(("non-interruptible tasks", groups.non_interruptible, "non-interruptible job"))
+    return out
+
+
+def _accelerator_resource(device: str, entry: Accelerator) -> str:
+    return entry.resource or GPU_RESOURCE
+
+
+def _implied_toleration(groups: NodeGroups, name: str, taint: Taint) -> bool:
+    """The connector tolerates `<resource>:NoSchedule` (Exists) on every accelerator job itself."""
+    if not name.startswith("accelerator "):
+        return False
+    entry = groups.accelerators[name.removeprefix("accelerator ")]
+    implied = Toleration(key=_accelerator_resource(name, entry), operator="Exists", effect="NoSchedule")
+    return implied.tolerates(taint)
+
+
+def _file_path(name: str, groups: NodeGroups) -> str:
+    """Where in the node-group file the finding's constraints live."""
+    if name.startswith("accelerator "):
+        return f"accelerators.{name.removeprefix('accelerator ')}"
+    if name == "interruptible tasks":
+        return "interruptible"
+    if name == "non-interruptible tasks":
+        return "non_interruptible"
+    arch = name.rsplit("(", 1)[-1].rstrip(")")
+    return f"architectures.{arch}"
 
 
 def _misplaced(settings: Mapping[str, Any], keys: Iterable[str], section: str) -> str:
