@@ -1,12 +1,18 @@
-"""Queues: Submit/QueueService CreateQueue(s), UpdateQueue, GetQueue(s), DeleteQueue, as Armada answers them."""
+"""Queues: Submit/QueueService CreateQueue(s), UpdateQueue, GetQueue(s), DeleteQueue, as Armada answers them.
+
+Creating and updating are one upsert in Armada (`upsertQueue` in
+internal/server/queue/queue_repository.go), and deleting doesn't look at the queue's jobs.
+"""
 
 from __future__ import annotations
 
 import grpc
 import pytest
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from support.pods import unique
+from support.pods import item, sleeper, submit_one, unique
+from support.waiting import wait_for_state
 
 
 def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0):
@@ -20,12 +26,19 @@ def test_created_queue_can_be_read_back(client: ArmadaClient) -> None:
     assert (queue.name, queue.priority_factor) == (name, 2.0)
 
 
-def test_creating_an_existing_queue_is_already_exists(client: ArmadaClient) -> None:
+def test_creating_an_existing_queue_overwrites_it(client: ArmadaClient) -> None:
     name = unique("q")
     client.create_queue(queue_request(client, name))
-    with pytest.raises(grpc.RpcError) as error:
-        client.create_queue(queue_request(client, name))
-    assert error.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    client.create_queue(queue_request(client, name, priority_factor=5.0))
+    assert client.get_queue(name).priority_factor == 5.0
+
+
+def test_a_created_queue_grants_its_owner_every_verb(client: ArmadaClient) -> None:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    [permission] = client.get_queue(name).permissions  # NewPermissionsFromOwners, pkg/client/queue/permissions.go
+    assert list(permission.verbs) == ["submit", "cancel", "preempt", "reprioritize", "watch"]
+    assert [subject.kind for subject in permission.subjects] == ["User"]
 
 
 def test_priority_factor_below_one_is_invalid(client: ArmadaClient) -> None:
@@ -47,17 +60,18 @@ def test_update_changes_the_queue(client: ArmadaClient) -> None:
     assert client.get_queue(name).priority_factor == 3.0
 
 
-def test_updating_an_unknown_queue_is_not_found(client: ArmadaClient) -> None:
-    with pytest.raises(grpc.RpcError) as error:
-        client.update_queue(queue_request(client, unique("missing")))
-    assert error.value.code() == grpc.StatusCode.NOT_FOUND
+def test_updating_an_unknown_queue_creates_it(client: ArmadaClient) -> None:
+    name = unique("fresh")
+    client.update_queue(queue_request(client, name, priority_factor=2.0))
+    assert client.get_queue(name).priority_factor == 2.0
 
 
 def test_batch_create_reports_only_the_failures(client: ArmadaClient) -> None:
-    existing, fresh = unique("q"), unique("q")
+    existing, fresh, invalid = unique("q"), unique("q"), unique("q")
     client.create_queue(queue_request(client, existing))
-    response = client.create_queues([queue_request(client, existing), queue_request(client, fresh)])
-    assert [failure.queue.name for failure in response.failed_queues] == [existing]
+    requests = [queue_request(client, existing), queue_request(client, fresh), queue_request(client, invalid, 0.5)]
+    response = client.create_queues(requests)
+    assert [failure.queue.name for failure in response.failed_queues] == [invalid]
     assert client.get_queue(fresh).name == fresh
 
 
@@ -76,8 +90,21 @@ def test_deleted_queue_is_gone(client: ArmadaClient) -> None:
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_reprioritizing_in_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
+def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set: str) -> None:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    job_id = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    client.cancel_jobs(name, job_set, job_id)
+    client.delete_queue(name)  # DeleteQueue in queue_repository.go checks no jobs
+    with pytest.raises(grpc.RpcError) as error:
+        client.get_queue(name)
+    assert error.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
     name = unique("q")
     client.create_queue(queue_request(client, name))
     response = client.reprioritize_jobs(new_priority=1.0, job_ids=[], job_set_id="js", queue=name)
-    assert dict(response.reprioritization_results) == {}
+    # ReprioritizeJobs in internal/server/submit/submit.go: one result for the whole job set
+    assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}

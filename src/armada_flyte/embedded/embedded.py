@@ -12,16 +12,15 @@ import pathlib
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-import grpc
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.auth import Credentials
+from armada_flyte.embedded.auth import ANONYMOUS, Credentials
 from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
-from armada_flyte.embedded.server import HOST, TlsFiles, start_grpc_server
+from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.errors import InvalidConfig
 
 _STOP_GRACE_SECONDS = 1.0
@@ -89,7 +88,7 @@ class EmbeddedArmada:
             raise InvalidConfig("tls_cert", str(tls_cert or tls_key), "give both tls_cert and tls_key, or neither")
         self.tls = TlsFiles(pathlib.Path(tls_cert), pathlib.Path(tls_key)) if tls_cert and tls_key else None
         self._plane: Optional[ControlPlane] = None
-        self._server: Optional[grpc.Server] = None
+        self._server: Optional[GrpcServer] = None
         self.port = 0
 
     def start(self) -> EmbeddedArmada:
@@ -117,7 +116,7 @@ class EmbeddedArmada:
         if plane is not None:
             plane.events.close()
         if server is not None:
-            server.stop(_STOP_GRACE_SECONDS).wait()
+            server.stop(_STOP_GRACE_SECONDS)
         if plane is not None:
             plane.stop()
 
@@ -143,7 +142,7 @@ class EmbeddedArmada:
         return self._plane
 
     def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
-        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor), ANONYMOUS)
 
     def pause(self) -> None:
         """Hold new leases: scheduled jobs stay LEASED and nothing starts until `resume()`."""
@@ -151,6 +150,11 @@ class EmbeddedArmada:
 
     def resume(self) -> None:
         self.plane.resume()
+
+    def lose_pods(self) -> None:
+        """An executor restart that lost its pods: running jobs fail as Armada's executor reports a
+        missing pod, pods still starting have their leases returned and are retried."""
+        self.plane.lose_pods()
 
     def job(self, job_id: str) -> Optional[JobView]:
         """The job's state and where its latest run was placed, or None if the id is unknown."""

@@ -15,6 +15,7 @@ from armada_flyte.armada_names import GANG_CARDINALITY, GANG_ID, GANG_UNIFORMITY
 from armada_flyte.embedded.refusals import InvalidArgument
 from armada_flyte.embedded.requirements import NODE_NAME_FIELD, required_node_selector, toleration
 from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.embedded.server_defaults import PRIORITY_CLASSES
 from armada_flyte.kube_objects import MatchExpression
 
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
@@ -115,7 +116,21 @@ def _item_problem(item: Any) -> str | None:
         return f"pod spec has {size} bytes, more than the maximum of {MAX_POD_SPEC_BYTES}"
     if not pod.containers:
         return "the pod spec has no containers"
-    return _affinity_problem(pod) or _resources_problem(pod) or _grace_period_problem(pod) or _tolerations_problem(pod)
+    return (
+        _affinity_problem(pod)
+        or _resources_problem(pod)
+        or _priority_class_problem(pod)
+        or _grace_period_problem(pod)
+        or _tolerations_problem(pod)
+    )
+
+
+def _priority_class_problem(pod: Any) -> str | None:
+    """Only the priority classes Armada's config allows (`validatePriorityClasses`, validation/submit_request.go)."""
+    name = pod.priorityClassName
+    if name and name not in PRIORITY_CLASSES:
+        return f"priority class {name} is not supported"
+    return None
 
 
 def _affinity_problem(pod: Any) -> str | None:
