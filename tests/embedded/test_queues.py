@@ -11,8 +11,8 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from support.pods import item, sleeper, submit_one, unique
-from support.waiting import wait_for_state
+from support.pods import item, pod, preemptible, sleeper, submit_one, unique
+from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
 
 
 def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0):
@@ -108,3 +108,55 @@ def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client
     response = client.reprioritize_jobs(new_priority=1.0, job_ids=[], job_set_id="js", queue=name)
     # ReprioritizeJobs in internal/server/submit/submit.go: one result for the whole job set
     assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}
+
+
+def fresh_queue(client: ArmadaClient) -> str:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    return name
+
+
+def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=name))
+    assert client.get_queue(name).cordoned
+    job_id = submit_one(client, name, job_set, item(pod(["true"])))
+    wait_for_a_scheduling_pass(client, name, job_set)
+    assert state_of(client, job_id) == submit_pb2.QUEUED  # constraints.go: "queue cordoned"
+    client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name=name))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+
+
+def test_cordoning_an_unknown_queue_is_unknown(client: ArmadaClient) -> None:
+    with pytest.raises(grpc.RpcError) as error:
+        client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=unique("missing")))
+    assert error.value.code() == grpc.StatusCode.UNKNOWN  # queue_service.go returns the repository's error
+
+
+def test_cancel_on_queue_cancels_the_jobs_in_the_given_states(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    running = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    wait_for_state(client, running, submit_pb2.RUNNING)
+    request = submit_pb2.QueueCancelRequest(name=name, jobStates=[submit_pb2.RUNNING])
+    client.queue_stub.CancelOnQueue(request)
+    wait_for_state(client, running, submit_pb2.CANCELLED)
+
+
+def test_cancel_on_queue_refuses_terminal_states(client: ArmadaClient) -> None:
+    request = submit_pb2.QueueCancelRequest(name=fresh_queue(client), jobStates=[submit_pb2.SUCCEEDED])
+    with pytest.raises(grpc.RpcError) as error:
+        client.queue_stub.CancelOnQueue(request)
+    assert error.value.code() == grpc.StatusCode.UNKNOWN
+    assert "provided job states must be non-terminal" in error.value.details()  # queue_service.go
+
+
+def test_preempt_on_queue_preempts_its_preemptible_jobs(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    steady = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    yielding = submit_one(client, name, job_set, item(preemptible(sleeper(cpu="100m"))))
+    wait_for_state(client, steady, submit_pb2.RUNNING)
+    wait_for_state(client, yielding, submit_pb2.RUNNING)
+    client.queue_stub.PreemptOnQueue(submit_pb2.QueuePreemptRequest(name=name))
+    wait_for_state(client, yielding, submit_pb2.PREEMPTED)
+    assert state_of(client, steady) == submit_pb2.RUNNING
+    client.cancel_jobset(name, job_set, [])

@@ -31,7 +31,7 @@ from armada_flyte.embedded.jobs import Job, Run, RunState, new_job_id
 from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields, pod_failure_reason
 from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
-from armada_flyte.embedded.refusals import QueueNotFound, UnknownQueue
+from armada_flyte.embedded.refusals import QueueNotFound, Refusal, UnknownQueue
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
 from armada_flyte.embedded.scheduler import Backlog, Scheduler
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 
 ACTIVE = frozenset({JobState.LEASED, JobState.PENDING, JobState.RUNNING})
+QUEUE_CANCEL_STATES = ACTIVE | {JobState.QUEUED}
+"""The states CancelOnQueue accepts (`isActiveState` in internal/server/queue/queue_service.go)."""
 GangKey = tuple[str, str, str]
 
 
@@ -106,6 +108,49 @@ class ControlPlane:
         """Armada deletes a queue whatever its jobs are doing (`DeleteQueue` in queue_repository.go)."""
         with self._lock:
             self.queues.remove(name)
+
+    def cordon_queue(self, name: str, cordoned: bool) -> None:
+        """Cordon or uncordon: a cordoned queue's queued jobs are not scheduled (queue_repository.go,
+        scheduler/scheduling/constraints/constraints.go); empty or unknown names are plain errors (UNKNOWN)."""
+        if not name:
+            raise Refusal(f"cannot {'cordon' if cordoned else 'uncordon'} queue with empty name")
+        with self._lock:
+            self._require_known_queue(name)
+            self.queues.set_cordoned(name, cordoned)
+        self._wake.set()
+
+    def cancel_on_queue(self, name: str, states: Iterable[int], priority_classes: Iterable[str]) -> None:
+        """QueueService.CancelOnQueue: the queue's jobs in `states` (active ones only; none given, none
+        cancelled) and, if given, of those priority classes, with only `cancelled` events
+        (queue_service.go, scheduleringester/schedulerdb.go)."""
+        if not name:
+            raise Refusal("cannot cancel jobs on queue with empty name")
+        wanted = {JobState(s) for s in states if s in {int(x) for x in QUEUE_CANCEL_STATES}}
+        if len(wanted) != len(set(states)):
+            raise Refusal("provided job states must be non-terminal")
+        classes = set(priority_classes)
+        with self._lock:
+            kills = []
+            for job in [j for j in self._jobs.values() if j.queue == name]:
+                if job.state in wanted and (not classes or job.pod.priorityClassName in classes):
+                    kills += self._cancel(job, "cancelled by CancelOnQueue")
+                    self.events.append("cancelled", job, requestor=REQUESTOR)
+        self._kill(kills)
+        self._wake.set()
+
+    def preempt_on_queue(self, name: str, priority_classes: Iterable[str]) -> None:
+        """QueueService.PreemptOnQueue: the queue's jobs with a run, of those priority classes if given;
+        the scheduler preempts the preemptible ones (preempted then failed, no preempting event)."""
+        if not name:
+            raise Refusal("cannot preempt jobs on queue with empty name")
+        classes = set(priority_classes)
+        with self._lock:
+            kills = []
+            for job in [j for j in self._jobs.values() if j.queue == name and j.state in ACTIVE]:
+                if (not classes or job.pod.priorityClassName in classes) and preemptible(job.pod):
+                    kills += self._preempt(job, "Preempted - preemption requested via API")
+        self._kill(kills)
+        self._wake.set()
 
     def active_queues(self) -> dict[str, list[str]]:
         """Jobs.GetActiveQueues: per pool, the queues with leased, pending or running jobs
@@ -451,7 +496,9 @@ class ControlPlane:
     def _schedule(self) -> None:
         with self._lock:
             self._reject_unschedulable()
-            placements = self.scheduler.plan(self._backlogs, self.queues.priority_factors(), self._queued_gang)
+            cordoned = self.queues.cordoned()
+            backlogs = {queue: backlog for queue, backlog in self._backlogs.items() if queue not in cordoned}
+            placements = self.scheduler.plan(backlogs, self.queues.priority_factors(), self._queued_gang)
             launches = [self._lease(job, node) for job, node in placements]
             if self._paused:
                 self._held.update((launch.run_id, launch) for launch in launches)

@@ -51,6 +51,14 @@ class QueueRegistry:
         with self._lock:
             return [_copy(q) for q in self._queues.values()]
 
+    def set_cordoned(self, name: str, cordoned: bool) -> None:
+        with self._lock:
+            self._queues[name].cordoned = cordoned
+
+    def cordoned(self) -> set[str]:
+        with self._lock:
+            return {name for name, queue in self._queues.items() if queue.cordoned}
+
     def priority_factors(self) -> dict[str, float]:
         with self._lock:
             return {name: queue.priority_factor for name, queue in self._queues.items()}

@@ -122,5 +122,31 @@ class SubmitServicer(_QueueMethods, submit_pb2_grpc.SubmitServicer):
 
 
 class QueueServicer(_QueueMethods, submit_pb2_grpc.QueueServiceServicer):
+    """QueueService has, besides the queue methods, cordoning and acting on every job of a queue."""
+
     def __init__(self, plane: ControlPlane):
         self._plane = plane
+
+    @as_status
+    def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.cordon_queue(request.name, True)
+        return empty_pb2.Empty()
+
+    @as_status
+    def UncordonQueue(
+        self, request: submit_pb2.QueueUncordonRequest, context: grpc.ServicerContext
+    ) -> empty_pb2.Empty:
+        self._plane.cordon_queue(request.name, False)
+        return empty_pb2.Empty()
+
+    @as_status
+    def CancelOnQueue(self, request: submit_pb2.QueueCancelRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.cancel_on_queue(request.name, request.jobStates, request.priorityClasses)
+        return empty_pb2.Empty()
+
+    @as_status
+    def PreemptOnQueue(
+        self, request: submit_pb2.QueuePreemptRequest, context: grpc.ServicerContext
+    ) -> empty_pb2.Empty:
+        self._plane.preempt_on_queue(request.name, request.priorityClasses)
+        return empty_pb2.Empty()
