@@ -133,9 +133,7 @@ class QueueServicer(_QueueMethods, submit_pb2_grpc.QueueServiceServicer):
         return empty_pb2.Empty()
 
     @as_status
-    def UncordonQueue(
-        self, request: submit_pb2.QueueUncordonRequest, context: grpc.ServicerContext
-    ) -> empty_pb2.Empty:
+    def UncordonQueue(self, request: submit_pb2.QueueUncordonRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
         self._plane.cordon_queue(request.name, False)
         return empty_pb2.Empty()
 
@@ -145,8 +143,6 @@ class QueueServicer(_QueueMethods, submit_pb2_grpc.QueueServiceServicer):
         return empty_pb2.Empty()
 
     @as_status
-    def PreemptOnQueue(
-        self, request: submit_pb2.QueuePreemptRequest, context: grpc.ServicerContext
-    ) -> empty_pb2.Empty:
+    def PreemptOnQueue(self, request: submit_pb2.QueuePreemptRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
         self._plane.preempt_on_queue(request.name, request.priorityClasses)
         return empty_pb2.Empty()
