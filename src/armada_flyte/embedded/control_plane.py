@@ -134,7 +134,7 @@ class ControlPlane:
             for job in [j for j in self._jobs.values() if j.queue == name]:
                 if job.state in wanted and (not classes or job.pod.priorityClassName in classes):
                     kills += self._cancel(job, "cancelled by CancelOnQueue")
-                    self.events.append("cancelled", job, requestor=REQUESTOR)
+                    self.events.append("cancelled", job, requestor=current_user())
         self._kill(kills)
         self._wake.set()
 
@@ -438,6 +438,7 @@ class ControlPlane:
 
     def _cancel(self, job: Job, reason: str) -> list[tuple[str, float]]:
         job.cancel_reason, job.cancelled_at = reason or "cancelled by user", time.time()
+        job.cancel_user = current_user()
         self._backlogs[job.queue].discard(job)
         job.move_to(JobState.CANCELLED)
         return self._stop_run(job)

@@ -102,6 +102,7 @@ class Job:
     runs: list[Run] = field(default_factory=list)
     error: str = ""
     cancel_reason: str = ""
+    cancel_user: str = ""
     cancelled_at: Optional[float] = None
     owner: str = "anonymous"
     """Who submitted it (the authenticated user; "anonymous" without auth), as Armada records it."""

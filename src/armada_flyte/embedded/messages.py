@@ -12,8 +12,6 @@ from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
 
 CLUSTER_ID = "embedded"
-REQUESTOR = "anonymous"
-"""Who asked, in events and job details; the embedded server has no authentication."""
 NOTE_ANNOTATION = "armada-flyte.dev/note"
 """Annotation GetJobDetails(expand_job_spec) adds to say what the executor really did (e.g. ran natively)."""
 
@@ -104,7 +102,7 @@ def job_details(job: Job, expand_spec: bool, expand_runs: bool) -> job_pb2.JobDe
         submitted_ts=timestamp(job.submitted_at),
         cancel_ts=timestamp(job.cancelled_at),
         cancel_reason=job.cancel_reason,
-        cancel_user=REQUESTOR if job.cancelled_at is not None else "",
+        cancel_user=job.cancel_user,
         last_transition_ts=timestamp(job.last_transition),
         latest_run_id=run.id if run else "",
         job_spec=job_message(job) if expand_spec else None,
@@ -158,12 +156,16 @@ def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]
 
 def pod_failure_reason(run: Run, exit_code: int, error: str) -> str:
     """Armada's `ExtractPodFailedReason` (internal/executor/util/pod_status.go): the pod's own message
-    when it has one (e.g. past its deadline), else a line per container that exited non-zero."""
+    when it has one (e.g. past its deadline), else a line per container that exited non-zero. Lines
+    of the executor's error that the containers' messages don't carry (a hint how to fix it) follow."""
     if run.pod_reason:
         return error
     failed = [end for end in _container_ends(run, exit_code, error) if end.exit_code != 0]
-    lines = [f"Container {e.name} failed with exit code {e.exit_code} because {e.reason}: {e.message}\n" for e in failed]
-    return "".join(lines) or error
+    reason = "".join(
+        f"Container {e.name} failed with exit code {e.exit_code} because {e.reason}: {e.message}\n" for e in failed
+    )
+    extra = [line for line in error.splitlines() if line.strip() and line not in reason]
+    return reason + "".join(f"{line}\n" for line in extra) if reason else error
 
 
 def _container_ends(run: Run, exit_code: int, error: str) -> tuple[ContainerEnd, ...]:

@@ -12,8 +12,8 @@ import grpc
 from armada_client.armada import health_pb2, submit_pb2, submit_pb2_grpc
 from google.protobuf import empty_pb2
 
+from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.control_plane import ControlPlane
-from armada_flyte.embedded.messages import REQUESTOR
 from armada_flyte.embedded.refusals import Refusal, as_status
 
 
@@ -22,7 +22,7 @@ class _QueueMethods:
 
     @as_status
     def CreateQueue(self, request: submit_pb2.Queue, context: grpc.ServicerContext) -> empty_pb2.Empty:
-        self._plane.queues.create(request, REQUESTOR)
+        self._plane.queues.create(request, current_user())
         return empty_pb2.Empty()
 
     def CreateQueues(
@@ -30,7 +30,7 @@ class _QueueMethods:
     ) -> submit_pb2.BatchQueueCreateResponse:
         failed = [
             submit_pb2.QueueCreateResponse(queue=q, error=e)
-            for q, e in _each(lambda queue: self._plane.queues.create(queue, REQUESTOR), request.queues)
+            for q, e in _each(lambda queue: self._plane.queues.create(queue, current_user()), request.queues)
         ]
         return submit_pb2.BatchQueueCreateResponse(failed_queues=failed)
 
