@@ -149,3 +149,10 @@ def test_active_queues_name_the_queue_of_a_running_job(client: ArmadaClient, que
     wait_for_state(client, job_id, RUNNING)
     answer = client.job_stub.GetActiveQueues(job_pb2.GetActiveQueuesRequest())
     assert any(queue in active.queues for active in answer.active_queues_by_pool.values())
+
+
+@pytest.mark.embedded_only
+def test_the_deployments_default_priority_class_is_stored_with_the_job(own_armada) -> None:
+    _, client = own_armada(default_priority_class="armada-preemptible")
+    job_id = submit_one(client, "conformance", "js", item(pod()))
+    assert job_spec(client, job_id).pod_specs[0].priorityClassName == "armada-preemptible"

@@ -35,7 +35,7 @@ from armada_flyte.embedded.refusals import QueueNotFound, Refusal, UnknownQueue
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
 from armada_flyte.embedded.scheduler import Backlog, Scheduler
-from armada_flyte.embedded.server_defaults import apply_defaults, preemptible, priority_of
+from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, apply_defaults, preemptible, priority_of
 from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,17 @@ GangKey = tuple[str, str, str]
 class ControlPlane:
     """Queues, jobs, runs and their events; the scheduler and the executor do their work through it."""
 
-    def __init__(self, cluster: Cluster, executor: Executor, *, visibility_delay: float = 0.0, paused: bool = False):
+    def __init__(
+        self,
+        cluster: Cluster,
+        executor: Executor,
+        *,
+        visibility_delay: float = 0.0,
+        paused: bool = False,
+        default_priority_class: str = DEFAULT_PRIORITY_CLASS,
+    ):
         self.cluster = cluster
+        self.default_priority_class = default_priority_class
         self.executor = executor
         self.visibility_delay = visibility_delay
         self.events = EventLog()
@@ -175,7 +184,7 @@ class ControlPlane:
             stored.CopyFrom(item)
             stored.priority = priority_of(item.priority)
             pod = main_pod_spec(stored)
-            apply_defaults(pod)
+            apply_defaults(pod, self.default_priority_class)
             prepared.append((stored, pod, Requirements.of_pod(pod)))
         ids = []
         with self._lock:

@@ -21,6 +21,7 @@ from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
+from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from armada_flyte.errors import InvalidConfig
 
 _STOP_GRACE_SECONDS = 1.0
@@ -53,6 +54,8 @@ class EmbeddedArmada:
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
     `auth` ("basic:USER:PASSWORD", "bearer:TOKEN") requires credentials on every call, as Armada
     does; `tls_cert` and `tls_key` (PEM files) serve TLS instead of plaintext.
+    `default_priority_class` is the class a job without one gets (Armada's
+    `submission.defaultPriorityClassName`; armada-preemptible makes such jobs preemptible).
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class EmbeddedArmada:
         *,
         paused: bool = False,
         visibility_delay: float = 0.0,
+        default_priority_class: str = DEFAULT_PRIORITY_CLASS,
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
         auth: Iterable[str] = (),
@@ -83,6 +87,11 @@ class EmbeddedArmada:
         self._initial_queues = tuple(queues)
         self._paused = paused
         self._visibility_delay = visibility_delay
+        if default_priority_class not in PRIORITY_CLASSES:
+            raise InvalidConfig(
+                "default_priority_class", default_priority_class, f"use one of {', '.join(PRIORITY_CLASSES)}"
+            )
+        self._default_priority_class = default_priority_class
         self.credentials = Credentials.parse(auth)
         if (tls_cert is None) != (tls_key is None):
             raise InvalidConfig("tls_cert", str(tls_cert or tls_key), "give both tls_cert and tls_key, or neither")
@@ -95,7 +104,13 @@ class EmbeddedArmada:
         executor = self._executor
         if isinstance(executor, str):
             executor = make_executor(executor, **self._executor_options)
-        plane = ControlPlane(self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused)
+        plane = ControlPlane(
+            self.cluster,
+            executor,
+            visibility_delay=self._visibility_delay,
+            paused=self._paused,
+            default_priority_class=self._default_priority_class,
+        )
         plane.start()
         try:
             self._server, self.port = start_grpc_server(

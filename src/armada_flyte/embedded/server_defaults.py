@@ -44,12 +44,14 @@ def preemptible(pod: Any) -> bool:
     return PRIORITY_CLASSES.get(pod.priorityClassName, False)
 
 
-def apply_defaults(pod: Any) -> None:
-    """Fill in, in place and in Armada's order, what the server adds to a pod spec it accepted."""
+def apply_defaults(pod: Any, priority_class: str = DEFAULT_PRIORITY_CLASS) -> None:
+    """Fill in, in place and in Armada's order, what the server adds to a pod spec it accepted.
+
+    `priority_class` is the deployment's `submission.defaultPriorityClassName`."""
     if not pod.HasField("activeDeadlineSeconds"):
         pod.activeDeadlineSeconds = ACTIVE_DEADLINE_SECONDS
     if not pod.priorityClassName:
-        pod.priorityClassName = DEFAULT_PRIORITY_CLASS
+        pod.priorityClassName = priority_class
     for container in list(pod.containers) + list(pod.initContainers):
         _default_resources(container)
     _default_tolerations(pod)
