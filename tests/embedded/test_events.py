@@ -83,12 +83,19 @@ def test_watching_a_missing_job_set_is_not_found(client: ArmadaClient, queue: st
 
 def test_message_ids_read_ms_seq_subseq_last(client: ArmadaClient, queue: str, job_set: str) -> None:
     client.submit_jobs(queue, job_set, [item(pod(["true"])), item(pod(["true"]))])
-    messages = job_set_events(client, queue, job_set)
-    # ExternalSeqNo in internal/server/event/sequence/sequence.go; one request is one event sequence
+    messages = wait_until(lambda: (m := job_set_events(client, queue, job_set)) and len(m) >= 4 and m)
+    # ExternalSeqNo in internal/server/event/sequence/sequence.go; ReadEvents in event_repository.go
+    # numbers the events of one stored entry from 0 and marks the entry's last with 1
     assert all(re.fullmatch(r"\d+:\d+:\d+:[01]", m.id) for m in messages)
-    first = [m.id.split(":") for m in messages[:4]]
-    assert [(p[2], p[3]) for p in first] == [("0", "0"), ("1", "0"), ("2", "0"), ("3", "1")]
-    assert len({(p[0], p[1]) for p in first}) == 1
+    entries: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for m in messages:
+        ms, seq, subseq, last = m.id.split(":")
+        entries.setdefault((ms, seq), []).append((int(subseq), last))
+    for numbered in entries.values():
+        assert [n for n, _ in numbered] == list(range(len(numbered)))
+        assert [flag for _, flag in numbered] == ["0"] * (len(numbered) - 1) + ["1"]
+    # one request is one event sequence: its jobs' submitted and queued events share an entry
+    assert len({tuple(m.id.split(":")[:2]) for m in messages[:4]}) == 1
 
 
 def test_an_unparsable_message_id_is_unknown(client: ArmadaClient, queue: str, job_set: str) -> None:
