@@ -34,7 +34,7 @@ def bench_cluster(nodes_per_group: int) -> Cluster:
 
     def group(arch: str, taints: list) -> dict:
         labels = {"kubernetes.io/arch": arch}
-        allocatable = {"cpu": "4", "memory": "16Gi"}
+        allocatable = {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "2Ti"}  # Armada gives each pod 8Gi
         return {"name": arch, "nodes": nodes_per_group, "labels": labels, "taints": taints, "allocatable": allocatable}
 
     arm64_taint = {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}

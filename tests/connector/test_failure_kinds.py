@@ -7,12 +7,24 @@ from __future__ import annotations
 import json
 
 import grpc
+import pytest
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.armada_templates import execution_metadata, python_template
 from support.flyte_backend import phases, poll_to_end, run_with_retries
+
+
+@pytest.fixture(scope="module")
+def armada():
+    """An Armada whose jobs default to a preemptible priority class, as only those can be preempted
+    (`submission.defaultPriorityClassName`; Armada's scheduler.go preempts preemptible jobs only)."""
+    from armada_flyte.embedded import EmbeddedArmada
+
+    with EmbeddedArmada(port=0, queues=("flyte", "other"), default_priority_class="armada-preemptible") as server:
+        yield server
+
 
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0. This
 # container fails on attempts before SUCCEED_ON (it reads FLYTE_ATTEMPT_NUMBER, as Flyte's

@@ -58,12 +58,8 @@ def client(armada_url: str) -> Iterator[ArmadaClient]:
 
 @pytest.fixture(scope="session")
 def queue(client: ArmadaClient) -> str:
-    """A queue the suite submits to (created if missing)."""
-    try:
-        client.create_queue(client.create_queue_request(CONFORMANCE_QUEUE, priority_factor=1.0))
-    except grpc.RpcError as error:
-        if error.code() != grpc.StatusCode.ALREADY_EXISTS:
-            raise
+    """A queue the suite submits to (CreateQueue is an upsert in Armada, so this also works when it exists)."""
+    client.create_queue(client.create_queue_request(CONFORMANCE_QUEUE, priority_factor=1.0))
     return CONFORMANCE_QUEUE
 
 

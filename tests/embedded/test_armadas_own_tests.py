@@ -54,7 +54,7 @@ TESTSUITE_CASES = {
     "performance/submit_1x1K": PASSES,
     "preemption/preempt_by_id_1x1": PASSES,
     "preemption/preempt_by_ids_1x5": PASSES,
-    "queue/active_list_1x1": "GetActiveQueues is not implemented",
+    "queue/active_list_1x1": PASSES,
     "queue/crud_1x1": PASSES,
     "queue/crud_batch_5x5": PASSES,
     "reprioritization/reprioritize_by_id_1x1": PASSES,
@@ -77,7 +77,7 @@ PYTHON_CLIENT_EXAMPLES = {
     "general": "the embedded server requires a namespace; the example sends none",
     "monitor": "the embedded server requires a namespace; the example sends none",
     "preempting": PASSES,
-    "queues": "creating an existing queue is refused; Armada upserts",
+    "queues": PASSES,
     "simple": "the embedded server requires a namespace; the example sends none",
 }
 

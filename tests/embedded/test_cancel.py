@@ -8,7 +8,8 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
 
-from support.pods import cluster, item, node_group, pod, python, sleeper, submit_one, unique
+from support.job_events import event_kinds, job_set_events, kind
+from support.pods import cluster, item, node_group, pod, preemptible, python, sleeper, submit_one, unique
 from support.process_checks import is_alive, pids_in_log
 from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state, wait_until
 
@@ -69,7 +70,7 @@ def test_cancelling_a_job_set_cancels_all_its_jobs(client: ArmadaClient, queue: 
 def test_stopping_a_job_kills_the_whole_process_tree(
     embedded_armada, client: ArmadaClient, queue: str, job_set: str, stop, end_state
 ) -> None:
-    job_id = submit_one(client, queue, job_set, item(pod(python(SPAWNER), cpu="100m")))
+    job_id = submit_one(client, queue, job_set, item(preemptible(pod(python(SPAWNER), cpu="100m"))))
     wait_for_state(client, job_id, RUNNING)
     lines = wait_until(lambda: (log := embedded_armada.logs(job_id)) and len(log) >= 3 and log, what="the pids")
     pids = pids_in_log(lines, "main") + pids_in_log(lines, "child") + pids_in_log(lines, "escaped")
@@ -113,14 +114,46 @@ def test_cancelling_a_job_set_can_be_limited_to_states(own_armada) -> None:
     assert state_of(client, running) == RUNNING
 
 
-def test_cancelling_a_job_set_by_an_unknown_state_is_invalid(client: ArmadaClient, queue: str, job_set: str) -> None:
+@pytest.mark.parametrize("states", [[submit_pb2.PENDING], [submit_pb2.RUNNING]], ids=["pending", "running"])
+def test_pending_and_running_only_filter_a_job_set_cancel_together(
+    client: ArmadaClient, queue: str, job_set: str, states: list[int]
+) -> None:
     request = submit_pb2.JobSetCancelRequest(
-        queue=queue, job_set_id=job_set, filter=submit_pb2.JobSetFilter(states=[99])
+        queue=queue, job_set_id=job_set, filter=submit_pb2.JobSetFilter(states=states)
     )
     with pytest.raises(grpc.RpcError) as error:
         client.submit_stub.CancelJobSet(request)
-    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "99" in error.value.details()
+    # ValidateJobSetFilter (internal/server/submit/validation/job_set.go) returns a plain error: UNKNOWN
+    assert error.value.code() == grpc.StatusCode.UNKNOWN
+    assert "PENDING and RUNNING must always be used together" in error.value.details()
+
+
+@pytest.mark.embedded_only
+def test_cancelling_pending_and_running_cancels_leased_jobs_and_leaves_queued_ones(own_armada) -> None:
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), paused=True)
+    leased = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
+    wait_for_state(client, leased, submit_pb2.LEASED)
+    queued = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
+    wait_for_a_scheduling_pass(client, "conformance", "js")
+    client.cancel_jobset("conformance", "js", [JobState.PENDING, JobState.RUNNING])
+    # handleCancelJobSet (internal/scheduleringester/instructions.go): PENDING or RUNNING cancels every leased job
+    wait_for_state(client, leased, CANCELLED)
+    wait_for_state(client, queued, submit_pb2.LEASED)  # not cancelled: it takes the node the other left
+
+
+@pytest.mark.embedded_only
+def test_a_job_set_cancel_by_any_other_state_cancels_queued_jobs(own_armada) -> None:
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
+    running = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
+    wait_for_state(client, running, RUNNING)
+    queued = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
+    wait_for_a_scheduling_pass(client, "conformance", "js")
+    request = submit_pb2.JobSetCancelRequest(
+        queue="conformance", job_set_id="js", filter=submit_pb2.JobSetFilter(states=[submit_pb2.SUCCEEDED])
+    )
+    client.submit_stub.CancelJobSet(request)  # submit.go maps any state but PENDING and RUNNING to QUEUED
+    wait_for_state(client, queued, CANCELLED)
+    assert state_of(client, running) == RUNNING
 
 
 def test_cancel_needs_a_job_set(client: ArmadaClient, queue: str) -> None:
@@ -129,7 +162,71 @@ def test_cancel_needs_a_job_set(client: ArmadaClient, queue: str) -> None:
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_cancel_in_an_unknown_queue_is_permission_denied(client: ArmadaClient) -> None:
+def test_cancel_in_an_unknown_queue_is_unknown(client: ArmadaClient) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.cancel_jobs(unique("nowhere"), "js", "x")
-    assert error.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    # `authorize` in internal/server/submit/submit.go returns the queue cache's error as it is
+    assert error.value.code() == grpc.StatusCode.UNKNOWN
+    assert "could not find queue" in error.value.details()
+
+
+def test_cancelling_unknown_ids_answers_them(client: ArmadaClient, queue: str, job_set: str) -> None:
+    assert list(client.cancel_jobs(queue, job_set, "no-such-job").cancelled_ids) == ["no-such-job"]
+
+
+def test_cancelling_without_ids_cancels_the_job_set(client: ArmadaClient, queue: str, job_set: str) -> None:
+    job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    result = client.submit_stub.CancelJobs(submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set))
+    assert list(result.cancelled_ids) == [""]  # CancelJobs in submit/submit.go answers the empty job_id
+    wait_for_state(client, job_id, CANCELLED)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda client, queue, job_set, reason: client.submit_stub.CancelJobs(
+            submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set, job_ids=["x"], reason=reason)
+        ),
+        lambda client, queue, job_set, reason: client.submit_stub.PreemptJobs(
+            submit_pb2.JobPreemptRequest(queue=queue, job_set_id=job_set, job_ids=["x"], reason=reason)
+        ),
+        lambda client, queue, job_set, reason: client.submit_stub.CancelJobSet(
+            submit_pb2.JobSetCancelRequest(queue=queue, job_set_id=job_set, reason=reason)
+        ),
+    ],
+    ids=["cancel", "preempt", "cancel-job-set"],
+)
+def test_a_reason_over_50_bytes_is_invalid(client: ArmadaClient, queue: str, job_set: str, call) -> None:
+    call(client, queue, job_set, "r" * 50)
+    with pytest.raises(grpc.RpcError) as error:
+        call(client, queue, job_set, "é" * 26)  # 52 bytes: the limit is in bytes (validation/job_set.go)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "reason cannot be longer than 50 bytes" in error.value.details()
+
+
+def test_cancel_events_carry_no_reason(client: ArmadaClient, queue: str, job_set: str) -> None:
+    job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    client.submit_stub.CancelJobs(
+        submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set, job_ids=[job_id], reason="done with it")
+    )
+    wait_for_state(client, job_id, CANCELLED)
+    kinds = wait_until(
+        lambda: (k := event_kinds(client, queue, job_set, job_id)) and k[-1] == "cancelled" and k,
+        what="the cancelled event",
+    )
+    assert kinds[-2:] == ["cancelling", "cancelled"]
+    # FromInternalCancel / FromInternalCancelled (internal/server/event/conversion/conversions.go) set no reason
+    cancels = [m for m in job_set_events(client, queue, job_set) if kind(m) in ("cancelling", "cancelled")]
+    assert [getattr(m.message, kind(m)).reason for m in cancels] == ["", ""]
+    assert client.get_job_details([job_id]).job_details[job_id].cancel_reason == "done with it"
+
+
+def test_a_job_set_cancel_gives_only_cancelled_events(client: ArmadaClient, queue: str, job_set: str) -> None:
+    job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    client.cancel_jobset(queue, job_set, [])
+    wait_for_state(client, job_id, CANCELLED)
+    kinds = wait_until(
+        lambda: (k := event_kinds(client, queue, job_set, job_id)) and k[-1] == "cancelled" and k,
+        what="the cancelled event",
+    )
+    assert "cancelling" not in kinds  # CancelJobSet converts to no api event (conversions.go)

@@ -22,6 +22,7 @@ from support.pods import (
     item,
     node_group,
     pod,
+    preemptible,
     runs_until_file_exists,
     sleeper,
     submit_one,
@@ -40,9 +41,9 @@ def submit_all(client, items) -> list[str]:
 
 
 def one_busy_cpu(own_armada):
-    """A cluster of one node with one cpu, held by a running job: returns the client and that job."""
+    """A cluster of one node with one cpu, held by a running (preemptible) job: returns the client and that job."""
     _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
-    blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="1")))
+    blocker = submit_one(client, QUEUE, "js", item(preemptible(sleeper(cpu="1"))))
     wait_for_state(client, blocker, RUNNING)
     return client, blocker
 

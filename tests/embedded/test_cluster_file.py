@@ -36,9 +36,11 @@ def test_nodes_are_named_after_their_group_and_carry_their_hostname() -> None:
     assert cluster.nodes[3].labels["kubernetes.io/arch"] == "arm64"
 
 
-def test_allocatable_is_kept_in_thousandths() -> None:
+def test_allocatable_is_kept_in_thousandths_with_a_disk_where_the_file_names_none() -> None:
     node = Cluster.default().nodes[0]
-    assert node.allocatable == {"cpu": 4000, "memory": 16 * 2**30 * 1000}
+    # every Kubernetes node reports ephemeral-storage, and Armada gives each container 8Gi of it
+    disk = 2**40 * 1000
+    assert node.allocatable == {"cpu": 4000, "memory": 16 * 2**30 * 1000, "ephemeral-storage": disk}
 
 
 def test_default_file_is_plain_yaml() -> None:

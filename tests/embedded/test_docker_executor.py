@@ -128,7 +128,8 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "flyte", "js", item(arm64_pod(["python3", "-c", "..."])))
         wait_for_state(client, job_id, submit_pb2.FAILED)
-        assert client.get_job_errors([job_id]).job_errors[job_id] == "disk full"
+        error = client.get_job_errors([job_id]).job_errors[job_id]
+        assert error == "Container main failed with exit code 3 because Error: disk full\n"  # pod_status.go
         assert armada.logs(job_id)[-2:] == ["hello", "disk full"]
     assert docker_client.created[0]["platform"] == "linux/arm64"
     assert container.calls == ["attach", "start"]  # attached first: no output is lost

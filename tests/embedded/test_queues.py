@@ -1,12 +1,18 @@
-"""Queues: Submit/QueueService CreateQueue(s), UpdateQueue, GetQueue(s), DeleteQueue, as Armada answers them."""
+"""Queues: Submit/QueueService CreateQueue(s), UpdateQueue, GetQueue(s), DeleteQueue, as Armada answers them.
+
+Creating and updating are one upsert in Armada (`upsertQueue` in
+internal/server/queue/queue_repository.go), and deleting doesn't look at the queue's jobs.
+"""
 
 from __future__ import annotations
 
 import grpc
 import pytest
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from support.pods import unique
+from support.pods import item, pod, preemptible, sleeper, submit_one, unique
+from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
 
 
 def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0):
@@ -20,12 +26,19 @@ def test_created_queue_can_be_read_back(client: ArmadaClient) -> None:
     assert (queue.name, queue.priority_factor) == (name, 2.0)
 
 
-def test_creating_an_existing_queue_is_already_exists(client: ArmadaClient) -> None:
+def test_creating_an_existing_queue_overwrites_it(client: ArmadaClient) -> None:
     name = unique("q")
     client.create_queue(queue_request(client, name))
-    with pytest.raises(grpc.RpcError) as error:
-        client.create_queue(queue_request(client, name))
-    assert error.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    client.create_queue(queue_request(client, name, priority_factor=5.0))
+    assert client.get_queue(name).priority_factor == 5.0
+
+
+def test_a_created_queue_grants_its_owner_every_verb(client: ArmadaClient) -> None:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    [permission] = client.get_queue(name).permissions  # NewPermissionsFromOwners, pkg/client/queue/permissions.go
+    assert list(permission.verbs) == ["submit", "cancel", "preempt", "reprioritize", "watch"]
+    assert [subject.kind for subject in permission.subjects] == ["User"]
 
 
 def test_priority_factor_below_one_is_invalid(client: ArmadaClient) -> None:
@@ -47,17 +60,18 @@ def test_update_changes_the_queue(client: ArmadaClient) -> None:
     assert client.get_queue(name).priority_factor == 3.0
 
 
-def test_updating_an_unknown_queue_is_not_found(client: ArmadaClient) -> None:
-    with pytest.raises(grpc.RpcError) as error:
-        client.update_queue(queue_request(client, unique("missing")))
-    assert error.value.code() == grpc.StatusCode.NOT_FOUND
+def test_updating_an_unknown_queue_creates_it(client: ArmadaClient) -> None:
+    name = unique("fresh")
+    client.update_queue(queue_request(client, name, priority_factor=2.0))
+    assert client.get_queue(name).priority_factor == 2.0
 
 
 def test_batch_create_reports_only_the_failures(client: ArmadaClient) -> None:
-    existing, fresh = unique("q"), unique("q")
+    existing, fresh, invalid = unique("q"), unique("q"), unique("q")
     client.create_queue(queue_request(client, existing))
-    response = client.create_queues([queue_request(client, existing), queue_request(client, fresh)])
-    assert [failure.queue.name for failure in response.failed_queues] == [existing]
+    requests = [queue_request(client, existing), queue_request(client, fresh), queue_request(client, invalid, 0.5)]
+    response = client.create_queues(requests)
+    assert [failure.queue.name for failure in response.failed_queues] == [invalid]
     assert client.get_queue(fresh).name == fresh
 
 
@@ -76,8 +90,73 @@ def test_deleted_queue_is_gone(client: ArmadaClient) -> None:
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_reprioritizing_in_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
+def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set: str) -> None:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    job_id = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    client.cancel_jobs(name, job_set, job_id)
+    client.delete_queue(name)  # DeleteQueue in queue_repository.go checks no jobs
+    with pytest.raises(grpc.RpcError) as error:
+        client.get_queue(name)
+    assert error.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
     name = unique("q")
     client.create_queue(queue_request(client, name))
     response = client.reprioritize_jobs(new_priority=1.0, job_ids=[], job_set_id="js", queue=name)
-    assert dict(response.reprioritization_results) == {}
+    # ReprioritizeJobs in internal/server/submit/submit.go: one result for the whole job set
+    assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}
+
+
+def fresh_queue(client: ArmadaClient) -> str:
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    return name
+
+
+def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=name))
+    assert client.get_queue(name).cordoned
+    job_id = submit_one(client, name, job_set, item(pod(["true"])))
+    wait_for_a_scheduling_pass(client, name, job_set)
+    assert state_of(client, job_id) == submit_pb2.QUEUED  # constraints.go: "queue cordoned"
+    client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name=name))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+
+
+def test_cordoning_an_unknown_queue_is_unknown(client: ArmadaClient) -> None:
+    with pytest.raises(grpc.RpcError) as error:
+        client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=unique("missing")))
+    assert error.value.code() == grpc.StatusCode.UNKNOWN  # queue_service.go returns the repository's error
+
+
+def test_cancel_on_queue_cancels_the_jobs_in_the_given_states(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    running = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    wait_for_state(client, running, submit_pb2.RUNNING)
+    request = submit_pb2.QueueCancelRequest(name=name, jobStates=[submit_pb2.RUNNING])
+    client.queue_stub.CancelOnQueue(request)
+    wait_for_state(client, running, submit_pb2.CANCELLED)
+
+
+def test_cancel_on_queue_refuses_terminal_states(client: ArmadaClient) -> None:
+    request = submit_pb2.QueueCancelRequest(name=fresh_queue(client), jobStates=[submit_pb2.SUCCEEDED])
+    with pytest.raises(grpc.RpcError) as error:
+        client.queue_stub.CancelOnQueue(request)
+    assert error.value.code() == grpc.StatusCode.UNKNOWN
+    assert "provided job states must be non-terminal" in error.value.details()  # queue_service.go
+
+
+def test_preempt_on_queue_preempts_its_preemptible_jobs(client: ArmadaClient, job_set: str) -> None:
+    name = fresh_queue(client)
+    steady = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
+    yielding = submit_one(client, name, job_set, item(preemptible(sleeper(cpu="100m"))))
+    wait_for_state(client, steady, submit_pb2.RUNNING)
+    wait_for_state(client, yielding, submit_pb2.RUNNING)
+    client.queue_stub.PreemptOnQueue(submit_pb2.QueuePreemptRequest(name=name))
+    wait_for_state(client, yielding, submit_pb2.PREEMPTED)
+    assert state_of(client, steady) == submit_pb2.RUNNING
+    client.cancel_jobset(name, job_set, [])

@@ -55,7 +55,7 @@ def test_arm64_job_with_toleration_runs(client: ArmadaClient, queue: str, job_se
 def test_arm64_job_with_toleration_runs_on_an_arm64_node(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(arm64_pod()))
     wait_for_state(client, job_id, SUCCEEDED)
-    assert client.get_job_details([job_id]).job_details[job_id].job_runs[-1].node.startswith("arm64-")
+    assert client.get_job_details([job_id]).job_details[job_id].job_runs[0].node.startswith("arm64-")
 
 
 def test_selector_on_a_label_no_node_has_is_rejected(client: ArmadaClient, queue: str, job_set: str) -> None:
@@ -99,5 +99,5 @@ def test_required_affinity_places_the_job(
     spec.nodeSelector[ARCH] = group
     job_id = submit_one(client, queue, job_set, item(spec))
     wait_for_state(client, job_id, SUCCEEDED)
-    run = client.get_job_details([job_id]).job_details[job_id].job_runs[-1]
+    run = client.get_job_details([job_id]).job_details[job_id].job_runs[0]
     assert run.node.startswith(f"{group}-") and run.state == job_pb2.RUN_STATE_SUCCEEDED

@@ -76,6 +76,12 @@ def pod(
     return spec
 
 
+def preemptible(spec: core.PodSpec) -> core.PodSpec:
+    """The pod in Armada's preemptible priority class: only such jobs are preempted (scheduler/scheduler.go)."""
+    spec.priorityClassName = "armada-preemptible"
+    return spec
+
+
 def arm64_pod(command: Iterable[str] = ("true",), **kwargs) -> core.PodSpec:
     """A pod pinned to arm64 with the toleration the arm64 group's taint needs."""
     return pod(command, node_selector={ARCH: "arm64"}, tolerations=[ARM64_TOLERATION], **kwargs)

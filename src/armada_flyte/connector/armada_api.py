@@ -162,7 +162,7 @@ class ArmadaApi:
             for job_id, details in response.job_details.items():
                 runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
                 if runs:
-                    run = runs[-1]
+                    run = runs[0]  # Armada lists a job's runs newest first
                     finished = _seconds(run, "finished_ts")
                     started = _seconds(run, "started_ts") or _seconds(run, "pending_ts") or _seconds(run, "leased_ts")
                     found[job_id] = RunDetails(

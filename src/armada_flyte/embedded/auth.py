@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextvars
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -72,14 +73,14 @@ class Credentials:
         return None
 
 
-class RequireAuth(grpc.ServerInterceptor):
-    """Refuses unauthenticated calls; serves the others with `current_user()` set."""
+class RequireAuth(grpc.aio.ServerInterceptor):
+    """Refuses unauthenticated calls; serves the others with `current_user()` set (a grpc.aio interceptor)."""
 
     def __init__(self, credentials: Credentials):
         self._credentials = credentials
 
-    def intercept_service(self, continuation: Callable[..., Any], details: grpc.HandlerCallDetails) -> Any:
-        handler = continuation(details)
+    async def intercept_service(self, continuation: Callable[..., Any], details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(details)
         if handler is None or details.method.startswith(_UNCHECKED_SERVICES):
             return handler
         header = dict(details.invocation_metadata or ()).get("authorization", "")
@@ -88,10 +89,14 @@ class RequireAuth(grpc.ServerInterceptor):
 
 
 def _as_user(handler: grpc.RpcMethodHandler, user: Optional[str]) -> grpc.RpcMethodHandler:
-    """`handler` run as `user`, or refusing with UNAUTHENTICATED when there is none."""
+    """`handler` run as `user`, or refusing with UNAUTHENTICATED when there is none.
+
+    The wrapper keeps the behaviour's kind (plain, generator, coroutine, async generator): the aio
+    server runs plain ones on its worker threads and awaits the others.
+    """
 
     def wrap(behaviour: Callable[..., Any]) -> Callable[..., Any]:
-        def serve(request: Any, context: grpc.ServicerContext) -> Any:
+        def serve(request: Any, context: Any) -> Any:
             if user is None:
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             token = _user.set(user)
@@ -103,7 +108,7 @@ def _as_user(handler: grpc.RpcMethodHandler, user: Optional[str]) -> grpc.RpcMet
         return serve
 
     def wrap_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
-        def serve(request: Any, context: grpc.ServicerContext) -> Any:
+        def serve(request: Any, context: Any) -> Any:
             if user is None:
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
             token = _user.set(user)
@@ -114,11 +119,40 @@ def _as_user(handler: grpc.RpcMethodHandler, user: Optional[str]) -> grpc.RpcMet
 
         return serve
 
+    def wrap_async(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        async def serve(request: Any, context: Any) -> Any:
+            if user is None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+            token = _user.set(user)
+            try:
+                return await behaviour(request, context)
+            finally:
+                _user.reset(token)
+
+        return serve
+
+    def wrap_async_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+        async def serve(request: Any, context: Any) -> Any:
+            if user is None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
+            _user.set(user)  # this coroutine's own context: nothing to reset
+            async for message in behaviour(request, context):
+                yield message
+
+        return serve
+
+    def wrapped(behaviour: Callable[..., Any], streams: bool) -> Callable[..., Any]:
+        if inspect.isasyncgenfunction(behaviour):
+            return wrap_async_stream(behaviour)
+        if inspect.iscoroutinefunction(behaviour):
+            return wrap_async(behaviour)
+        return wrap_stream(behaviour) if streams else wrap(behaviour)
+
     codec = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
     if handler.unary_unary:
-        return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), **codec)
+        return grpc.unary_unary_rpc_method_handler(wrapped(handler.unary_unary, False), **codec)
     if handler.unary_stream:
-        return grpc.unary_stream_rpc_method_handler(wrap_stream(handler.unary_stream), **codec)
+        return grpc.unary_stream_rpc_method_handler(wrapped(handler.unary_stream, True), **codec)
     if handler.stream_unary:
-        return grpc.stream_unary_rpc_method_handler(wrap(handler.stream_unary), **codec)
-    return grpc.stream_stream_rpc_method_handler(wrap_stream(handler.stream_stream), **codec)
+        return grpc.stream_unary_rpc_method_handler(wrapped(handler.stream_unary, False), **codec)
+    return grpc.stream_stream_rpc_method_handler(wrapped(handler.stream_stream, True), **codec)

@@ -23,6 +23,9 @@ from armada_flyte.kube_objects import Taint
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_CLUSTER_FILE = pathlib.Path(__file__).with_name("default_cluster.yaml")
 _REQUIRED_RESOURCES = ("cpu", "memory")
+DEFAULT_EPHEMERAL_STORAGE = "1Ti"
+"""A node's local disk when the cluster file names none: every Kubernetes node reports one, and
+Armada gives every container 8Gi of it by default, so it must be there to schedule anything."""
 _KNOWN_KEYS = "pool, namespaces, node_groups; per group: name, nodes, labels, taints, allocatable"
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
@@ -148,7 +151,7 @@ class Cluster:
             for n in range(group.nodes):
                 name = f"{group.name}-{n}"
                 labels = {**group.labels, HOSTNAME_LABEL: name}
-                node = Node(len(self.nodes), name, group, labels, tuple(group.taints), group.capacity)
+                node = Node(len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity))
                 self.nodes.append(node)
         self.total: dict[str, int] = {}
         for node in self.nodes:
@@ -179,3 +182,7 @@ class Cluster:
 
     def group(self, name: str) -> ClusterNodeGroup:
         return next(g for g in self.node_groups if g.name == name)
+
+
+def _with_disk(capacity: dict[str, int]) -> dict[str, int]:
+    return {"ephemeral-storage": milli(DEFAULT_EPHEMERAL_STORAGE), **capacity}

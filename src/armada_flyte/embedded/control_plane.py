@@ -21,22 +21,31 @@ from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.events import EventLog
 from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
-from armada_flyte.embedded.jobs import Job, Run, new_job_id
-from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
+from armada_flyte.embedded.job_set_rules import (
+    cancellable_states,
+    check_job_set,
+    check_reason,
+    job_set_key,
+    unique_ids,
+)
+from armada_flyte.embedded.jobs import Job, Run, RunState, new_job_id
+from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields, pod_failure_reason
 from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
-from armada_flyte.embedded.refusals import InvalidArgument, QueueNotFound
+from armada_flyte.embedded.refusals import QueueNotFound, Refusal, UnknownQueue
 from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
 from armada_flyte.embedded.scheduler import Backlog, Scheduler
 from armada_flyte.embedded.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
+from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, apply_defaults, preemptible, priority_of
 from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
 
 log = logging.getLogger(__name__)
 
-REQUESTOR = "anonymous"
-"""Who asked, in events; the embedded server has no authentication."""
 
 ACTIVE = frozenset({JobState.LEASED, JobState.PENDING, JobState.RUNNING})
+QUEUE_CANCEL_STATES = ACTIVE | {JobState.QUEUED}
+"""The states CancelOnQueue accepts (`isActiveState` in internal/server/queue/queue_service.go)."""
 GangKey = tuple[str, str, str]
 
 
@@ -51,8 +60,10 @@ class ControlPlane:
         visibility_delay: float = 0.0,
         paused: bool = False,
         secrets: Optional[SecretStore] = None,
+        default_priority_class: str = DEFAULT_PRIORITY_CLASS,
     ):
         self.cluster = cluster
+        self.default_priority_class = default_priority_class
         self.executor = executor
         self.secrets = secrets if secrets is not None else SecretStore()
         self.visibility_delay = visibility_delay
@@ -104,107 +115,254 @@ class ControlPlane:
             self._held.clear()
         self._launch(launches)
 
-    # Queues (the registry does the rest; deleting needs the jobs)
+    # Queues (the registry does the rest)
 
     def delete_queue(self, name: str) -> None:
+        """Armada deletes a queue whatever its jobs are doing (`DeleteQueue` in queue_repository.go)."""
         with self._lock:
-            active = sum(
-                1 for (queue, _), jobs in self._job_sets.items() if queue == name for j in jobs if not j.state.terminal
-            )
-            if active:
-                raise InvalidArgument(f"error deleting queue {name}: it has {active} active jobs; cancel them first")
             self.queues.remove(name)
-            self._backlogs.pop(name, None)
+
+    def cordon_queue(self, name: str, cordoned: bool) -> None:
+        """Cordon or uncordon: a cordoned queue's queued jobs are not scheduled (queue_repository.go,
+        scheduler/scheduling/constraints/constraints.go); empty or unknown names are plain errors (UNKNOWN)."""
+        if not name:
+            raise Refusal(f"cannot {'cordon' if cordoned else 'uncordon'} queue with empty name")
+        with self._lock:
+            self._require_known_queue(name)
+            self.queues.set_cordoned(name, cordoned)
+        self._wake.set()
+
+    def cancel_on_queue(self, name: str, states: Iterable[int], priority_classes: Iterable[str]) -> None:
+        """QueueService.CancelOnQueue: the queue's jobs in `states` (active ones only; none given, none
+        cancelled) and, if given, of those priority classes, with only `cancelled` events
+        (queue_service.go, scheduleringester/schedulerdb.go)."""
+        if not name:
+            raise Refusal("cannot cancel jobs on queue with empty name")
+        wanted = {JobState(s) for s in states if s in {int(x) for x in QUEUE_CANCEL_STATES}}
+        if len(wanted) != len(set(states)):
+            raise Refusal("provided job states must be non-terminal")
+        classes = set(priority_classes)
+        with self._lock:
+            kills = []
+            for job in [j for j in self._jobs.values() if j.queue == name]:
+                if job.state in wanted and (not classes or job.pod.priorityClassName in classes):
+                    kills += self._cancel(job, "cancelled by CancelOnQueue")
+                    self.events.append("cancelled", job, requestor=current_user())
+        self._kill(kills)
+        self._wake.set()
+
+    def preempt_on_queue(self, name: str, priority_classes: Iterable[str]) -> None:
+        """QueueService.PreemptOnQueue: the queue's jobs with a run, of those priority classes if given;
+        the scheduler preempts the preemptible ones (preempted then failed, no preempting event)."""
+        if not name:
+            raise Refusal("cannot preempt jobs on queue with empty name")
+        classes = set(priority_classes)
+        with self._lock:
+            kills = []
+            for job in [j for j in self._jobs.values() if j.queue == name and j.state in ACTIVE]:
+                if (not classes or job.pod.priorityClassName in classes) and preemptible(job.pod):
+                    kills += self._preempt(job, "Preempted - preemption requested via API")
+        self._kill(kills)
+        self._wake.set()
+
+    def active_queues(self) -> dict[str, list[str]]:
+        """Jobs.GetActiveQueues: per pool, the queues with leased, pending or running jobs
+        (`GetActiveQueuesByPool` in internal/server/queryapi/database/query.sql)."""
+        with self._lock:
+            queues = sorted({job.queue for job in self._jobs.values() if job.state in ACTIVE})
+        return {self.cluster.pool: queues} if queues else {}
 
     # Submission and control
 
     def submit(self, request: Any) -> list[str]:
-        """Job ids for the request's items, in order; an item seen before (same client id) gets its first id."""
+        """Job ids for the request's items, in order.
+
+        An item whose client id an earlier request stored gets that job's id; the same client id
+        twice in one request makes two jobs, as Armada checks only stored ids (submit/submit.go).
+        """
         self._require_queue(request.queue)
         validate_request(request)
         prepared = []
         for item in request.job_request_items:
-            pod = main_pod_spec(item)
-            prepared.append((item, pod, Requirements.of_pod(pod)))
+            stored = type(item)()
+            stored.CopyFrom(item)
+            stored.priority = priority_of(item.priority)
+            pod = main_pod_spec(stored)
+            apply_defaults(pod, self.default_priority_class)
+            prepared.append((stored, pod, Requirements.of_pod(pod)))
         ids = []
         with self._lock:
             self._require_queue(request.queue)
+            known = {i.client_id: self._by_client_id.get((request.queue, i.client_id)) for i, _, _ in prepared}
+            added = []
             for item, pod, needs in prepared:
-                known = self._by_client_id.get((request.queue, item.client_id)) if item.client_id else None
-                ids.append(known or self._add_job(request.queue, request.job_set_id, item, pod, needs))
+                original = known.get(item.client_id) if item.client_id else None
+                if original:
+                    ids.append(original)
+                    continue
+                job = self._add_job(request.queue, request.job_set_id, item, pod, needs)
+                added.append(job)
+                ids.append(job.id)
+            self.events.append_sequence([(kind, job, {}) for job in added for kind in ("submitted", "queued")])
         self._wake.set()
         return ids
 
-    def cancel(
-        self, queue: str, job_set: str, job_ids: Iterable[str] = (), reason: str = "", states: Iterable[int] = ()
-    ) -> list[str]:
-        """Cancel the given jobs of the job set (all of them when no ids), optionally only those in `states`.
+    def cancel_jobs(self, queue: str, job_set: str, job_ids: Iterable[str], reason: str = "") -> list[str]:
+        """CancelJobs: answers every id asked for (cancelling is a request); no ids cancels the job set.
 
-        Answers, like Armada, the ids asked for (cancelling is a request), or the ids cancelled
-        when the whole job set was asked for.
+        Armada's order (submit/submit.go): the reason, then (no ids) the job-set path, then the
+        names, then the queue (an unknown one is UNKNOWN).
         """
-        _require_names(queue, job_set)
-        wanted_states = _state_filter(states)
-        job_ids = list(dict.fromkeys(job_ids))
+        check_reason(reason)
+        ids = unique_ids(job_ids)
+        if not ids:
+            self.cancel_job_set(queue, job_set, reason, ())
+            return [""]  # what Armada answers here, in its own words "a bit nonsensical"
+        check_job_set(queue, job_set)
         with self._lock:
-            self._require_queue(queue)
-            kills, cancelled = [], []
-            for job in self._select(queue, job_set, job_ids):
-                if job.state.terminal or (wanted_states and job.state not in wanted_states):
-                    continue
-                self.events.append("cancelling", job, requestor=REQUESTOR, reason=reason)
-                job.cancel_reason, job.cancelled_at = reason, time.time()
-                self._backlogs[queue].discard(job)
-                job.move_to(JobState.CANCELLED)
-                self.events.append("cancelled", job, requestor=REQUESTOR, reason=reason)
-                kills += self._stop_run(job)
-                cancelled.append(job.id)
+            self._require_known_queue(queue)
+            kills = []
+            sequence = []
+            for job in self._select(queue, job_set, ids):
+                if not job.state.terminal:
+                    sequence.append(("cancelling", job, {"requestor": current_user()}))
+                    kills += self._cancel(job, reason)
+                    sequence.append(("cancelled", job, {"requestor": current_user()}))
+            self.events.append_sequence(sequence)
         self._kill(kills)
         self._wake.set()
-        return job_ids or cancelled
+        return ids
+
+    def cancel_job_set(self, queue: str, job_set: str, reason: str, states: Iterable[int]) -> None:
+        """CancelJobSet: only `cancelled` events (no `cancelling`: Armada converts no event from the request)."""
+        check_reason(reason)
+        check_job_set(queue, job_set)
+        wanted = cancellable_states(states)
+        with self._lock:
+            self._require_known_queue(queue)
+            kills, sequence = [], []
+            for job in self._select(queue, job_set, ()):
+                if job.state in wanted:
+                    kills += self._cancel(job, reason)
+                    sequence.append(("cancelled", job, {"requestor": current_user()}))
+            self.events.append_sequence(sequence)
+        self._kill(kills)
+        self._wake.set()
 
     def preempt(self, queue: str, job_set: str, job_ids: Iterable[str], reason: str = "") -> dict[str, str]:
-        """Preempt leased or running jobs; the answer maps each id to "" or why it was not preempted."""
-        results, kills = {}, []
+        """PreemptJobs: queue the request and answer "" per id, as Armada does (submit/submit.go).
+
+        The scheduler then preempts a job only when it has a run and its priority class is
+        preemptible; the run ends preempting -> preempted -> failed (scheduler/scheduler.go).
+        """
+        check_reason(reason)
+        check_job_set(queue, job_set)
+        job_ids = list(job_ids)
+        kills = []
         with self._lock:
-            self._require_job_set(queue, job_set)
-            found = {job.id: job for job in self._select(queue, job_set, job_ids)}
-            for job_id in job_ids:
-                job = found.get(job_id)
-                if job is None or job.state not in ACTIVE:
-                    state = job.state.name if job else "not found in this queue and job set"
-                    results[job_id] = f"job {job_id} is {state}; only leased or running jobs can be preempted"
+            self._require_known_queue(queue)
+            for job in self._select(queue, job_set, unique_ids(job_ids)) if job_ids else ():
+                if job.state.terminal:
                     continue
-                self.events.append("preempting", job, requestor=REQUESTOR, reason=reason)
-                run = job.latest_run
-                assert run is not None
-                run.error = job.error = f"preempted: {reason}" if reason else "preempted"
-                job.move_to(JobState.PREEMPTED)
-                self.events.append(
-                    "preempted", job, cluster_id=CLUSTER_ID, run_id=run.id, reason=reason, requestor=REQUESTOR
-                )
-                kills += self._stop_run(job)
-                results[job_id] = ""
+                self.events.append("preempting", job, requestor=current_user(), reason=reason)
+                if job.state in ACTIVE and preemptible(job.pod):
+                    kills += self._preempt(job, reason or "Preempted - preemption requested via API")
         self._kill(kills)
         self._wake.set()
-        return results
+        return {job_id: "" for job_id in job_ids}
 
     def reprioritize(self, queue: str, job_set: str, job_ids: Iterable[str], priority: float) -> dict[str, str]:
+        """ReprioritizeJobs: "" per id, or one result for the whole job set when no ids are given.
+
+        Asking by ids gives reprioritizing then reprioritized; asking for the job set gives only
+        reprioritized, under the key Armada uses (submit/submit.go).
+        """
+        check_job_set(queue, job_set)
+        job_ids = list(job_ids)
+        stored = priority_of(priority)
         with self._lock:
-            self._require_job_set(queue, job_set)
-            results = {}
-            for job in self._select(queue, job_set, job_ids):
+            self._require_known_queue(queue)
+            for job in self._select(queue, job_set, unique_ids(job_ids)):
                 if job.state.terminal:
-                    results[job.id] = f"job {job.id} is {job.state.name}"
                     continue
-                self.events.append("reprioritizing", job, new_priority=priority, requestor=REQUESTOR)
-                job.item.priority = priority
-                self.events.append("reprioritized", job, new_priority=priority, requestor=REQUESTOR)
-                results[job.id] = ""
-            if queue in self._backlogs:  # a queue that never had a job has no backlog to reorder
+                if job_ids:
+                    self.events.append("reprioritizing", job, new_priority=stored, requestor=current_user())
+                job.item.priority = stored
+                self.events.append("reprioritized", job, new_priority=stored, requestor=current_user())
+            if queue in self._backlogs:
                 self._backlogs[queue].resort()
         self._wake.set()
-        return results
+        if not job_ids:
+            return {job_set_key(job_set): ""}
+        return {job_id: "" for job_id in job_ids}
+
+    def return_lease(self, run_id: str, message: str, run_attempted: bool) -> None:
+        """A run given back for a system reason: requeue the job, or fail it once its attempts are spent.
+
+        As Armada's scheduler does (scheduler/scheduler.go): only attempted runs count, and a job
+        is retried while it has had fewer than MAX_ATTEMPTED_RUNS of them.
+        """
+        kills = []
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.job.state.terminal or run.job.latest_run is not run:
+                return
+            job = run.job
+            run.attempted = run_attempted
+            run.error = message
+            kills += self._lose(run)
+            self.events.append(
+                "lease_returned",
+                job,
+                cluster_id=CLUSTER_ID,
+                reason=message,
+                kubernetes_id=run.id,
+                pod_number=0,
+                run_attempted=run_attempted,
+            )
+            attempts = sum(1 for r in job.runs if r.attempted)
+            if attempts < MAX_ATTEMPTED_RUNS:
+                job.move_to(JobState.QUEUED)
+                self._backlogs.setdefault(job.queue, Backlog()).add(job)
+            else:
+                job.error = give_up_message(message)
+                job.move_to(JobState.FAILED)
+                self.events.append("failed", job, reason=job.error)
+            run.state = RunState.LEASE_RETURNED
+        self._kill(kills)
+        self._wake.set()
+
+    def lose_pods(self) -> None:
+        """What an executor restart does to the pods it had, as Armada's executor reports them
+        (internal/executor/service/pod_issue_handler.go): a running pod that vanished fails the
+        job; a pod still starting is a retryable issue, its lease returned."""
+        with self._lock:
+            runs = [job.latest_run for job in self._jobs.values() if job.state in ACTIVE and job.latest_run]
+        for run in runs:
+            if run.job.state == JobState.RUNNING:
+                self._pod_missing(run)
+            else:
+                self.return_lease(run.id, POD_MISSING, run_attempted=run.job.state == JobState.PENDING)
+
+    def _pod_missing(self, run: Run) -> None:
+        with self._lock:
+            job = run.job
+            if job.state.terminal or job.latest_run is not run:
+                return
+            kills = self._lose(run)
+            run.error = job.error = POD_MISSING
+            job.move_to(JobState.FAILED)
+            self.events.append("failed", job, reason=POD_MISSING)
+        self._kill(kills)
+        self._wake.set()
+
+    def _lose(self, run: Run) -> list[tuple[str, float]]:
+        """Stop the run's pod without waiting for its report (which no longer counts) and free its node."""
+        kills = self._stop_run(run.job)
+        run.lost = True
+        run.finished_at = run.finished_at or time.time()
+        self._release(run)
+        return kills
 
     # Queries
 
@@ -257,7 +415,7 @@ class ControlPlane:
     ) -> None:
         with self._lock:
             run = self._runs.get(run_id)
-            if run is None:
+            if run is None or run.lost:
                 return
             run.exit_code = exit_code
             run.containers, run.pod_reason = containers, reason
@@ -269,7 +427,7 @@ class ControlPlane:
                     job.move_to(JobState.SUCCEEDED)
                     self.events.append("succeeded", job, **pod_event_fields(run))
                 else:
-                    run.error = error
+                    run.error = pod_failure_reason(run, exit_code, error)
                     job.move_to(JobState.FAILED)
                     self.events.append("failed", job, **failure_event_fields(run, exit_code, error))
         self._wake.set()
@@ -287,12 +445,31 @@ class ControlPlane:
         if queue not in self.queues:
             raise QueueNotFound(queue)
 
-    def _require_job_set(self, queue: str, job_set: str) -> None:
-        """Armada's order for acting on a job set: both names present, then the queue must exist."""
-        _require_names(queue, job_set)
-        self._require_queue(queue)
+    def _require_known_queue(self, queue: str) -> None:
+        if queue not in self.queues:
+            raise UnknownQueue(queue)
 
-    def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> str:
+    def _cancel(self, job: Job, reason: str) -> list[tuple[str, float]]:
+        job.cancel_reason, job.cancelled_at = reason or "cancelled by user", time.time()
+        job.cancel_user = current_user()
+        self._backlogs[job.queue].discard(job)
+        job.move_to(JobState.CANCELLED)
+        return self._stop_run(job)
+
+    def _preempt(self, job: Job, reason: str) -> list[tuple[str, float]]:
+        run = job.latest_run
+        assert run is not None
+        run.error = job.error = reason
+        job.move_to(JobState.PREEMPTED)
+        self.events.append_sequence(
+            [
+                ("preempted", job, {"run_id": run.id, "reason": reason, "requestor": current_user()}),
+                ("failed", job, {"reason": reason}),
+            ]
+        )
+        return self._stop_run(job)
+
+    def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> Job:
         self._seq += 1
         needs = self._requirements.setdefault(needs, needs)  # equal requirements share one object
         job = Job(new_job_id(), queue, job_set, self._seq, item, pod, needs, gang_info(item.annotations))
@@ -304,15 +481,13 @@ class ControlPlane:
         uri = item.external_job_uri or item.annotations.get(EXTERNAL_JOB_URI, "")
         if uri:
             self._by_external_uri[(queue, job_set, uri)] = job.id
-        self.events.append("submitted", job)
-        self.events.append("queued", job)
         self._backlogs.setdefault(queue, Backlog()).add(job)
         if job.gang_key is None:
             self._unchecked_jobs.append(job)
         else:
             self._gangs.setdefault(job.gang_key, []).append(job)
             self._unchecked_gangs[job.gang_key] = None
-        return job.id
+        return job
 
     def _select(self, queue: str, job_set: str, job_ids: Iterable[str]) -> list[Job]:
         job_ids = list(job_ids)
@@ -335,7 +510,9 @@ class ControlPlane:
     def _schedule(self) -> None:
         with self._lock:
             self._reject_unschedulable()
-            placements = self.scheduler.plan(self._backlogs, self.queues.priority_factors(), self._queued_gang)
+            cordoned = self.queues.cordoned()
+            backlogs = {queue: backlog for queue, backlog in self._backlogs.items() if queue not in cordoned}
+            placements = self.scheduler.plan(backlogs, self.queues.priority_factors(), self._queued_gang)
             launches = [self._lease(job, node) for job, node in placements]
             if self._paused:
                 self._held.update((launch.run_id, launch) for launch in launches)
@@ -515,25 +692,6 @@ class ControlPlane:
         if run.holds_capacity:
             run.holds_capacity = False
             self.scheduler.release(run.job, run.node.index)
-
-
-def _require_names(queue: str, job_set: str) -> None:
-    if not queue:
-        raise InvalidArgument("queue is a required field")
-    if not job_set:
-        raise InvalidArgument("job set id is a required field")
-
-
-def _state_filter(states: Iterable[int]) -> set[JobState]:
-    """A job-set filter's states, checked (as Armada does) before the queue is looked up."""
-    wanted = set()
-    for number in states:
-        try:
-            wanted.add(JobState(number))
-        except ValueError:
-            known = ", ".join(f"{s.name} ({s.value})" for s in JobState)
-            raise InvalidArgument(f"filter.states: {number} is not a job state; use one of {known}") from None
-    return wanted
 
 
 def _error_of(job: Job) -> str:

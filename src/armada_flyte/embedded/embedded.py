@@ -12,17 +12,17 @@ import pathlib
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
-import grpc
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.auth import Credentials
+from armada_flyte.embedded.auth import ANONYMOUS, Credentials
 from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.secrets import SecretStore
-from armada_flyte.embedded.server import HOST, TlsFiles, start_grpc_server
+from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
+from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from armada_flyte.errors import InvalidConfig
 
 _STOP_GRACE_SECONDS = 1.0
@@ -58,6 +58,8 @@ class EmbeddedArmada:
     `secrets` ({name: {key: value}}) and `secrets_file` (Kubernetes Secret manifests) are the
     cluster's Secrets, which pods' `secretKeyRef`, `envFrom.secretRef` and `secret` volumes read;
     `add_secret` adds more while it runs.
+    `default_priority_class` is the class a job without one gets (Armada's
+    `submission.defaultPriorityClassName`; armada-preemptible makes such jobs preemptible).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class EmbeddedArmada:
         *,
         paused: bool = False,
         visibility_delay: float = 0.0,
+        default_priority_class: str = DEFAULT_PRIORITY_CLASS,
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
         auth: Iterable[str] = (),
@@ -90,6 +93,11 @@ class EmbeddedArmada:
         self._initial_queues = tuple(queues)
         self._paused = paused
         self._visibility_delay = visibility_delay
+        if default_priority_class not in PRIORITY_CLASSES:
+            raise InvalidConfig(
+                "default_priority_class", default_priority_class, f"use one of {', '.join(PRIORITY_CLASSES)}"
+            )
+        self._default_priority_class = default_priority_class
         self.credentials = Credentials.parse(auth)
         if (tls_cert is None) != (tls_key is None):
             raise InvalidConfig("tls_cert", str(tls_cert or tls_key), "give both tls_cert and tls_key, or neither")
@@ -100,7 +108,7 @@ class EmbeddedArmada:
         for name, data in (secrets or {}).items():
             self.secrets.put(name, data)
         self._plane: Optional[ControlPlane] = None
-        self._server: Optional[grpc.Server] = None
+        self._server: Optional[GrpcServer] = None
         self.port = 0
 
     def start(self) -> EmbeddedArmada:
@@ -108,7 +116,12 @@ class EmbeddedArmada:
         if isinstance(executor, str):
             executor = make_executor(executor, **self._executor_options)
         plane = ControlPlane(
-            self.cluster, executor, visibility_delay=self._visibility_delay, paused=self._paused, secrets=self.secrets
+            self.cluster,
+            executor,
+            visibility_delay=self._visibility_delay,
+            paused=self._paused,
+            default_priority_class=self._default_priority_class,
+            secrets=self.secrets,
         )
         plane.start()
         try:
@@ -130,7 +143,7 @@ class EmbeddedArmada:
         if plane is not None:
             plane.events.close()
         if server is not None:
-            server.stop(_STOP_GRACE_SECONDS).wait()
+            server.stop(_STOP_GRACE_SECONDS)
         if plane is not None:
             plane.stop()
 
@@ -156,7 +169,7 @@ class EmbeddedArmada:
         return self._plane
 
     def create_queue(self, name: str, priority_factor: float = 1.0) -> None:
-        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor))
+        self.plane.queues.create(submit_pb2.Queue(name=name, priority_factor=priority_factor), ANONYMOUS)
 
     def add_secret(self, name: str, data: Mapping[str, str | bytes]) -> None:
         """Create (or replace) the Kubernetes Secret `name`, visible in every namespace; pods launched
@@ -169,6 +182,11 @@ class EmbeddedArmada:
 
     def resume(self) -> None:
         self.plane.resume()
+
+    def lose_pods(self) -> None:
+        """An executor restart that lost its pods: running jobs fail as Armada's executor reports a
+        missing pod, pods still starting have their leases returned and are retried."""
+        self.plane.lose_pods()
 
     def job(self, job_id: str) -> Optional[JobView]:
         """The job's state and where its latest run was placed, or None if the id is unknown."""

@@ -1,99 +1,90 @@
-"""Armada's Event gRPC service: a job set's events, resumable from a message id, long-polled in watch mode."""
+"""Armada's Event gRPC service: a job set's events, resumable from a message id, long-polled in watch mode.
+
+The streams are coroutines on the server's event loop: a waiting watch is a subscription, not a
+thread, so thousands can wait at once while every other call still answers.
+"""
 
 from __future__ import annotations
 
-import threading
-from typing import Iterator
+import asyncio
+from typing import AsyncIterator
 
 import grpc
 from armada_client.armada import event_pb2, event_pb2_grpc, health_pb2
 from google.protobuf import empty_pb2
 
 from armada_flyte.embedded.control_plane import ControlPlane
+from armada_flyte.embedded.events import parse_message_id
 from armada_flyte.embedded.messages import event_message
-from armada_flyte.embedded.refusals import InvalidArgument, NotFound, QueueNotFound, Refusal
+from armada_flyte.embedded.refusals import NotFound, Refusal
 
-_WATCH_WAKE_SECONDS = 1.0
-"""How often an idle watch checks that its client is still there (new events wake it at once)."""
-
-
-class _WatchBudget:
-    """How many watches may wait at once: each holds a server worker thread while it waits."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._open = 0
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        with self._lock:
-            if self._open >= self.limit:
-                return False
-            self._open += 1
-            return True
-
-    def give_back(self) -> None:
-        with self._lock:
-            self._open -= 1
+_BATCH = 500
+"""Armada reads a stream 500 events at a time (`serveEventsFromRepository` in event/event.go)."""
 
 
 class EventServicer(event_pb2_grpc.EventServicer):
-    def __init__(self, plane: ControlPlane, max_watches: int):
+    def __init__(self, plane: ControlPlane):
         self._plane = plane
-        self._watches = _WatchBudget(max_watches)
 
-    def GetJobSetEvents(
-        self, request: event_pb2.JobSetRequest, context: grpc.ServicerContext
-    ) -> Iterator[event_pb2.EventStreamMessage]:
-        return self._stream(
+    async def GetJobSetEvents(
+        self, request: event_pb2.JobSetRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+        stream = self._stream(
             request.queue, request.id, request.from_message_id, request.watch, request.errorIfMissing, context
         )
+        async for message in stream:
+            yield message
 
-    def Watch(
-        self, request: event_pb2.WatchRequest, context: grpc.ServicerContext
-    ) -> Iterator[event_pb2.EventStreamMessage]:
-        return self._stream(request.queue, request.job_set_id, request.from_id, True, False, context)
+    async def Watch(
+        self, request: event_pb2.WatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+        # Armada's Watch is GetJobSetEvents with watch and errorIfMissing set (event/event.go).
+        async for message in self._stream(request.queue, request.job_set_id, request.from_id, True, True, context):
+            yield message
 
-    def Health(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
+    async def Health(
+        self, request: empty_pb2.Empty, context: grpc.aio.ServicerContext
+    ) -> health_pb2.HealthCheckResponse:
         return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
 
-    def _stream(
-        self, queue: str, job_set: str, from_id: str, watch: bool, error_if_missing: bool, context: grpc.ServicerContext
-    ) -> Iterator[event_pb2.EventStreamMessage]:
+    async def _stream(
+        self,
+        queue: str,
+        job_set: str,
+        from_id: str,
+        watch: bool,
+        error_if_missing: bool,
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         events = self._plane.events
         try:
-            after = _position(from_id)
-            if queue not in self._plane.queues:
-                raise QueueNotFound(queue)
-            if error_if_missing and not events.exists(queue, job_set):
-                raise NotFound(f"job set {job_set} in queue {queue} does not exist")
+            self._check(queue, job_set, from_id, error_if_missing)
         except Refusal as refusal:
-            context.abort(refusal.code, str(refusal))
-        if watch and not self._watches.take():
-            context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"this server serves at most {self._watches.limit} watching event streams at once; "
-                "close one, or read without watch and poll",
-            )
-        context.add_callback(lambda: events.wake(queue, job_set))
+            await context.abort(refusal.code, str(refusal))
+        loop = asyncio.get_running_loop()
+        grown = asyncio.Event()
+        unsubscribe = events.watch(queue, job_set, lambda: loop.call_soon_threadsafe(grown.set)) if watch else None
+        after = from_id
         try:
-            while context.is_active():
-                batch = events.read(queue, job_set, after)
-                for position, record in batch:
-                    yield event_message(position, record)
-                    after = position
+            while True:
+                grown.clear()
+                batch = events.read(queue, job_set, after, _BATCH)
+                for message_id, record in batch:
+                    yield event_message(message_id, record)
+                    after = message_id
+                if len(batch) == _BATCH:
+                    continue
                 if not watch or events.closed:
                     return
-                if not batch:
-                    events.wait(queue, job_set, after, _WATCH_WAKE_SECONDS)
+                await grown.wait()
         finally:
-            if watch:
-                self._watches.give_back()
+            if unsubscribe is not None:
+                unsubscribe()
 
-
-def _position(message_id: str) -> int:
-    if not message_id:
-        return 0
-    if not message_id.isdigit():
-        raise InvalidArgument(f"from_message_id {message_id!r} is not a message id this server gave out")
-    return int(message_id)
+    def _check(self, queue: str, job_set: str, from_id: str, error_if_missing: bool) -> None:
+        """Armada's order: the queue must exist (NOT_FOUND), the id must parse, then the job set if asked."""
+        if queue not in self._plane.queues:
+            raise NotFound(f"[GetJobSetEvents] Queue {queue} does not exist")
+        parse_message_id(from_id, queue, job_set)
+        if error_if_missing and not self._plane.events.exists(queue, job_set):
+            raise NotFound(f"[GetJobSetEvents] Jobset {job_set} for queue {queue} does not exist")

@@ -32,6 +32,8 @@ class RunState(enum.IntEnum):
     FAILED = 5
     PREEMPTED = 6
     CANCELLED = 7
+    LEASE_EXPIRED = 8
+    LEASE_RETURNED = 9
 
 
 RUN_STATE_OF = {
@@ -71,6 +73,10 @@ class Run:
     pod_reason: str = ""
     """The pod's own failure reason (DeadlineExceeded), or ""."""
     holds_capacity: bool = True
+    attempted: bool = True
+    """Whether the run counts as an attempt (Armada doesn't count a lease returned before the pod started)."""
+    lost: bool = False
+    """The pod was lost or its lease returned: the executor's report of its end no longer counts."""
     log: PodLog = field(default_factory=PodLog)
 
     @property
@@ -96,6 +102,7 @@ class Job:
     runs: list[Run] = field(default_factory=list)
     error: str = ""
     cancel_reason: str = ""
+    cancel_user: str = ""
     cancelled_at: Optional[float] = None
     owner: str = "anonymous"
     """Who submitted it (the authenticated user; "anonymous" without auth), as Armada records it."""

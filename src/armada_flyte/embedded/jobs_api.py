@@ -10,12 +10,13 @@ from armada_client.armada import job_pb2, job_pb2_grpc
 from armada_flyte.armada_names import MAX_IDS_PER_CALL
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.messages import job_details, run_details
-from armada_flyte.embedded.refusals import InvalidArgument, as_status
+from armada_flyte.embedded.refusals import Refusal, as_status
 
 
-def _bounded(ids: Sequence[str]) -> list[str]:
+def _bounded(ids: Sequence[str], what: str = "jobIds") -> list[str]:
+    """Armada's query API answers more than 500 ids with a plain error, so UNKNOWN (queryapi/query_api.go)."""
     if len(ids) > MAX_IDS_PER_CALL:
-        raise InvalidArgument(f"request has {len(ids)} ids; at most {MAX_IDS_PER_CALL} are allowed per call")
+        raise Refusal(f"request contained more than {MAX_IDS_PER_CALL} {what}")
     return list(ids)
 
 
@@ -40,7 +41,7 @@ class JobsServicer(job_pb2_grpc.JobsServicer):
     def GetJobErrors(
         self, request: job_pb2.JobErrorsRequest, context: grpc.ServicerContext
     ) -> job_pb2.JobErrorsResponse:
-        return job_pb2.JobErrorsResponse(job_errors=self._plane.errors(_bounded(request.job_ids)))
+        return job_pb2.JobErrorsResponse(job_errors=self._plane.errors(_bounded(request.job_ids, "JobIds")))
 
     @as_status
     def GetJobDetails(
@@ -58,7 +59,16 @@ class JobsServicer(job_pb2_grpc.JobsServicer):
     def GetJobRunDetails(
         self, request: job_pb2.JobRunDetailsRequest, context: grpc.ServicerContext
     ) -> job_pb2.JobRunDetailsResponse:
-        ids = _bounded(request.run_ids)
+        ids = _bounded(request.run_ids, "RunIds")
         with self._plane.lock():
             details = {run.id: run_details(run) for run in self._plane.runs(ids)}
         return job_pb2.JobRunDetailsResponse(job_run_details=details)
+
+    @as_status
+    def GetActiveQueues(
+        self, request: job_pb2.GetActiveQueuesRequest, context: grpc.ServicerContext
+    ) -> job_pb2.GetActiveQueuesResponse:
+        active = self._plane.active_queues()
+        return job_pb2.GetActiveQueuesResponse(
+            active_queues_by_pool={pool: job_pb2.ActiveQueues(queues=queues) for pool, queues in active.items()}
+        )

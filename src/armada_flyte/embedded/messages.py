@@ -29,6 +29,7 @@ _EVENT_TYPES = {
     "preempted": event_pb2.JobPreemptedEvent,
     "reprioritizing": event_pb2.JobReprioritizingEvent,
     "reprioritized": event_pb2.JobReprioritizedEvent,
+    "lease_returned": event_pb2.JobLeaseReturnedEvent,
 }
 
 
@@ -65,7 +66,7 @@ def job_message(job: Job) -> submit_pb2.Job:
     return message
 
 
-def event_message(position: int, record: EventRecord) -> event_pb2.EventStreamMessage:
+def event_message(message_id: str, record: EventRecord) -> event_pb2.EventStreamMessage:
     job = record.job
     fields = dict(record.fields)
     if record.kind == "submitted":
@@ -73,7 +74,7 @@ def event_message(position: int, record: EventRecord) -> event_pb2.EventStreamMe
     event = _EVENT_TYPES[record.kind](
         job_id=job.id, job_set_id=job.job_set, queue=job.queue, created=timestamp(record.created), **fields
     )
-    return event_pb2.EventStreamMessage(id=str(position), message=event_pb2.EventMessage(**{record.kind: event}))
+    return event_pb2.EventStreamMessage(id=message_id, message=event_pb2.EventMessage(**{record.kind: event}))
 
 
 def run_details(run: Run) -> job_pb2.JobRunDetails:
@@ -101,10 +102,11 @@ def job_details(job: Job, expand_spec: bool, expand_runs: bool) -> job_pb2.JobDe
         submitted_ts=timestamp(job.submitted_at),
         cancel_ts=timestamp(job.cancelled_at),
         cancel_reason=job.cancel_reason,
+        cancel_user=job.cancel_user,
         last_transition_ts=timestamp(job.last_transition),
         latest_run_id=run.id if run else "",
         job_spec=job_message(job) if expand_spec else None,
-        job_runs=[run_details(r) for r in job.runs] if expand_runs else [],
+        job_runs=[run_details(r) for r in reversed(job.runs)] if expand_runs else [],  # newest first (query.sql)
     )
 
 
@@ -125,10 +127,9 @@ def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
 def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]:
     """A failed event's fields: every container that ended, with its exit code and reason (as Armada's
     executor reports them, `internal/executor/util/pod_status.go`), and the cause: DeadlineExceeded for
-    a pod over its activeDeadlineSeconds, OOM when a container was OOMKilled, else Error."""
-    ends = run.containers
-    if not ends and not run.pod_reason:
-        ends = (ContainerEnd(run.job.pod.containers[0].name, exit_code, "Error", error),)
+    a pod over its activeDeadlineSeconds, OOM when a container was OOMKilled, else Error. `exit_codes`
+    stays empty: Armada's event conversion (internal/server/event/conversion/conversions.go) never fills it."""
+    ends = _container_ends(run, exit_code, error)
     statuses = [
         event_pb2.ContainerStatus(
             name=end.name,
@@ -147,8 +148,27 @@ def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]
         cause = event_pb2.Error
     return {
         **pod_event_fields(run),
-        "reason": error,
-        "exit_codes": {end.name: end.exit_code for end in ends if end.exit_code != 0},
+        "reason": pod_failure_reason(run, exit_code, error),
         "container_statuses": statuses,
         "cause": cause,
     }
+
+
+def pod_failure_reason(run: Run, exit_code: int, error: str) -> str:
+    """Armada's `ExtractPodFailedReason` (internal/executor/util/pod_status.go): the pod's own message
+    when it has one (e.g. past its deadline), else a line per container that exited non-zero. Lines
+    of the executor's error that the containers' messages don't carry (a hint how to fix it) follow."""
+    if run.pod_reason:
+        return error
+    failed = [end for end in _container_ends(run, exit_code, error) if end.exit_code != 0]
+    reason = "".join(
+        f"Container {e.name} failed with exit code {e.exit_code} because {e.reason}: {e.message}\n" for e in failed
+    )
+    extra = [line for line in error.splitlines() if line.strip() and line not in reason]
+    return reason + "".join(f"{line}\n" for line in extra) if reason else error
+
+
+def _container_ends(run: Run, exit_code: int, error: str) -> tuple[ContainerEnd, ...]:
+    if run.containers or run.pod_reason:
+        return tuple(run.containers)
+    return (ContainerEnd(run.job.pod.containers[0].name, exit_code, "Error", error),)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any, Callable, TypeVar
 
 import grpc
@@ -28,10 +29,6 @@ class NotFound(Refusal):
     code = grpc.StatusCode.NOT_FOUND
 
 
-class AlreadyExists(Refusal):
-    code = grpc.StatusCode.ALREADY_EXISTS
-
-
 class QueueNotFound(PermissionDenied):
     """Armada authorises against the queue first, so an unknown queue reads as a permission failure."""
 
@@ -50,3 +47,16 @@ def as_status(method: F) -> F:
             context.abort(refusal.code, str(refusal))
 
     return wrapper  # type: ignore[return-value]
+
+
+class UnknownQueue(Refusal):
+    """Cancel, preempt and reprioritize return the queue cache's error unwrapped, so gRPC says UNKNOWN
+    (`authorize` in internal/server/submit/submit.go; the text is `ErrQueueNotFound`'s)."""
+
+    def __init__(self, queue: str):
+        super().__init__(f'could not find queue "{queue}"')
+
+
+def invalid_field(name: str, value: str, message: str) -> InvalidArgument:
+    """Armada's `ErrInvalidArgument` wording (internal/common/armadaerrors/errors.go)."""
+    return InvalidArgument(f"value {json.dumps(value)} is invalid for field {json.dumps(name)}: {message}")

@@ -36,6 +36,8 @@ class Backlog:
         self._needs_compact = False
 
     def add(self, job: Job) -> None:
+        if self._needs_compact:  # a job requeued (a returned lease) must not keep its old place too
+            self._compact()
         if self._order and _rank(job) < _rank(self._order[-1]):
             self._needs_sort = True
         self._waiting[job.id] = job
@@ -54,12 +56,15 @@ class Backlog:
 
     def ordered(self) -> list[Job]:
         if self._needs_compact:
-            self._order = [job for job in self._order if job.id in self._waiting]
-            self._needs_compact = False
+            self._compact()
         if self._needs_sort:
             self._order.sort(key=_rank)
             self._needs_sort = False
         return self._order
+
+    def _compact(self) -> None:
+        self._order = [job for job in self._order if job.id in self._waiting]
+        self._needs_compact = False
 
 
 def _rank(job: Job) -> tuple[float, int]:

@@ -12,6 +12,7 @@ import grpc
 from armada_client.armada import health_pb2, submit_pb2, submit_pb2_grpc
 from google.protobuf import empty_pb2
 
+from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.refusals import Refusal, as_status
 
@@ -21,7 +22,7 @@ class _QueueMethods:
 
     @as_status
     def CreateQueue(self, request: submit_pb2.Queue, context: grpc.ServicerContext) -> empty_pb2.Empty:
-        self._plane.queues.create(request)
+        self._plane.queues.create(request, current_user())
         return empty_pb2.Empty()
 
     def CreateQueues(
@@ -29,7 +30,7 @@ class _QueueMethods:
     ) -> submit_pb2.BatchQueueCreateResponse:
         failed = [
             submit_pb2.QueueCreateResponse(queue=q, error=e)
-            for q, e in _each(self._plane.queues.create, request.queues)
+            for q, e in _each(lambda queue: self._plane.queues.create(queue, current_user()), request.queues)
         ]
         return submit_pb2.BatchQueueCreateResponse(failed_queues=failed)
 
@@ -91,13 +92,13 @@ class SubmitServicer(_QueueMethods, submit_pb2_grpc.SubmitServicer):
     def CancelJobs(
         self, request: submit_pb2.JobCancelRequest, context: grpc.ServicerContext
     ) -> submit_pb2.CancellationResult:
-        ids = [request.job_id] if request.job_id else []
-        cancelled = self._plane.cancel(request.queue, request.job_set_id, ids + list(request.job_ids), request.reason)
+        ids = list(request.job_ids) + [request.job_id]  # Armada's order (submit/submit.go)
+        cancelled = self._plane.cancel_jobs(request.queue, request.job_set_id, ids, request.reason)
         return submit_pb2.CancellationResult(cancelled_ids=cancelled)
 
     @as_status
     def CancelJobSet(self, request: submit_pb2.JobSetCancelRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
-        self._plane.cancel(request.queue, request.job_set_id, (), request.reason, request.filter.states)
+        self._plane.cancel_job_set(request.queue, request.job_set_id, request.reason, request.filter.states)
         return empty_pb2.Empty()
 
     @as_status
@@ -121,5 +122,27 @@ class SubmitServicer(_QueueMethods, submit_pb2_grpc.SubmitServicer):
 
 
 class QueueServicer(_QueueMethods, submit_pb2_grpc.QueueServiceServicer):
+    """QueueService has, besides the queue methods, cordoning and acting on every job of a queue."""
+
     def __init__(self, plane: ControlPlane):
         self._plane = plane
+
+    @as_status
+    def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.cordon_queue(request.name, True)
+        return empty_pb2.Empty()
+
+    @as_status
+    def UncordonQueue(self, request: submit_pb2.QueueUncordonRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.cordon_queue(request.name, False)
+        return empty_pb2.Empty()
+
+    @as_status
+    def CancelOnQueue(self, request: submit_pb2.QueueCancelRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.cancel_on_queue(request.name, request.jobStates, request.priorityClasses)
+        return empty_pb2.Empty()
+
+    @as_status
+    def PreemptOnQueue(self, request: submit_pb2.QueuePreemptRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        self._plane.preempt_on_queue(request.name, request.priorityClasses)
+        return empty_pb2.Empty()

@@ -15,6 +15,7 @@ from armada_flyte.armada_names import GANG_CARDINALITY, GANG_ID, GANG_UNIFORMITY
 from armada_flyte.embedded.refusals import InvalidArgument
 from armada_flyte.embedded.requirements import NODE_NAME_FIELD, required_node_selector, toleration
 from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.embedded.server_defaults import PRIORITY_CLASSES
 from armada_flyte.kube_objects import MatchExpression
 
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
@@ -24,7 +25,6 @@ MAX_CLIENT_ID_CHARS = 100
 MAX_POD_SPEC_BYTES = 65535
 MIN_MEMORY = milli("1Mi")
 GRACE_PERIOD_SECONDS = (1, 300)
-ALLOWED_PRIORITY_CLASSES = frozenset({"armada-default", "armada-preemptible", "armada-resilient"})
 """Armada's stock submission.allowedPriorityClassNames (config/server/config.yaml)."""
 
 
@@ -127,9 +127,9 @@ def _item_problem(item: Any) -> str | None:
 
 
 def _priority_class_problem(pod: Any) -> str | None:
-    """Armada's validatePriorityClasses (internal/server/submit/validation/submit_request.go): empty, or allowed."""
+    """Only the priority classes Armada's config allows (`validatePriorityClasses`, validation/submit_request.go)."""
     name = pod.priorityClassName
-    if name and name not in ALLOWED_PRIORITY_CLASSES:
+    if name and name not in PRIORITY_CLASSES:
         return f"priority class {name} is not supported"
     return None
 
