@@ -17,6 +17,9 @@ DOCS = [
     "docs/admins/eks-karpenter.md",
     "docs/admins/aks.md",
     "docs/admins/kind.md",
+    "docs/flyte-on-armada.md",
+    "docs/embedded-server.md",
+    "README.md",
 ]
 _LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
