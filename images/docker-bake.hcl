@@ -16,6 +16,12 @@ variable "PYTHON_VERSION" {
   default = "3.11"
 }
 
+# The image Python runs on; the default is the Dockerfile's own stage of the official Python
+# image. Without Docker Hub, give the Debian base of scripts/build-base-image.sh.
+variable "BASE_IMAGE" {
+  default = "python-base"
+}
+
 variable "TAG" {
   default = "0.1.0-py${PYTHON_VERSION}"
 }
@@ -33,6 +39,7 @@ target "runtime" {
   }
   args = {
     PYTHON_VERSION    = PYTHON_VERSION
+    BASE_IMAGE        = BASE_IMAGE
     ARMADA_FLYTE_FROM = "source"
   }
   platforms = ["linux/amd64", "linux/arm64"]
