@@ -30,7 +30,10 @@ def armada():
 
     data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
     cluster = Cluster.from_mapping({**data, "namespaces": BACKEND_NAMESPACES})
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+
     with EmbeddedArmada(cluster, port=0, queues=("flyte",)) as server:
+        server.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
         yield server
 
 
@@ -44,9 +47,10 @@ def blob():
 
 
 def _c0_env(armada, blob, **extra: str) -> dict[str, str]:
-    from armada_flyte.local.stack import ACCESS_KEY, SECRET_KEY
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
     return {
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
         "ARMADA_URL": armada.url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
         "FLYTE_BLOB_ENDPOINT": blob.endpoint,

@@ -7,24 +7,12 @@ from __future__ import annotations
 import json
 
 import grpc
-import pytest
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.armada_templates import execution_metadata, python_template
 from support.flyte_backend import phases, poll_to_end, run_with_retries
-
-
-@pytest.fixture(scope="module")
-def armada():
-    """An Armada whose jobs default to a preemptible priority class, as only those can be preempted
-    (`submission.defaultPriorityClassName`; Armada's scheduler.go preempts preemptible jobs only)."""
-    from armada_flyte.embedded import EmbeddedArmada
-
-    with EmbeddedArmada(port=0, queues=("flyte", "other"), default_priority_class="armada-preemptible") as server:
-        yield server
-
 
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0. This
 # container fails on attempts before SUCCEED_ON (it reads FLYTE_ATTEMPT_NUMBER, as Flyte's
@@ -83,10 +71,13 @@ def test_a_non_recoverable_error_fails_for_good_on_the_first_attempt(c0):
 
 
 def test_a_preempted_job_is_a_system_retryable_failure(c0, armada):
+    # An interruptible task runs in the preemptible priority class: only those are preempted (Armada's scheduler.go).
+    metadata = execution_metadata(run="preempt", action="a1")
+    metadata.interruptible = True
     request = connector_pb2.CreateTaskRequest(
         template=python_template("import time; time.sleep(600)"),
         output_prefix="s3://flyte/raw/preempt/a1/0",
-        task_execution_metadata=execution_metadata(run="preempt", action="a1"),
+        task_execution_metadata=metadata,
     )
     meta = c0.CreateTask(request, timeout=30).resource_meta
     job = json.loads(meta)
