@@ -18,6 +18,7 @@ from armada_flyte.errors import (  # noqa: E402
     ArmadaFlyteError,
     ImagePlatformMismatch,
     InvalidConfig,
+    NoCommonArchitecture,
 )
 from armada_flyte.spec import ArmadaConfig  # noqa: E402
 from armada_flyte.task.plugin import ArmadaFunctionTask  # noqa: E402
@@ -42,6 +43,7 @@ __all__ = [
     "ArmadaFunctionTask",
     "ImagePlatformMismatch",
     "InvalidConfig",
+    "NoCommonArchitecture",
     "configure",
     "runtime_image",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import platform
+from typing import Iterable, Literal, Union
 
 from armada_flyte.errors import InvalidConfig
 
@@ -58,6 +59,30 @@ def parse_optional(value: object, field: str = "architecture") -> Architecture |
     if value is None or value == "":
         return None
     return Architecture.parse(value, field)
+
+
+ANY = "any"
+"""`architecture="any"`: whichever architecture both the task's image and the platform offer has room."""
+
+ArchitectureRequest = Union[Architecture, Literal["any"]]
+"""What a task asks for: one architecture, or `ANY`."""
+
+
+def parse_request(value: object, field: str = "architecture") -> ArchitectureRequest | None:
+    """Like `parse_optional`, also accepting `any` (any case): the task may run on several architectures."""
+    if isinstance(value, str) and value.strip().lower() == ANY:
+        return ANY
+    try:
+        return parse_optional(value, field)
+    except InvalidConfig as exc:
+        raise InvalidConfig(
+            field, value, exc.fix + f", or {ANY!r} to run wherever the image and the platform both have room"
+        ) from None
+
+
+def sorted_architectures(architectures: Iterable[Architecture]) -> tuple[Architecture, ...]:
+    """Architectures in one stable order (by their value), for messages, labels and affinity values."""
+    return tuple(sorted(set(architectures), key=lambda a: a.value))
 
 
 def host_architecture() -> Architecture | None:

@@ -54,6 +54,28 @@ class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
         )
 
 
+class NoCommonArchitecture(ArchitectureNotOffered):
+    """`architecture="any"`, but no architecture is both in the task's image and offered by the platform."""
+
+    def __init__(
+        self, image: str, image_architectures: Iterable[str], offered: Iterable[str], source: str, known_by: str
+    ):
+        self.architecture = "any"
+        self.image = image
+        self.image_architectures = sorted(image_architectures)
+        self.offered = sorted(offered)
+        self.source = source
+        image_text = ", ".join(self.image_architectures) or "no Linux amd64 or arm64 variant"
+        offered_text = ", ".join(self.offered) or "none"
+        ValueError.__init__(
+            self,
+            f"architecture 'any' (set by {source}) leaves nothing to run on: image {image!r} has {image_text} "
+            f"(from {known_by}), and this platform offers {offered_text}. Build the image for one of "
+            f"{offered_text} too (flyte.Image(..., platform=(...)) or `docker buildx build --platform ...`), "
+            f"or ask your platform admin to add a node group for one of the image's architectures.",
+        )
+
+
 class AcceleratorNotOffered(ArmadaFlyteError, ValueError):
     """The task asks for an accelerator (GPU model) or MIG partition the platform's node-group file doesn't offer."""
 
@@ -91,6 +113,13 @@ class ImagePlatformMismatch(ArmadaFlyteError, ValueError):
         self.platforms = sorted(platforms)
         self.architecture = architecture
         platforms_text = ", ".join(self.platforms) or "none found"
+        if architecture == "any":
+            super().__init__(
+                f"task {task!r} asks for architecture 'any' but image {image!r} is built for {platforms_text}, "
+                f"none of them linux/amd64 or linux/arm64. Build it for those "
+                f"(e.g. flyte.Image(..., platform=('linux/amd64', 'linux/arm64'))), or set one architecture."
+            )
+            return
         super().__init__(
             f"task {task!r} runs on {architecture} but image {image!r} is built for {platforms_text}. "
             f"Rebuild the image with linux/{architecture} among its platforms "

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
-from armada_flyte.architecture import Architecture, parse_optional
+from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, parse_request, sorted_architectures
 from armada_flyte.armada_names import MAX_JOB_SET_ID
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import dns_label_problem, label_key_problem, parse_quantity
@@ -76,10 +76,11 @@ class ArmadaConfig:
     gang_node_uniformity_label: Optional[str] = None
     """Node label all gang members must share (default `kubernetes.io/arch`)."""
     architecture: Union[Architecture, str, None] = None
-    """CPU architecture to run on: `amd64` or `arm64` (also `x86_64`, `aarch64`, `linux/arm64`)."""
+    """CPU architecture to run on: `amd64` or `arm64` (also `x86_64`, `aarch64`, `linux/arm64`), or `any`:
+    whichever architecture both the (multi-arch) image and the platform offer has room."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "architecture", parse_optional(self.architecture, "ArmadaConfig.architecture"))
+        object.__setattr__(self, "architecture", parse_request(self.architecture, "ArmadaConfig.architecture"))
         _check_optional_text(self, "queue")
         _check_optional_text(self, "job_set_id")
         if self.job_set_id is not None and len(self.job_set_id) > MAX_JOB_SET_ID:
@@ -162,7 +163,7 @@ DEFAULT_NAMESPACE = "default"
 DEFAULT_PRIORITY = 1.0
 
 
-_CUSTOM_EXTRA_KEYS = ("sources", "secrets")
+_CUSTOM_EXTRA_KEYS = ("sources", "secrets", "image_architectures")
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,15 @@ class SubmissionSpec:
     gang_id: Optional[str] = None
     gang_cardinality: Optional[int] = None
     gang_node_uniformity_label: Optional[str] = None
-    architecture: Optional[Architecture] = None
+    architecture: Optional[ArchitectureRequest] = None
     sources: Mapping[str, str] = field(default_factory=dict)
+    image_architectures: tuple[Architecture, ...] = ()
+    """For `architecture="any"`: the architectures the task's `flyte.Image` declares (its `platform`),
+    read at serialisation; empty when Flyte doesn't know (a prebuilt reference)."""
+
+    @property
+    def wants_any(self) -> bool:
+        return self.architecture == ANY
 
     def source_of(self, name: str) -> str:
         return self.sources.get(name, Source.DEFAULT.value)
@@ -193,6 +201,8 @@ class SubmissionSpec:
                 continue
             out[name] = value.value if isinstance(value, Architecture) else value
         out["sources"] = dict(self.sources)
+        if self.image_architectures:
+            out["image_architectures"] = [a.value for a in self.image_architectures]
         return out
 
     @classmethod
@@ -215,10 +225,16 @@ class SubmissionSpec:
         sources = custom.get("sources") or {}
         if not isinstance(sources, Mapping) or any(v not in BAKED_SOURCES for v in sources.values()):
             raise InvalidConfig("custom.sources", sources, f"each source must be one of {', '.join(BAKED_SOURCES)}")
-        return cls.from_config(config, dict(sources))
+        declared = custom.get("image_architectures") or []
+        if not isinstance(declared, Sequence) or isinstance(declared, str):
+            raise InvalidConfig("custom.image_architectures", declared, "use a list such as ['amd64', 'arm64']")
+        image = tuple(Architecture.parse(a, "custom.image_architectures") for a in declared)
+        return cls.from_config(config, dict(sources), image)
 
     @classmethod
-    def from_config(cls, config: ArmadaConfig, sources: Mapping[str, str]) -> SubmissionSpec:
+    def from_config(
+        cls, config: ArmadaConfig, sources: Mapping[str, str], image_architectures: Sequence[Architecture] = ()
+    ) -> SubmissionSpec:
         """Fill the built-in defaults into the fields `config` leaves unset."""
         return cls(
             queue=config.queue or DEFAULT_QUEUE,
@@ -232,4 +248,5 @@ class SubmissionSpec:
             gang_node_uniformity_label=config.gang_node_uniformity_label,
             architecture=config.architecture,  # type: ignore[arg-type]
             sources=dict(sources),
+            image_architectures=sorted_architectures(image_architectures),
         )

@@ -13,7 +13,8 @@ import logging
 import time
 from typing import Callable, Optional
 
-from armada_flyte.architecture import Architecture
+from armada_flyte.architecture import Architecture, sorted_architectures
+from armada_flyte.connector.placement import ImageArchitectures
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.errors import ImageNotFound, ImagePlatformMismatch, InvalidImageReference, RegistryError
 from armada_flyte.registry.client import RegistryClient
@@ -82,6 +83,34 @@ class ImagePlatformCheck:
             return
         if not platforms.supports(architecture):
             raise ImagePlatformMismatch(task_name, image, [str(p) for p in platforms.platforms], architecture.value)
+
+    async def architectures(self, image: str, task_name: str) -> Optional[ImageArchitectures]:
+        """For `architecture="any"`: the architectures the registry lists for `image`, or None when it can't tell.
+
+        Fails as `check` does: a missing image or a bad reference always, an unreachable registry (or an
+        index naming no platforms) only when `image_check_blocks_when_unreachable` is set.
+        """
+        try:
+            platforms = await self.platforms(image)
+        except (ImageNotFound, InvalidImageReference):
+            raise
+        except RegistryError as exc:
+            if self._settings.image_check_blocks_when_unreachable:
+                raise
+            logger.warning(
+                "could not read the architectures of image %r of task %r; it may run on any offered: %s",
+                image,
+                task_name,
+                exc,
+            )
+            return None
+        if not platforms.platforms:
+            if self._settings.image_check_blocks_when_unreachable:
+                raise ImagePlatformMismatch(task_name, image, [], "any")
+            logger.warning("image %r of task %r names no platforms; it may run on any offered", image, task_name)
+            return None
+        found = sorted_architectures(a for a in Architecture if platforms.supports(a))
+        return ImageArchitectures(image, found, "its registry, at submission")
 
     async def platforms(self, image: str) -> ImagePlatforms:
         """The image's platforms, from the cache while fresh, else from the registry (off the event loop)."""

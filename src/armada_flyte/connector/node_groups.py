@@ -10,7 +10,7 @@ tolerations) a task gets. Label keys and values, and toleration fields, follow K
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -53,6 +53,32 @@ class NodeGroup(Constraints):
     """How pods reach one architecture's nodes."""
 
     node_group: str = Field(default="", description="Name shown to users and in job metadata.")
+    node_name_prefixes: List[str] = Field(
+        default_factory=list,
+        description="How this group's node names start, to tell where an `any` task ran (default: `<node_group>-`).",
+    )
+
+    @field_validator("node_name_prefixes")
+    @classmethod
+    def _prefixes(cls, prefixes: List[str]) -> List[str]:
+        if any(not p.strip() for p in prefixes):
+            raise ValueError("a node name prefix can't be empty (leave the list out for `<node_group>-`)")
+        return prefixes
+
+    def names_node(self, node: str) -> int:
+        """How strongly `node`'s name says it belongs to this group: the length of the matched prefix, 0 for no.
+
+        Armada reports a run's node by name only (JobRunDetails.node), never its labels, so the name is the
+        one clue: a `node_name_prefixes` entry, else `<node_group>-` at the start or `-<node_group>-` inside
+        (GKE names nodes `gke-<cluster>-<pool>-<hash>-<id>`).
+        """
+        if self.node_name_prefixes:
+            return max((len(p) for p in self.node_name_prefixes if node.startswith(p)), default=0)
+        if not self.node_group:
+            return 0
+        if node.startswith(self.node_group + "-"):
+            return len(self.node_group) + 1
+        return len(self.node_group) + 2 if f"-{self.node_group}-" in node else 0
 
 
 DEVICE_CLASS_RESOURCES = {
@@ -207,6 +233,18 @@ class NodeGroups(StrictModel):
         if group is None:
             raise ArchitectureNotOffered(architecture.value, self.offered, source)
         return group
+
+    def architecture_of_node(self, node: str, among: Iterable[Architecture]) -> Optional[Architecture]:
+        """Which of `among` the node `node` belongs to, told by its name; None when no group (or several
+        equally) claims it."""
+        scores = sorted(
+            ((self.architectures[a].names_node(node), a) for a in among if a in self.architectures),
+            key=lambda pair: pair[0],
+            reverse=True,
+        )
+        if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+            return None
+        return scores[0][1]
 
     @classmethod
     def from_mapping(cls, data: Any, origin: str = "node-group config") -> NodeGroups:

@@ -9,23 +9,42 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
-from armada_flyte.architecture import Architecture
+from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, sorted_architectures
 from armada_flyte.connector.accelerators import GPU_RESOURCE, AcceleratorRequest
-from armada_flyte.connector.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroups
-from armada_flyte.errors import AcceleratorNotOffered, ArchitectureConflict, InvalidConfig
+from armada_flyte.connector.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroup, NodeGroups
+from armada_flyte.errors import AcceleratorNotOffered, ArchitectureConflict, InvalidConfig, NoCommonArchitecture
 from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.kube_objects import MatchExpression, Toleration
 
 
 @dataclass(frozen=True)
+class ImageArchitectures:
+    """What is known of the architectures a task's image is built for, and how it is known."""
+
+    image: str
+    architectures: tuple[Architecture, ...]
+    known_by: str
+    """e.g. "its flyte.Image platform" or "its registry"."""
+
+
+@dataclass(frozen=True)
 class ResolvedArchitecture:
-    """The architecture a task runs on (None: no arch constraint) and who decided it."""
+    """The architecture a task runs on (None: no arch constraint, or several) and who decided it."""
 
     architecture: Optional[Architecture]
     source: str
     """task, env, project (baked in at serialisation), pod_template, platform, or none."""
+    any_of: tuple[Architecture, ...] = ()
+    """For `architecture="any"`: every architecture the task may run on (one: it is `architecture`)."""
+    narrowed_by: tuple[str, ...] = ()
+    """For `any`: what narrowed the platform's architectures (the image, the pod template)."""
+
+    @property
+    def several(self) -> bool:
+        """Placement asks Armada for any of two or more architectures."""
+        return len(self.any_of) > 1
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,8 @@ class Placement:
     accelerator_resource: str = GPU_RESOURCE
     priority_class: str = ""
     """Armada priority class the task gets (empty: Armada's default); a pod template's own wins."""
+    any_of: tuple[Architecture, ...] = ()
+    """For `any` on several architectures: the ones the constraints allow (`architecture` is then None)."""
 
     def apply_to(self, pod_spec: dict[str, Any]) -> dict[str, Any]:
         """A copy of `pod_spec` carrying these constraints."""
@@ -74,13 +95,20 @@ def pinned_architecture(pod_spec: Mapping[str, Any] | None) -> Optional[Architec
 
 
 def resolve_architecture(
-    task_architecture: Optional[Architecture],
+    task_architecture: Optional[ArchitectureRequest],
     task_source: str,
     node_groups: NodeGroups,
     pod_spec: Mapping[str, Any] | None = None,
+    images: Sequence[ImageArchitectures] = (),
 ) -> ResolvedArchitecture:
-    """Task value (incl. project defaults baked in) > pod template's pin > admin default > none."""
-    if task_architecture is not None:
+    """Task value (incl. project defaults baked in) > pod template's pin > admin default > none.
+
+    `any` becomes the platform's architectures narrowed by what is known of the image (`images`) and
+    by the pod template's own architecture rule.
+    """
+    if task_architecture == ANY:
+        return _resolve_any(task_source, node_groups, pod_spec or {}, images)
+    if isinstance(task_architecture, Architecture):
         return ResolvedArchitecture(task_architecture, task_source)
     pinned = pinned_architecture(pod_spec)
     if pinned is not None:
@@ -88,6 +116,50 @@ def resolve_architecture(
     if node_groups.default_architecture is not None:
         return ResolvedArchitecture(node_groups.default_architecture, "platform")
     return ResolvedArchitecture(None, "none")
+
+
+def _resolve_any(
+    source: str, node_groups: NodeGroups, pod_spec: Mapping[str, Any], images: Sequence[ImageArchitectures]
+) -> ResolvedArchitecture:
+    allowed = set(node_groups.architectures)
+    narrowed_by: list[str] = []
+    for known in images:
+        narrowed = allowed & set(known.architectures)
+        if not narrowed:
+            raise NoCommonArchitecture(
+                known.image, [a.value for a in known.architectures], node_groups.offered, source, known.known_by
+            )
+        if narrowed != allowed:
+            narrowed_by.append(f"image {known.image} ({known.known_by}: {_names(known.architectures)})")
+        allowed = narrowed
+    own = _pod_template_architectures(pod_spec)
+    if own is not None:
+        narrowed = allowed & own
+        if not narrowed:
+            raise ArchitectureConflict(
+                f"the task asks for architecture 'any' (set by {source}), which here means {_names(allowed)}, but "
+                f"its pod template allows only {_names(own)} by its {ARCH_LABEL} rule. Remove that rule from "
+                "the pod template, or set ArmadaConfig(architecture=...) to one architecture."
+            )
+        if narrowed != allowed:
+            narrowed_by.append(f"the pod template ({_names(own)})")
+        allowed = narrowed
+    any_of = sorted_architectures(allowed)
+    return ResolvedArchitecture(any_of[0] if len(any_of) == 1 else None, source, any_of, tuple(narrowed_by))
+
+
+def _pod_template_architectures(pod_spec: Mapping[str, Any]) -> Optional[set[Architecture]]:
+    pinned = pinned_architecture(pod_spec)
+    if pinned is not None:
+        return {pinned}
+    values = _affinity_arch_values(pod_spec)
+    if values is None:
+        return None
+    return {a for a in Architecture if a.value in values}
+
+
+def _names(architectures: Any) -> str:
+    return ", ".join(a.value for a in sorted_architectures(architectures)) or "none"
 
 
 def placement_for(
@@ -108,7 +180,15 @@ def placement_for(
     tolerations = [dict(t) for t in pod_spec.get("tolerations") or []]
     affinity = copy.deepcopy(pod_spec.get("affinity")) or None
     architecture, node_group = resolved.architecture, None
-    if architecture is not None:
+    if resolved.several:
+        replaced = _accelerator_selector_keys(node_groups, accelerator)
+        groups = [node_groups.group_for(a, resolved.source) for a in resolved.any_of]
+        for arch, group in zip(resolved.any_of, groups):
+            _check_no_conflict(arch, resolved.source, pod_spec, group.node_selector)
+            for toleration in group.tolerations:
+                _add_toleration(tolerations, toleration.to_k8s())
+        affinity = _and_terms(affinity, _any_of_terms(groups, set(selector) | replaced))
+    elif architecture is not None:
         group = node_groups.group_for(architecture, resolved.source)
         _check_no_conflict(architecture, resolved.source, pod_spec, group.node_selector)
         node_group = group.node_group
@@ -143,9 +223,61 @@ def placement_for(
         capacity = node_groups.capacity_class(interruptible)
         selector, affinity = _merged(selector, tolerations, affinity, capacity)
         priority_class = capacity.priority_class
+    any_of = resolved.any_of if resolved.several else ()
     return Placement(
-        architecture, node_group, selector, tolerations, affinity, accelerator_name, resource, priority_class
+        architecture, node_group, selector, tolerations, affinity, accelerator_name, resource, priority_class, any_of
     )
+
+
+def _accelerator_selector_keys(node_groups: NodeGroups, accelerator: Optional[AcceleratorRequest]) -> set[str]:
+    """Selector keys the accelerator's entry sets: they replace an architecture group's, as for one architecture."""
+    if accelerator is None or not accelerator.wanted or not accelerator.device:
+        return set()
+    entry = node_groups.accelerators.get(accelerator.device.lower())
+    return set(entry.node_selector) if entry else set()
+
+
+def _any_of_terms(groups: list[NodeGroup], left_out: set[str]) -> list[list[dict[str, Any]]]:
+    """Required node-selector terms reaching any of `groups`' nodes: Kubernetes ORs the terms, so each group is
+    one term (its selector as `In` expressions, plus its own affinity). When the groups differ only by
+    architecture, one term `kubernetes.io/arch In [all of them]` says the same more plainly.
+
+    `left_out`: selector keys the pod's own selector (or the accelerator's) already decides.
+    """
+    terms = []
+    for group in groups:
+        term = [
+            MatchExpression(key=key, operator="In", values=[value]).to_k8s()
+            for key, value in sorted(group.node_selector.items())
+            if key not in left_out
+        ]
+        term += [e.to_k8s() for e in group.required_node_affinity]
+        if not term:
+            return []  # one group needs nothing beyond what the pod selects already: no OR to add
+        terms.append(term)
+    rests = [[e for e in term if e.get("key") != ARCH_LABEL] for term in terms]
+    if all(rest == rests[0] for rest in rests) and all(len(t) == len(r) + 1 for t, r in zip(terms, rests)):
+        values = [group.node_selector[ARCH_LABEL] for group in groups]
+        return [[MatchExpression(key=ARCH_LABEL, operator="In", values=values).to_k8s(), *rests[0]]]
+    return terms
+
+
+def _and_terms(affinity: Optional[dict[str, Any]], terms: list[list[dict[str, Any]]]) -> Optional[dict[str, Any]]:
+    """AND an OR of `terms` into the pod's required node affinity: every existing term times every new one."""
+    if not terms:
+        return affinity
+    affinity = copy.deepcopy(affinity) if affinity else {}
+    required = affinity.setdefault("nodeAffinity", {}).setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    existing = required.get("nodeSelectorTerms") or [{}]
+    combined = []
+    for old in existing:
+        for new in terms:
+            term = copy.deepcopy(old)
+            expressions = term.setdefault("matchExpressions", [])
+            expressions.extend(e for e in new if e not in expressions)
+            combined.append(term)
+    required["nodeSelectorTerms"] = combined
+    return affinity
 
 
 def _merged(

@@ -22,10 +22,20 @@ from armada_flyte.connector.accelerators import (
 from armada_flyte.connector.blob import BLOB_ENV, BlobSettings
 from armada_flyte.connector.execution_context import ExecutionContext, job_namespace, with_context
 from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.placement import Placement, ResolvedArchitecture, placement_for, resolve_architecture
+from armada_flyte.connector.placement import (
+    ImageArchitectures,
+    Placement,
+    ResolvedArchitecture,
+    placement_for,
+    resolve_architecture,
+)
 from armada_flyte.connector.pod import JobRequest, RunIdentity, TemplatePod, build_job_request, container_resources
 from armada_flyte.connector.secrets import DEFAULT_ENV_PREFIX, apply_secret_mounts, secret_mounts
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.spec import SubmissionSpec
+
+DECLARED_BY_FLYTE = "its flyte.Image platform, at registration"
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,11 @@ class JobPlan:
     def architecture(self) -> str:
         return self.placement.architecture.value if self.placement.architecture else ""
 
+    @property
+    def any_of(self) -> str:
+        """For `any`: the architectures it may run on, comma-separated (also when narrowed to one)."""
+        return ",".join(a.value for a in self.resolved.any_of)
+
 
 def plan_job(
     task_template: Any,
@@ -57,15 +72,25 @@ def plan_job(
     secret_env_prefix: str = DEFAULT_ENV_PREFIX,
     context: Optional[ExecutionContext] = None,
     namespace_template: Optional[str] = None,
+    image_in_registry: Optional[ImageArchitectures] = None,
 ) -> JobPlan:
     """Resolve and place the task, and build its job request. Raises the typed errors of each step.
 
     `context` is the backend's execution metadata (None: a local run, read from the template alone).
+    `image_in_registry`: for `architecture="any"`, the image's architectures as its registry lists them.
     """
     context = context or ExecutionContext.of(None, task_template)
     spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
     template = TemplatePod.of(task_template)
-    resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), node_groups, template.pod_spec)
+    images = []
+    if spec.image_architectures:
+        images.append(ImageArchitectures(template.image, spec.image_architectures, DECLARED_BY_FLYTE))
+    if image_in_registry is not None:
+        images.append(image_in_registry)
+    resolved = resolve_architecture(
+        spec.architecture, spec.source_of("architecture"), node_groups, template.pod_spec, images
+    )
+    _check_gang_stays_on_one_architecture(spec, resolved)
     gpus = container_resources(template.container, spec)["requests"].get(GPU_RESOURCE, "")
     accelerator = accelerator_request(task_template, gpus)
     placement = placement_for(resolved, node_groups, template.pod_spec, accelerator, context.interruptible)
@@ -79,3 +104,15 @@ def plan_job(
     job = with_context(replace(job, pod_spec=pod_spec), context, namespace)
     job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
     return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source)
+
+
+def _check_gang_stays_on_one_architecture(spec: SubmissionSpec, resolved: ResolvedArchitecture) -> None:
+    """Only the architecture label as the gang's uniformity label keeps `any` members on one architecture."""
+    label = spec.gang_node_uniformity_label
+    if resolved.several and spec.gang_id and (spec.gang_cardinality or 1) >= 2 and label and label != ARCH_LABEL:
+        raise InvalidConfig(
+            "ArmadaConfig.gang_node_uniformity_label",
+            label,
+            f"a gang with architecture 'any' stays on one architecture only through the uniformity label "
+            f"{ARCH_LABEL} (Armada takes one label); leave it unset, or pin the gang to one architecture",
+        )

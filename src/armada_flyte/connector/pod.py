@@ -33,6 +33,8 @@ LABEL_ACTION = "flyte.org/action"
 LABEL_ARCH = "armada-flyte.io/architecture"
 ANNOTATION_ARCH_SOURCE = "armada-flyte.io/architecture-source"
 ANNOTATION_NODE_GROUP = "armada-flyte.io/node-group"
+ANNOTATION_ANY_OF = "armada-flyte.io/architectures"
+"""For `architecture="any"`: the architectures the job may run on, comma-separated."""
 ANNOTATION_OUTPUTS = "armada-flyte.io/outputs-path"
 ANNOTATION_TASK = "armada-flyte.io/task"
 
@@ -313,6 +315,10 @@ def build_job_request(
     if placement.architecture is not None:
         labels[LABEL_ARCH] = placement.architecture.value
         annotations[ANNOTATION_NODE_GROUP] = placement.node_group or ""
+    elif placement.any_of:
+        labels[LABEL_ARCH] = "any"
+    if resolved.any_of:
+        annotations[ANNOTATION_ANY_OF] = ",".join(a.value for a in resolved.any_of)
 
     gang_id = None
     if spec.gang_id and (spec.gang_cardinality or 1) >= 2:

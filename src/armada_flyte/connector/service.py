@@ -25,6 +25,7 @@ from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, TaskE
 from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
 from armada_flyte.connector.image_check import ImagePlatformCheck
+from armada_flyte.connector.landing import landing_of
 from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
@@ -72,6 +73,8 @@ class ArmadaJobMetadata(ResourceMeta):
     architecture: str = ""
     architecture_source: str = ""
     node_group: str = ""
+    any_of: str = ""
+    """For `architecture="any"`: the architectures the job may run on, comma-separated."""
     submitted_at: float = 0.0
     task: str = ""
     timeout_seconds: float = 0.0
@@ -199,23 +202,35 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         settings, api = await self._context()
         identity = _identity(task_template, task_execution_metadata)
         extra_env = dict(task_execution_metadata.environment_variables) if task_execution_metadata else None
-        plan = plan_job(
-            task_template,
-            self._node_groups,
-            identity,
-            output_prefix,
-            BlobSettings.from_settings(settings),
-            extra_env,
-            secret_env_prefix=settings.secret_env_var_prefix,
-            context=ExecutionContext.of(task_execution_metadata, task_template),
-            namespace_template=settings.namespace_template,
-        )
+
+        def make_plan(image_in_registry: Any = None) -> Any:
+            return plan_job(
+                task_template,
+                self._node_groups,
+                identity,
+                output_prefix,
+                BlobSettings.from_settings(settings),
+                extra_env,
+                secret_env_prefix=settings.secret_env_var_prefix,
+                context=ExecutionContext.of(task_execution_metadata, task_template),
+                namespace_template=settings.namespace_template,
+                image_in_registry=image_in_registry,
+            )
+
+        plan = make_plan()
         architecture = plan.placement.architecture
-        if settings.check_image_platforms and architecture is not None:
-            await self._check_image(settings, plan.template.image, architecture, identity.task)
+        if settings.check_image_platforms and plan.resolved.any_of:
+            # `any`: the registry narrows the architectures (and refuses an image with none offered).
+            in_registry = await self._image_checker(settings).architectures(plan.template.image, identity.task)
+            if in_registry is not None:
+                plan = make_plan(in_registry)
+                architecture = plan.placement.architecture
+        elif settings.check_image_platforms and architecture is not None:
+            await self._image_checker(settings).check(plan.template.image, architecture, identity.task)
         job, queue = plan.job, plan.spec.queue
         if job.gang_id:
-            self._gangs.claim(queue, job.gang_id, job.client_id, plan.architecture, identity.task)
+            claimed = plan.architecture or f"any of {plan.any_of}"
+            self._gangs.claim(queue, job.gang_id, job.client_id, claimed, identity.task)
         try:
             (job_id,) = await api.submit(queue, plan.job_set_id, [job])
         except BaseException:
@@ -223,7 +238,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 self._gangs.release(queue, job.gang_id, job.client_id)
             raise
         log.info(
-            "submitted %s as Armada job %s (queue %s, %s)", identity.task, job_id, queue, architecture or "any arch"
+            "submitted %s as Armada job %s (queue %s, %s)",
+            identity.task,
+            job_id,
+            queue,
+            architecture or (f"any of {plan.any_of}" if plan.any_of else "any arch"),
         )
         return ArmadaJobMetadata(
             job_id=job_id,
@@ -234,6 +253,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             architecture=plan.architecture,
             architecture_source=plan.resolved.source,
             node_group=plan.placement.node_group or "",
+            any_of=plan.any_of,
             submitted_at=time.time(),
             task=identity.task,
             timeout_seconds=plan.template.timeout_seconds,
@@ -242,10 +262,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             gang_cardinality=(plan.spec.gang_cardinality or 0) if job.gang_id else 0,
         )
 
-    async def _check_image(self, settings: ConnectorConfig, image: str, architecture: Any, task: str) -> None:
+    def _image_checker(self, settings: ConnectorConfig) -> ImagePlatformCheck:
         if self._image_check is None:
             self._image_check = ImagePlatformCheck(settings)
-        await self._image_check.check(image, architecture, task)
+        return self._image_check
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
         """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
@@ -261,7 +281,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         }
         if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at):
             return await self._time_out(api, meta, state, info, meta.queued_timeout_seconds, "waiting to start")
-        if state in (JobState.PENDING, JobState.RUNNING) and meta.timeout_seconds > 0:
+        details = None
+        if state in (JobState.PENDING, JobState.RUNNING) and (meta.timeout_seconds > 0 or meta.any_of):
             details = (await api.run_details([meta.job_id])).get(meta.job_id)
             if details and _over(meta.timeout_seconds, details.started_at):
                 return await self._time_out(api, meta, state, info, meta.timeout_seconds, "running")
@@ -278,6 +299,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return JobOutcome(phase, state, f"Armada job {meta.job_id} not visible yet", info=info)
         if state not in TERMINAL_STATES:
             message = f"Armada job {meta.job_id} is {state_name(state)}"
+            if meta.any_of:
+                message += self._landed(meta, details.node if details else "", info)
             if meta.gang_id and state in QUEUED_STATES:
                 message += _gang_wait(meta)
             return JobOutcome(phase, state, message, info=info)
@@ -305,6 +328,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         if state in (JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED) and task_error is None:
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
         where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
+        if meta.any_of:
+            where = f"job {meta.job_id}" + self._landed(meta, node, info)
         if task_error is not None:
             info["error"] = task_error.as_info()
             # a0 marks an error recoverable unless the task raised NonRecoverableError: a retryable
@@ -325,6 +350,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         }.get(state, "failed")
         message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
         return JobOutcome(phase, state, message, None, node, info)
+
+    def _landed(self, meta: ArmadaJobMetadata, node: str, info: dict[str, Any]) -> str:
+        """For `any`: record where the job ran in `info`, and say it for the message."""
+        landing = landing_of(meta.any_of.split(","), node, self._node_groups)
+        info.update(landing.info(meta.any_of.split(",")))
+        return landing.describe()
 
     async def _time_out(
         self, api: ArmadaApi, meta: ArmadaJobMetadata, state: int, info: dict[str, Any], limit: float, doing: str

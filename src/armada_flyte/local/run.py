@@ -144,13 +144,18 @@ def _remove_local_shadows(*remote_paths: str) -> None:
 
 
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, state: str = "") -> None:
-    """Note the job for the end-of-run table (`outcome` None: the run was interrupted)."""
+    """Note the job for the end-of-run table (`outcome` None: the run was interrupted); an `any` job shows
+    the architecture it ran on, as `arm64 (any)`."""
+    info = outcome.info if outcome else {}
+    architecture = info.get("architecture") or meta.architecture
+    if meta.any_of:
+        architecture = f"{architecture or '?'} (any)"
     record(
         JobRecord(
             task=task_name.rsplit(".", 1)[-1],
-            architecture=meta.architecture,
+            architecture=architecture,
             source=meta.architecture_source,
-            node_group=meta.node_group,
+            node_group=info.get("node_group") or meta.node_group,
             node=outcome.node if outcome else "",
             state=outcome.info.get("armada_state", "") if outcome else state,
             seconds=seconds,

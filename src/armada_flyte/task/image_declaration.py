@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from armada_flyte.architecture import Architecture, sorted_architectures
 from armada_flyte.errors import ImagePlatformMismatch
 
 
@@ -36,12 +37,33 @@ def declared_platforms(image: Any) -> Optional[tuple[str, ...]]:
     return tuple(image.platform)
 
 
+def declared_architectures(task_name: str, image: Any) -> tuple[Architecture, ...]:
+    """For `architecture="any"`: the Linux architectures the image is declared for (empty: Flyte doesn't know).
+
+    An image declared for none of amd64 and arm64 can run nowhere, so it fails serialisation.
+    """
+    platforms = declared_platforms(image)
+    if platforms is None:
+        return ()
+    found = [a for a in Architecture if _declares(platforms, a.value)]
+    if not found:
+        raise ImagePlatformMismatch(task_name, _image_name(image), platforms, "any")
+    return sorted_architectures(found)
+
+
+def _declares(platforms: tuple[str, ...], architecture: str) -> bool:
+    return f"linux/{architecture}" in platforms or any(p.startswith(f"linux/{architecture}/") for p in platforms)
+
+
+def _image_name(image: Any) -> str:
+    return str(getattr(image, "uri", None) or getattr(image, "name", None) or repr(image))
+
+
 def check_image_declares(task_name: str, image: Any, architecture: str) -> None:
     """Fail serialisation when the task's image is declared without the task's architecture."""
     platforms = declared_platforms(image)
     if platforms is None:
         return
-    if f"linux/{architecture}" in platforms or any(p.startswith(f"linux/{architecture}/") for p in platforms):
+    if _declares(platforms, architecture):
         return
-    name = getattr(image, "uri", None) or getattr(image, "name", None) or repr(image)
-    raise ImagePlatformMismatch(task_name, str(name), platforms, architecture)
+    raise ImagePlatformMismatch(task_name, _image_name(image), platforms, architecture)

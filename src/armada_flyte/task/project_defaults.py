@@ -13,9 +13,10 @@ import os
 import pathlib
 from typing import Any, Mapping, Optional
 
+from armada_flyte.architecture import ANY, Architecture
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.spec import CONFIG_FIELDS, PROJECT_ENV_PREFIX, PROJECT_FIELDS, ArmadaConfig, Source, SubmissionSpec
-from armada_flyte.task.image_declaration import check_image_declares
+from armada_flyte.task.image_declaration import check_image_declares, declared_architectures
 
 ENV_PREFIX = PROJECT_ENV_PREFIX
 TOOL_TABLE = "armada-flyte"
@@ -53,8 +54,12 @@ def resolve_submission(
     for name, value in task_only.items():
         if value is not None:
             sources[name] = Source.TASK.value
-    spec = SubmissionSpec.from_config(ArmadaConfig(**merged, **task_only), sources)
-    if spec.architecture is not None:
+    config = ArmadaConfig(**merged, **task_only)
+    if config.architecture == ANY:
+        # Baked in, so the connector intersects what the image is built for with what the platform offers.
+        return SubmissionSpec.from_config(config, sources, declared_architectures(task_name, image))
+    spec = SubmissionSpec.from_config(config, sources)
+    if isinstance(spec.architecture, Architecture):
         check_image_declares(task_name, image, spec.architecture.value)
     return spec
 
