@@ -71,8 +71,12 @@ class NoCommonArchitecture(ArchitectureNotOffered):
             self,
             f"architecture 'any' (set by {source}) leaves nothing to run on: image {image!r} has {image_text} "
             f"(from {known_by}), and this platform offers {offered_text}. Build the image for one of "
-            f"{offered_text} too (flyte.Image(..., platform=(...)) or `docker buildx build --platform ...`), "
-            f"or ask your platform admin to add a node group for one of the image's architectures.",
+            f"{offered_text} too (flyte.Image(..., platform=(...)) or `docker buildx build --platform ...`)"
+            + (
+                f", or ask your platform admin to add a node group for {image_text} to the node-group file."
+                if self.image_architectures
+                else "."
+            ),
         )
 
 

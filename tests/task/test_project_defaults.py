@@ -161,3 +161,50 @@ def test_prebuilt_reference_is_left_to_the_registry_check(serialize, project):
     root = project("")
     custom = custom_of(serialize, make_task(ArmadaConfig(architecture="arm64"), image="python:3.11", root=root), root)
     assert custom["architecture"] == "arm64"
+
+
+# ---- architecture = "any": the request and its source are baked in, with the architectures a
+# Flyte-built image declares (its `platform`), so the connector can narrow the platform's set.
+def test_pyproject_any_is_baked_with_its_source(serialize, project):
+    root = project('architecture = "any"')
+    custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
+    assert custom["architecture"] == "any"
+    assert custom["sources"]["architecture"] == "project"
+    assert "image_architectures" not in custom  # a prebuilt reference: left to the registry check
+
+
+def test_env_any_beats_a_pinned_pyproject(serialize, project, monkeypatch):
+    root = project('architecture = "arm64"')
+    monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "ANY")
+    custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
+    assert (custom["architecture"], custom["sources"]["architecture"]) == ("any", "env")
+
+
+def test_task_pin_beats_a_project_any(serialize, project):
+    root = project('architecture = "any"')
+    custom = custom_of(serialize, make_task(ArmadaConfig(architecture="arm64"), root=root), root)
+    assert (custom["architecture"], custom["sources"]["architecture"]) == ("arm64", "task")
+
+
+def test_flyte_built_multi_arch_image_bakes_both_architectures(serialize, project):
+    root = project("")
+    image = flyte.Image.from_debian_base(
+        name="train", registry="127.0.0.1:5000", platform=("linux/arm64", "linux/amd64")
+    )
+    custom = custom_of(serialize, make_task(ArmadaConfig(architecture="any"), image=image, root=root), root)
+    assert custom["image_architectures"] == ["amd64", "arm64"]
+
+
+def test_image_declared_for_one_architecture_narrows_any_to_it(serialize, project):
+    root = project("")
+    image = flyte.Image.from_debian_base(name="train", registry="127.0.0.1:5000", platform=("linux/arm64",))
+    custom = custom_of(serialize, make_task(ArmadaConfig(architecture="any"), image=image, root=root), root)
+    assert (custom["architecture"], custom["image_architectures"]) == ("any", ["arm64"])
+
+
+def test_image_declared_for_neither_architecture_fails_serialisation(serialize, project):
+    root = project("")
+    image = flyte.Image.from_debian_base(name="train", registry="127.0.0.1:5000", platform=("linux/s390x",))
+    with pytest.raises(ImagePlatformMismatch) as info:
+        serialize(make_task(ArmadaConfig(architecture="any"), image=image, root=root), root_dir=root)
+    assert "'any'" in str(info.value) and "linux/s390x" in str(info.value)
