@@ -84,3 +84,44 @@ def test_unreachable_registry_blocks_when_the_admin_says_so(armada, unreachable_
     connector = connector_for(armada, image_check_blocks_when_unreachable=True)
     with pytest.raises(RegistryUnreachable):
         asyncio.run(connector.create(template(f"{unreachable_host}/train:1", "arm64"), "s3://b/raw"))
+
+
+def test_any_on_a_single_arch_image_is_narrowed_to_it_by_the_registry(armada, images):
+    connector = connector_for(armada)
+
+    async def scenario():
+        meta = await connector.create(template(images.arm64_only, "any", job_set_id="narrowed"), "s3://b/raw")
+        while True:
+            resource = await connector.get(meta)
+            if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
+                return meta, resource
+            await asyncio.sleep(0.05)
+
+    meta, resource = asyncio.run(scenario())
+    assert (meta.architecture, meta.any_of, meta.node_group) == ("arm64", "arm64", "arm64")
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    assert resource.custom_info["architecture"] == "arm64"
+    assert resource.custom_info["architecture_known_by"].startswith("the request")
+
+
+def test_any_on_a_multi_arch_index_keeps_both(armada, images):
+    meta = asyncio.run(connector_for(armada).create(template(images.multi, "any"), "s3://b/raw"))
+    assert (meta.architecture, meta.any_of) == ("", "amd64,arm64")
+
+
+def test_any_on_an_image_the_platform_cannot_run_is_refused_naming_both_sets(armada, images, tmp_path):
+    from armada_flyte import NoCommonArchitecture
+
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("architectures:\n  arm64:\n    tolerations: [{key: kubernetes.io/arch, value: arm64}]\n")
+    from armada_flyte.connector.service import ArmadaConnector
+
+    armada_flyte.configure(armada_url=armada.url, node_groups_file=str(groups), check_image_platforms=True)
+    connector = ArmadaConnector()
+    with pytest.raises(NoCommonArchitecture) as info:
+        asyncio.run(connector.submit(template(images.amd64_only, "any", job_set_id="nowhere"), "s3://b/raw"))
+    assert not armada.plane.events.exists("flyte", "nowhere"), "a job was submitted"
+    message = str(info.value)
+    assert images.amd64_only in message and "has amd64" in message and "offers arm64" in message
+    meta = asyncio.run(connector.create(template(images.amd64_only, "any", job_set_id="nowhere"), "s3://b/raw"))
+    assert meta.refusal_code == "NoCommonArchitecture" and not meta.job_id
