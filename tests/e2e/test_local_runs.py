@@ -70,6 +70,18 @@ def test_task_without_architecture_takes_the_platform_default(flyte_run):
     assert (job.architecture, job.source, job.node_group) == ("amd64", "platform", "amd64")
 
 
+def test_an_any_task_reports_the_architecture_it_ran_on(flyte_run):
+    import workflows
+
+    run = flyte_run(workflows.triple, x=5)
+    assert (run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == 15
+    (job,) = journal.jobs()
+    ran = job.node.split("-")[0]  # the embedded server names nodes <group>-<n>
+    assert ran in ("amd64", "arm64")
+    assert (job.architecture, job.source, job.node_group, job.state) == (f"{ran} (any)", "task", ran, "SUCCEEDED")
+    assert f"{ran} (any)" in journal.format_jobs_table()
+
+
 def test_user_exception_reaches_the_caller_with_type_and_message(flyte_run):
     import workflows
     from flyte.errors import RuntimeUserError

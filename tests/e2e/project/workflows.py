@@ -24,7 +24,10 @@ trio = flyte.TaskEnvironment(
     resources=SMALL,
     plugin_config=ArmadaConfig(gang_id="trio", gang_cardinality=3, architecture="arm64"),
 )
-driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio])
+anywhere = flyte.TaskEnvironment(
+    "e2e-any", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="any")
+)
+driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio, anywhere])
 
 
 @dataclass
@@ -37,6 +40,11 @@ class Stats:
 @arm.task
 async def summarise(values: list[float]) -> Stats:
     return Stats(count=len(values), total=sum(values), machine=platform.machine())
+
+
+@anywhere.task
+async def triple(x: int) -> int:
+    return 3 * x
 
 
 @amd.task
