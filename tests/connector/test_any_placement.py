@@ -35,6 +35,8 @@ def test_any_on_the_embedded_platform_allows_both_with_the_arm64_toleration():
 
 
 def test_groups_with_their_own_selectors_become_one_ored_term_each():
+    # Armada ORs required node-selector terms as Kubernetes does: it calls Kubernetes' MatchNodeSelectorTerms
+    # (internal/scheduler/kubernetesobjects/label/label.go), so one term per group reaches either group.
     _, placement = place("eks-karpenter")
     assert placement.node_selector == {}
     assert terms_of(placement) == [

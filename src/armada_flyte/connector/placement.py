@@ -238,9 +238,11 @@ def _accelerator_selector_keys(node_groups: NodeGroups, accelerator: Optional[Ac
 
 
 def _any_of_terms(groups: list[NodeGroup], left_out: set[str]) -> list[list[dict[str, Any]]]:
-    """Required node-selector terms reaching any of `groups`' nodes: Kubernetes ORs the terms, so each group is
-    one term (its selector as `In` expressions, plus its own affinity). When the groups differ only by
-    architecture, one term `kubernetes.io/arch In [all of them]` says the same more plainly.
+    """Required node-selector terms reaching any of `groups`' nodes: Kubernetes ORs the terms (and so does Armada's
+    scheduler, which matches them with Kubernetes' own MatchNodeSelectorTerms:
+    internal/scheduler/kubernetesobjects/label/label.go), so each group is one term: its selector as `In`
+    expressions, plus its own affinity. When the groups differ only by architecture, one term
+    `kubernetes.io/arch In [all of them]` says the same more plainly.
 
     `left_out`: selector keys the pod's own selector (or the accelerator's) already decides.
     """
