@@ -98,7 +98,6 @@ class StatusView:
     async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
         """The job's state: from memory when known, else from the next bulk refresh (UNKNOWN if Armada has
         no such job yet)."""
-        future: concurrent.futures.Future[int] = concurrent.futures.Future()
         with self._lock:
             now = time.monotonic()
             follow = self._follow(queue, job_set, now)
@@ -108,6 +107,7 @@ class StatusView:
                 if entry.state in TERMINAL_STATES:
                     del self._entries[job_id]  # read once: nothing will change it again
                 return entry.state
+            future: concurrent.futures.Future[int] = concurrent.futures.Future()
             if follow.mode == _SYNCING:
                 follow.parked.setdefault(job_id, []).append(future)
             else:
