@@ -378,8 +378,9 @@ class ControlPlane:
         return job
 
     def states(self, job_ids: Iterable[str]) -> dict[str, int]:
-        with self._lock:
-            return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
+        """Without the lock, so status reads never wait on a scheduling pass: a job's state is one
+        attribute, replaced whole, so each read sees a state the job really had."""
+        return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
 
     def errors(self, job_ids: Iterable[str]) -> dict[str, str]:
         with self._lock:
