@@ -39,7 +39,7 @@ def paused_armada():
 
 def _submit(armada, job_set: str, count: int) -> list[str]:
     client = ArmadaClient(grpc.insecure_channel(armada.url))
-    quantity = {"cpu": resource.Quantity(string="10m"), "memory": resource.Quantity(string="1Mi")}
+    quantity = {"cpu": resource.Quantity(string="10m"), "memory": resource.Quantity(string="64Mi")}
     container = core.Container(
         name="main",
         image="busybox",
