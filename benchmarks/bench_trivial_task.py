@@ -1,8 +1,9 @@
 """Median wall time of a trivial task through the whole local path, next to the stock mixin's.
 
 Both go through the same connector, embedded Armada server, S3 blob store and real a0 process;
-only the polling differs (ours: start at once, back off; stock: fixed 3 s sleeps plus one after
-the end). Prints JSON. Target: ours at most 2.0 s median.
+only the waiting differs (ours: the job's events through the status view, and a code bundle
+cached by content; stock: fixed 3 s sleeps plus one after the end). Prints JSON. Target: ours
+at most 0.70 s median (a0 alone takes about 0.58 s here).
 
     .venv/bin/python benchmarks/bench_trivial_task.py [--runs 5]
 """
@@ -22,6 +23,7 @@ import flyte
 from armada_flyte.local.stack import local_stack
 
 PROJECT = pathlib.Path(__file__).parent / "trivial_task"
+TARGET_S = 0.70
 
 
 def main() -> int:
@@ -55,8 +57,8 @@ def main() -> int:
         "stock_mixin_median_s": round(statistics.median(stock), 3),
         "armada_flyte_s": [round(t, 3) for t in ours],
         "stock_mixin_s": [round(t, 3) for t in stock],
-        "target_median_s": 2.0,
-        "meets_target": statistics.median(ours) <= 2.0,
+        "target_median_s": TARGET_S,
+        "meets_target": statistics.median(ours) <= TARGET_S,
     }
     print(json.dumps(result, indent=2))
     return 0

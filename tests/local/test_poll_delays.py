@@ -1,11 +1,17 @@
-"""Local runs poll at once, back off to the configured interval, and never sleep after the end."""
+"""Local runs wait on the job's events (through the status view), bounded by backed-off delays,
+and never wait after the end. Against the embedded server over gRPC; calls counted at the server."""
 
 import asyncio
 import itertools
+import time
+
+import pytest
 
 import armada_flyte
 from armada_flyte.local import run as local_run
 from armada_flyte.local.run import poll_delays
+
+from support.armada_templates import execution_metadata, python_template
 
 
 def test_delays_start_small_and_back_off_to_the_interval():
@@ -15,45 +21,35 @@ def test_delays_start_small_and_back_off_to_the_interval():
     assert delays[-1] == 0.5 and max(delays) == 0.5
 
 
-class _Outcome:
-    def __init__(self, terminal):
-        self.terminal = terminal
+@pytest.fixture(scope="module")
+def armada():
+    from armada_flyte.embedded import EmbeddedArmada
+
+    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+        yield server
 
 
-class _ConnectorEndingOnPoll:
-    """A stand-in that reports the job terminal on poll number `last` (no server involved)."""
+def test_the_end_is_seen_as_it_happens_without_polling_armada(armada):
+    """A long poll interval: only the job set's events can make the wait end early."""
+    from armada_flyte.connector.service import ArmadaConnector
 
-    def __init__(self, last):
-        self.polls = 0
-        self.last = last
+    armada_flyte.configure(
+        armada_url=armada.url, node_groups_preset="embedded", first_poll_seconds=30, poll_interval_seconds=30
+    )
+    connector = ArmadaConnector()
 
-    async def poll(self, meta):
-        self.polls += 1
-        return _Outcome(self.polls == self.last)
+    async def scenario():
+        meta = await connector.create(
+            python_template("import time; time.sleep(1)"),
+            "s3://b/raw",
+            task_execution_metadata=execution_metadata(run="waits"),
+        )
+        outcome = await local_run._wait_for_end(connector, meta)
+        return meta, outcome, time.time()
 
-
-def test_polls_at_once_and_not_after_the_terminal_state(monkeypatch):
-    armada_flyte.configure(first_poll_seconds=0.01, poll_interval_seconds=0.02)
-    slept = []
-    real_sleep = asyncio.sleep
-
-    async def recording_sleep(seconds):
-        slept.append(seconds)
-        await real_sleep(0)
-
-    monkeypatch.setattr(local_run.asyncio, "sleep", recording_sleep)
-    connector = _ConnectorEndingOnPoll(last=3)
-    outcome = asyncio.run(local_run._wait_for_end(connector, meta=None))
-    assert outcome.terminal and connector.polls == 3
-    assert slept == [0.01, 0.015]  # two waits between three polls, none after the last
-
-
-def test_a_job_already_done_is_not_waited_for(monkeypatch):
-    slept = []
-
-    async def recording_sleep(seconds):
-        slept.append(seconds)
-
-    monkeypatch.setattr(local_run.asyncio, "sleep", recording_sleep)
-    asyncio.run(local_run._wait_for_end(_ConnectorEndingOnPoll(last=1), meta=None))
-    assert slept == []
+    before = armada.calls.count("GetJobStatus")
+    meta, outcome, seen_at = asyncio.run(scenario())
+    assert outcome.terminal and outcome.info["armada_state"] == "SUCCEEDED", outcome.message
+    ended = armada.plane.find_job(meta.job_id).latest_run.finished_at
+    assert seen_at - ended < 2.0  # not the 30 s poll interval
+    assert armada.calls.count("GetJobStatus") - before <= 1  # at most the first look, before any event

@@ -12,16 +12,26 @@ import logging
 import random
 import weakref
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Optional, TypeVar
 
 import grpc
-from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
+from armada_client.armada import (
+    binoculars_pb2,
+    binoculars_pb2_grpc,
+    event_pb2,
+    event_pb2_grpc,
+    job_pb2,
+    job_pb2_grpc,
+    submit_pb2,
+    submit_pb2_grpc,
+)
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf import json_format
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.submit_batch import SubmitBatcher
 from armada_flyte.errors import ArmadaAuthError, ArmadaFlyteError, ArmadaUnavailable, SubmissionRefused
 
 log = logging.getLogger(__name__)
@@ -53,6 +63,9 @@ class ArmadaApi:
             weakref.WeakKeyDictionary()
         )
         self._status_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StatusBatch] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._submit_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SubmitBatcher[JobRequest]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -107,6 +120,16 @@ class ArmadaApi:
             ids.append(item.job_id)
         return ids
 
+    async def submit_one(self, queue: str, job_set_id: str, job: JobRequest) -> str:
+        """Submit one job; concurrent calls for the same queue and job set share one SubmitJobs call."""
+        loop = asyncio.get_running_loop()
+        batcher = self._submit_batches.get(loop)
+        if batcher is None:
+            s = self._settings
+            batcher = SubmitBatcher(self.submit, s.submit_batch_window_seconds, s.submit_batch_max_items)
+            self._submit_batches[loop] = batcher
+        return await batcher.submit(queue, job_set_id, job)
+
     async def cancel(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
         stub = submit_pb2_grpc.SubmitStub(self._channel())
         request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=[job_id], reason=reason)
@@ -114,8 +137,12 @@ class ArmadaApi:
 
     # ---- Jobs ----
     async def _per_chunk(self, what: str, job_ids: list[str], call: Callable[[list[str]], Awaitable[T]]) -> list[T]:
-        """`call` once per chunk of at most 500 ids (Armada's limit), each with the bounded retry."""
-        return [await self._call(what, lambda chunk=chunk: call(chunk)) for chunk in _chunks(job_ids)]
+        """`call` once per chunk of at most 500 ids (Armada's limit), chunks sent concurrently, each with the
+        bounded retry."""
+        chunks = _chunks(job_ids)
+        if len(chunks) == 1:
+            return [await self._call(what, lambda: call(chunks[0]))]
+        return list(await asyncio.gather(*(self._call(what, lambda chunk=chunk: call(chunk)) for chunk in chunks)))
 
     async def status(self, job_ids: list[str]) -> dict[str, int]:
         """JobState of each id (UNKNOWN for ids Armada doesn't know), in calls of at most 500 ids."""
@@ -169,6 +196,24 @@ class ArmadaApi:
                         run.node, run.cluster, JobState.name_of(details.state), finished, started
                     )
         return found
+
+    # ---- Event ----
+    async def job_set_events(
+        self, queue: str, job_set_id: str, from_message_id: str, *, watch: bool
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+        """The job set's events after `from_message_id` ("" = from the start); with `watch`, the stream
+        stays open for new ones. Errors come out translated, unretried: the caller resumes from the last id."""
+        stub = event_pb2_grpc.EventStub(self._channel())
+        request = event_pb2.JobSetRequest(id=job_set_id, queue=queue, from_message_id=from_message_id, watch=watch)
+        timeout = None if watch else self._settings.grpc_timeout_seconds
+        call = stub.GetJobSetEvents(request, metadata=self.auth_metadata(), timeout=timeout)
+        try:
+            async for message in call:
+                yield message
+        except grpc.aio.AioRpcError as exc:
+            raise _translate("GetJobSetEvents", exc, self._settings.armada_url) from None
+        finally:
+            call.cancel()
 
     # ---- Binoculars ----
     async def logs(self, job_id: str, namespace: str) -> list[str]:

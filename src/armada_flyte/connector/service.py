@@ -30,6 +30,7 @@ from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
 from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.status_view import view_for
 from armada_flyte.errors import (
     ArchitectureConflict,
     ArchitectureNotOffered,
@@ -232,11 +233,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             claimed = plan.architecture or f"any of {plan.any_of}"
             self._gangs.claim(queue, job.gang_id, job.client_id, claimed, identity.task)
         try:
-            (job_id,) = await api.submit(queue, plan.job_set_id, [job])
+            job_id = await api.submit_one(queue, plan.job_set_id, job)
         except BaseException:
             if job.gang_id:
                 self._gangs.release(queue, job.gang_id, job.client_id)
             raise
+        view_for(settings).follow(queue, plan.job_set_id)
         log.info(
             "submitted %s as Armada job %s (queue %s, %s)",
             identity.task,
@@ -272,7 +274,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         if meta.refusal_code or not meta.job_id:
             return _refused(meta)
         settings, api = await self._context()
-        state = await api.status_of(meta.job_id)
+        state = await view_for(settings).state_of(meta.job_id, meta.queue, meta.job_set_id)
         phase = phase_of(state)
         info: dict[str, Any] = {
             "armada_state": state_name(state),

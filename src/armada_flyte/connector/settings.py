@@ -94,6 +94,21 @@ class ConnectorConfig(BaseSettings):
     grpc_timeout_seconds: float = Field(30.0, gt=0)
     """Deadline of each gRPC call to Armada."""
 
+    status_event_streams: bool = True
+    """Follow job sets' event streams for job states (else: bulk GetJobStatus only)."""
+    status_streams_max: int = Field(32, ge=0)
+    """Most job-set event streams one connector process watches at once; other job sets are polled in bulk."""
+    status_batch_window_seconds: float = Field(0.02, gt=0, le=5)
+    """How long a get for a job the status view doesn't know waits for others to share one bulk call."""
+    status_refresh_seconds: float = Field(3.0, gt=0)
+    """How often jobs of job sets without a live event stream are refreshed in bulk."""
+    status_idle_seconds: float = Field(600.0, gt=0)
+    """A job (or job set) nobody asks about for this long leaves the status view."""
+    submit_batch_window_seconds: float = Field(0.005, ge=0, le=5)
+    """How long a create waits for others to the same queue and job set, to share one SubmitJobs call."""
+    submit_batch_max_items: int = Field(100, ge=1, le=1000)
+    """Most items in one SubmitJobs call."""
+
     check_image_platforms: bool = False
     """Look up the image's platforms in its registry before submitting."""
     image_check_blocks_when_unreachable: bool = False

@@ -21,6 +21,7 @@ from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.events import EventLog
 from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
+from armada_flyte.embedded.gc_freeze import GcFreezer
 from armada_flyte.embedded.job_set_rules import (
     cancellable_states,
     check_job_set,
@@ -87,6 +88,7 @@ class ControlPlane:
         self._wake = threading.Event()
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
+        self._gc = GcFreezer()
 
     # Lifecycle
 
@@ -378,8 +380,9 @@ class ControlPlane:
         return job
 
     def states(self, job_ids: Iterable[str]) -> dict[str, int]:
-        with self._lock:
-            return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
+        """Without the lock, so status reads never wait on a scheduling pass: a job's state is one
+        attribute, replaced whole, so each read sees a state the job really had."""
+        return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
 
     def errors(self, job_ids: Iterable[str]) -> dict[str, str]:
         with self._lock:
@@ -506,6 +509,7 @@ class ControlPlane:
                 self._schedule()
             except Exception:  # a bug in one pass must not stop scheduling for good
                 log.exception("scheduling pass failed")
+            self._gc.jobs_now(len(self._jobs))
 
     def _schedule(self) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, Optional
 from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded.auth import ANONYMOUS, Credentials
+from armada_flyte.embedded.call_counts import CallCounter
 from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
@@ -110,6 +111,8 @@ class EmbeddedArmada:
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[GrpcServer] = None
         self.port = 0
+        self.calls = CallCounter()
+        """Calls the server has answered, by gRPC method name."""
 
     def start(self) -> EmbeddedArmada:
         executor = self._executor
@@ -126,7 +129,7 @@ class EmbeddedArmada:
         plane.start()
         try:
             self._server, self.port = start_grpc_server(
-                plane, self.requested_port, credentials=self.credentials, tls=self.tls
+                plane, self.requested_port, credentials=self.credentials, tls=self.tls, counter=self.calls
             )
         except BaseException:
             plane.stop()

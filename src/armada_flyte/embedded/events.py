@@ -24,7 +24,7 @@ Key = tuple[int, int, int]
 """(ms, seq, subseq): an event's place in its stream; ids compare by it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EventRecord:
     """One event: its kind (the field name in Armada's `EventMessage` oneof), job, time and extra fields."""
 

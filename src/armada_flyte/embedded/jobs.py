@@ -53,7 +53,7 @@ def new_job_id() -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Run:
     """One attempt of a job on one node."""
 
@@ -84,7 +84,7 @@ class Run:
         return f"armada-{self.job.id}-0"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
     """A submitted job: its request item, what it needs from a node, and what has happened to it."""
 

@@ -6,6 +6,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Optional
 
 NOTE_PREFIX = "[armada-flyte dev] "
 _MAX_LINE_BYTES = 64 * 1024
@@ -25,13 +26,15 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 class PodLog:
     """Lines in arrival order, bounded in bytes so a chatty pod can't exhaust memory (the oldest lines go
-    first, as a kubelet rotates logs); stderr's tail kept apart."""
+    first, as a kubelet rotates logs); stderr's tail kept apart. Nothing is allocated for lines until the
+    first one arrives: a run is made at lease time, long before its pod writes anything."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, stderr_tail_lines: int = 20):
-        self._lines: deque[LogLine] = deque()
+        self._lines: Optional[deque[LogLine]] = None
         self._bytes = 0
         self._max_bytes = max_bytes
-        self._stderr: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._stderr_tail_lines = stderr_tail_lines
+        self._stderr: Optional[deque[str]] = None
         self._partial: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
@@ -54,11 +57,15 @@ class PodLog:
     def write(self, stream: str, text: str) -> None:
         line = LogLine(time.time_ns() // 1000, stream, text.rstrip("\r\n"))
         with self._lock:
+            if self._lines is None:
+                self._lines = deque()
             self._lines.append(line)
             self._bytes += len(line.text.encode())
             while self._bytes > self._max_bytes and len(self._lines) > 1:
                 self._bytes -= len(self._lines.popleft().text.encode())
             if stream == "stderr":
+                if self._stderr is None:
+                    self._stderr = deque(maxlen=self._stderr_tail_lines)
                 self._stderr.append(line.text)
 
     def note(self, text: str) -> None:
@@ -68,7 +75,7 @@ class PodLog:
     def lines(self, since_us: int | None = None, tail: int | None = None) -> list[LogLine]:
         """Lines that arrived after `since_us` (all when None), the last `tail` of them if given."""
         with self._lock:
-            lines = [line for line in self._lines if since_us is None or line.at_us > since_us]
+            lines = [line for line in self._lines or () if since_us is None or line.at_us > since_us]
         return lines[-tail:] if tail else lines
 
     def texts(self) -> list[str]:
@@ -76,4 +83,4 @@ class PodLog:
 
     def stderr_tail(self) -> str:
         with self._lock:
-            return "\n".join(self._stderr)
+            return "\n".join(self._stderr or ())

@@ -13,7 +13,7 @@ what keeps a pass over thousands of jobs short.
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.gang_fit import GangFit, Verdict, fit_gang
@@ -26,49 +26,104 @@ NodeChoice = tuple[Job, int]
 """A job and the index of the node it goes to."""
 
 
+GroupKey = object
+"""Jobs that are interchangeable for placement: equal requirements, or one gang's members."""
+
+
+class _Group:
+    """One group's waiting jobs in Armada's order (sorted and compacted lazily)."""
+
+    __slots__ = ("jobs", "needs_sort", "needs_compact")
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+        self.needs_sort = False
+        self.needs_compact = False
+
+    def compact(self, waiting: Mapping[str, Job]) -> None:
+        self.jobs = [job for job in self.jobs if job.id in waiting]
+        self.needs_compact = False
+
+
 class Backlog:
-    """One queue's waiting jobs, in Armada's order: lower priority number first, then submit order."""
+    """One queue's waiting jobs, in Armada's order (lower priority number first, then submit order),
+    kept in groups of interchangeable jobs so a pass can skip a whole group at once."""
 
     def __init__(self) -> None:
         self._waiting: dict[str, Job] = {}
-        self._order: list[Job] = []
-        self._needs_sort = False
-        self._needs_compact = False
+        self._groups: dict[GroupKey, _Group] = {}
 
     def add(self, job: Job) -> None:
-        if self._needs_compact:  # a job requeued (a returned lease) must not keep its old place too
-            self._compact()
-        if self._order and _rank(job) < _rank(self._order[-1]):
-            self._needs_sort = True
+        group = self._groups.get(key := _group_key(job))
+        if group is None:
+            group = self._groups[key] = _Group()
+        if group.needs_compact:  # a job requeued (a returned lease) must not keep its old place too
+            group.compact(self._waiting)
+        if group.jobs and _rank(job) < _rank(group.jobs[-1]):
+            group.needs_sort = True
         self._waiting[job.id] = job
-        self._order.append(job)
+        group.jobs.append(job)
 
     def discard(self, job: Job) -> None:
         if self._waiting.pop(job.id, None) is not None:
-            self._needs_compact = True
+            self._groups[_group_key(job)].needs_compact = True
 
     def resort(self) -> None:
         """Call after a waiting job's priority changed."""
-        self._needs_sort = True
+        for group in self._groups.values():
+            group.needs_sort = True
 
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def ordered(self) -> list[Job]:
-        if self._needs_compact:
-            self._compact()
-        if self._needs_sort:
-            self._order.sort(key=_rank)
-            self._needs_sort = False
-        return self._order
+    def groups(self) -> list[list[Job]]:
+        """Each group's waiting jobs, in order (groups left empty are dropped)."""
+        found = []
+        for key in list(self._groups):
+            group = self._groups[key]
+            if group.needs_compact:
+                group.compact(self._waiting)
+            if not group.jobs:
+                del self._groups[key]
+                continue
+            if group.needs_sort:
+                group.jobs.sort(key=_rank)
+                group.needs_sort = False
+            found.append(group.jobs)
+        return found
 
-    def _compact(self) -> None:
-        self._order = [job for job in self._order if job.id in self._waiting]
-        self._needs_compact = False
+    def ordered(self) -> list[Job]:
+        """Every waiting job in Armada's order."""
+        return sorted((job for jobs in self.groups() for job in jobs), key=_rank)
+
+
+def _group_key(job: Job) -> GroupKey:
+    return job.gang_key if job.gang_key is not None else job.requirements
 
 
 def _rank(job: Job) -> tuple[float, int]:
     return (job.priority, job.seq)
+
+
+class _QueueWalk:
+    """A queue's waiting jobs in Armada's order, one group head at a time: a head that can't be placed
+    now takes its whole group out of this pass (the rest are interchangeable with it, and capacity only
+    shrinks during a pass)."""
+
+    def __init__(self, groups: list[list[Job]]):
+        self._heads = [(_rank(jobs[0]), i, 0, jobs) for i, jobs in enumerate(groups)]
+        heapq.heapify(self._heads)
+
+    def place_next(self, place: Callable[[Job], Optional[list[NodeChoice]]]) -> Optional[list[NodeChoice]]:
+        """Placements for the first job (in order) that fits, or None when none does."""
+        while self._heads:
+            _, i, position, jobs = heapq.heappop(self._heads)
+            placed = place(jobs[position])
+            if placed:
+                if position + 1 < len(jobs):
+                    heapq.heappush(self._heads, (_rank(jobs[position + 1]), i, position + 1, jobs))
+                return placed
+        return None
 
 
 class Scheduler:
@@ -140,22 +195,24 @@ class Scheduler:
         placements: list[NodeChoice] = []
         cursors: dict[Requirements, int] = {}
         gangs_seen: set[tuple[str, str, str]] = set()
-        heap: list[tuple[float, str, Iterator[Job]]] = [
-            (self._share(queue, priority_factors.get(queue, 1.0)), queue, iter(list(backlog.ordered())))
+        heap: list[tuple[float, str, _QueueWalk]] = [
+            (self._share(queue, priority_factors.get(queue, 1.0)), queue, _QueueWalk(backlog.groups()))
             for queue, backlog in backlogs.items()
             if len(backlog)
         ]
         heapq.heapify(heap)
+
+        def place(job: Job) -> Optional[list[NodeChoice]]:
+            return self._place_unit(job, cursors, gangs_seen, gang_of)
+
         while heap:
-            _, queue, jobs = heapq.heappop(heap)
-            for job in jobs:
-                placed = self._place_unit(job, cursors, gangs_seen, gang_of)
-                if placed:
-                    for member, node in placed:
-                        self.reserve(member, node)
-                    placements.extend(placed)
-                    heapq.heappush(heap, (self._share(queue, priority_factors.get(queue, 1.0)), queue, jobs))
-                    break
+            _, queue, walk = heapq.heappop(heap)
+            placed = walk.place_next(place)
+            if placed:
+                for member, node in placed:
+                    self.reserve(member, node)
+                placements.extend(placed)
+                heapq.heappush(heap, (self._share(queue, priority_factors.get(queue, 1.0)), queue, walk))
         return placements
 
     def _place_unit(

@@ -20,6 +20,7 @@ from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_gr
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from armada_flyte.embedded.auth import Credentials, RequireAuth
+from armada_flyte.embedded.call_counts import CallCounter
 from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.events_api import EventServicer
 from armada_flyte.embedded.jobs_api import JobsServicer
@@ -74,15 +75,21 @@ class GrpcServer:
 
 
 def start_grpc_server(
-    plane: ControlPlane, port: int = 0, *, credentials: Optional[Credentials] = None, tls: Optional[TlsFiles] = None
+    plane: ControlPlane,
+    port: int = 0,
+    *,
+    credentials: Optional[Credentials] = None,
+    tls: Optional[TlsFiles] = None,
+    counter: Optional[CallCounter] = None,
 ) -> tuple[GrpcServer, int]:
-    """Serve `plane` on 127.0.0.1:`port` (0 picks a free port); returns the server and the bound port."""
+    """Serve `plane` on 127.0.0.1:`port` (0 picks a free port); returns the server and the bound port.
+    `counter`, if given, counts every call by method."""
     server_credentials = tls.server_credentials() if tls is not None else None
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=_run_loop, args=(loop,), name="armada-api-loop", daemon=True)
     thread.start()
     try:
-        started = _start(plane, port, credentials, server_credentials)
+        started = _start(plane, port, credentials, server_credentials, counter)
         server, bound = asyncio.run_coroutine_threadsafe(started, loop).result()
     except BaseException:
         loop.call_soon_threadsafe(loop.stop)
@@ -104,10 +111,14 @@ async def _start(
     port: int,
     credentials: Optional[Credentials],
     server_credentials: Optional[grpc.ServerCredentials],
+    counter: Optional[CallCounter],
 ) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         migration_thread_pool=futures.ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="armada-api"),
-        interceptors=[RequireAuth(credentials)] if credentials is not None else [],
+        interceptors=[
+            *([counter] if counter is not None else []),
+            *([RequireAuth(credentials)] if credentials is not None else []),
+        ],
         options=_options(),
     )
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitServicer(plane), server)

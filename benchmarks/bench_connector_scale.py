@@ -1,0 +1,220 @@
+"""The connector at scale, through a real `c0` over gRPC, against the embedded Armada server.
+
+RPCs are counted AT the embedded server (its call counter), never in the client.
+
+1. Creates per second, 100 concurrent CreateTask calls, for the armada connector and, through
+   the same c0 in the same run, a no-op connector (c0's own cost). Target: >= 2,000/s and
+   within 1.3x of the no-op rate.
+2. Status RPCs per 3 s round: N tasks in flight, each asked once (GetTask) at a time spread
+   evenly over the round, as a Flyte backend's resync does. Targets: <= 3 GetJobStatus calls at
+   N = 1,000 and <= 12 at N = 5,000, and no call fails; GetTask p99 at N = 1,000 under 5 ms.
+3. c0's memory with 10,000 tasks in flight, above its warmed-up size. Target: < +30 MB.
+
+The executor is paused, so jobs stay in flight (LEASED or QUEUED) for the whole run.
+Prints one JSON object. Run: .venv/bin/python benchmarks/bench_connector_scale.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable
+
+import grpc
+from flyteidl2.connector import connector_pb2, service_pb2_grpc
+from flyteidl2.core import tasks_pb2
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
+from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.spec import SubmissionSpec
+from armada_flyte.task.plugin import ArmadaConfig
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from c0_process import rss_mb, running_c0  # noqa: E402
+
+ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
+NOOP = connector_pb2.TaskCategory(name="noop", version=0)
+TASKS_PER_RUN = 100
+CONCURRENT = 100
+ROUND_SECONDS = 3.0
+
+
+def template(task_type: str) -> tasks_pb2.TaskTemplate:
+    t = tasks_pb2.TaskTemplate(type=task_type)
+    t.id.name = "bench.task"
+    t.container.image = "python:3.11-slim"
+    t.container.command.extend(["true"])
+    t.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value="10m")
+    t.container.resources.limits.add(name=tasks_pb2.Resources.MEMORY, value="16Mi")
+    t.custom.update(SubmissionSpec.from_config(ArmadaConfig(), {}).to_custom())
+    return t
+
+
+def metadata(run: str, action: str) -> connector_pb2.TaskExecutionMetadata:
+    meta = connector_pb2.TaskExecutionMetadata()
+    tid = meta.task_execution_id
+    tid.task_id.project, tid.task_id.domain, tid.task_id.name = "proj", "dev", "bench.task"
+    tid.node_execution_id.node_id = action
+    execution = tid.node_execution_id.execution_id
+    execution.project, execution.domain, execution.name = "proj", "dev", run
+    return meta
+
+
+def concurrently(start: Callable[[int], grpc.Future], count: int, limit: int) -> tuple[float, list[grpc.Future]]:
+    """`count` calls with at most `limit` in flight; returns the wall time and the finished calls."""
+    slots = threading.Semaphore(limit)
+    calls = []
+    began = time.perf_counter()
+    for i in range(count):
+        slots.acquire()
+        call = start(i)
+        call.add_done_callback(lambda _: slots.release())
+        calls.append(call)
+    for call in calls:
+        call.exception()
+    return time.perf_counter() - began, calls
+
+
+def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[bytes], int]:
+    """Create `count` tasks (runs of 100); returns creates/s, the resource metas, and how many failed."""
+    category_template = template(task_type)
+
+    def start(i: int) -> grpc.Future:
+        n = first + i
+        request = connector_pb2.CreateTaskRequest(
+            template=category_template,
+            output_prefix=f"s3://bench/raw/{n}",
+            task_execution_metadata=metadata(f"run-{n // TASKS_PER_RUN}", f"a{n}"),
+        )
+        return stub.CreateTask.future(request, timeout=60)
+
+    seconds, calls = concurrently(start, count, CONCURRENT)
+    failed = [c for c in calls if c.exception() is not None]
+    metas = [c.result().resource_meta for c in calls if c.exception() is None]
+    return count / seconds, metas, len(failed)
+
+
+def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
+    """Ask for every task once, the asks spread evenly over one round; count what reached Armada."""
+    before = armada.calls.counts()
+    latencies: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    remaining = [len(metas)]
+
+    def finished(call: grpc.Future, sent: float) -> None:
+        elapsed = (time.perf_counter() - sent) * 1000
+        with lock:
+            if call.exception() is not None:
+                failures.append(f"{call.code().name}: {call.details()}")
+            elif call.result().resource.phase in (TaskExecution.FAILED, TaskExecution.ABORTED):
+                failures.append(call.result().resource.message)
+            latencies.append(elapsed)
+            remaining[0] -= 1
+            if not remaining[0]:
+                done.set()
+
+    gap = ROUND_SECONDS / len(metas)
+    began = time.perf_counter()
+    for i, meta in enumerate(metas):
+        delay = began + i * gap - time.perf_counter()
+        if delay > 0.002:
+            time.sleep(delay)
+        sent = time.perf_counter()
+        call = stub.GetTask.future(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=60)
+        call.add_done_callback(lambda c, sent=sent: finished(c, sent))
+    done.wait(120)
+    took = time.perf_counter() - began
+    after = armada.calls.counts()
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+    latencies.sort()
+    return {
+        "in_flight": len(metas),
+        "round_seconds": round(took, 2),
+        "get_job_status_calls": delta.get("GetJobStatus", 0),
+        "event_streams_opened": delta.get("GetJobSetEvents", 0),
+        "failed_calls": len(failures),
+        "first_failure": failures[0] if failures else "",
+        "get_task_p50_ms": round(statistics.median(latencies), 2),
+        "get_task_p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--creates", type=int, default=3000)
+    parser.add_argument("--memory-in-flight", type=int, default=10_000)
+    args = parser.parse_args()
+
+    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+        env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+        with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
+            stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
+            # warm up: imports, channels, the first job sets' streams
+            _, metas, _ = creates(stub, "armada", 0, 200)
+            creates(stub, "noop", 0, 200)
+            status_round(stub, armada, metas)
+            baseline_mb = rss_mb(pid)
+
+            noop_rate, _, noop_failed = creates(stub, "noop", 200, args.creates)
+            submits_before = armada.calls.count("SubmitJobs")
+            armada_rate, more, create_failed = creates(stub, "armada", 200, args.creates)
+            submit_calls = armada.calls.count("SubmitJobs") - submits_before
+            metas += more
+
+            rounds = {}
+            for n in (1000, 5000):
+                if len(metas) < n:
+                    metas += creates(stub, "armada", len(metas), n - len(metas))[1]
+                status_round(stub, armada, metas[:n])  # the round before: jobs asked for the first time
+                rounds[n] = status_round(stub, armada, metas[:n])
+            if len(metas) < args.memory_in_flight:
+                metas += creates(stub, "armada", len(metas), args.memory_in_flight - len(metas))[1]
+            rounds[len(metas)] = status_round(stub, armada, metas)
+            memory_mb = rss_mb(pid) - baseline_mb
+
+    r1, r5 = rounds[1000], rounds[5000]
+    result = {
+        "benchmark": "connector at scale, through c0, against the embedded Armada server",
+        "cpus": os.cpu_count(),
+        "creates_per_second": round(armada_rate),
+        "noop_creates_per_second": round(noop_rate),
+        "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
+        "submit_jobs_calls": submit_calls,
+        "creates": args.creates,
+        "failed_creates": create_failed + noop_failed,
+        "round_1000": r1,
+        "round_5000": r5,
+        f"round_{len(metas)}": rounds[len(metas)],
+        "memory_in_flight": len(metas),
+        "memory_added_mb": round(memory_mb, 1),
+        "targets": {
+            "creates_per_second": ">= 2000 and within 1.3x of no-op",
+            "status_calls_1000": "<= 3",
+            "status_calls_5000": "<= 12, no failed call",
+            "get_task_p99_ms_1000": "< 5",
+            "memory_added_mb_10000": "< 30",
+        },
+    }
+    result["meets_targets"] = {
+        "creates": armada_rate >= 2000 and noop_rate / armada_rate <= 1.3,
+        "status_calls_1000": r1["get_job_status_calls"] <= 3 and not r1["failed_calls"],
+        "status_calls_5000": r5["get_job_status_calls"] <= 12 and not r5["failed_calls"],
+        "get_task_p99_1000": r1["get_task_p99_ms"] < 5,
+        "memory": memory_mb < 30,
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,406 @@
+"""One shared view of Armada job states per connector process, so a `get` costs no RPC.
+
+Flyte's backend asks for every in-flight task every few seconds, one call each. The view answers
+those calls from memory. It follows each job set's event stream (GetJobSetEvents: read to the
+end, then watch; after a disconnect it resumes from the last message id). For job sets it can't
+stream (the stream cap is reached, or the stream broke) and for jobs it hasn't seen, it asks
+GetJobStatus in bulk: ids gathered over a short window, in chunks of 500 sent concurrently, and
+never one call per job.
+
+The view runs on a thread of its own with its own event loop. That way callers on any loop or
+thread (c0's server loop, a local run's loop) share it, and a caller never waits on another
+loop's channel. Memory stays bounded: a terminal job leaves once its state has been read, and a
+job nobody asks about for `status_idle_seconds` leaves too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from armada_client.armada import event_pb2
+
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.settings import ConnectorConfig
+
+log = logging.getLogger(__name__)
+
+JobSetKey = tuple[str, str]
+"""(queue, job set id)."""
+
+_STATE_OF_EVENT = {
+    "submitted": JobState.SUBMITTED,
+    "queued": JobState.QUEUED,
+    "lease_returned": JobState.QUEUED,
+    "lease_expired": JobState.QUEUED,
+    "leased": JobState.LEASED,
+    "pending": JobState.PENDING,
+    "running": JobState.RUNNING,
+    "succeeded": JobState.SUCCEEDED,
+    "failed": JobState.FAILED,
+    "cancelled": JobState.CANCELLED,
+    "preempted": JobState.PREEMPTED,
+}
+"""The state an event kind moves a job to; other kinds (utilisation, cancelling, ...) change nothing."""
+
+_SYNCING, _LIVE, _DOWN, _BULK = "syncing", "live", "down", "bulk"
+_MAX_BACKOFF_SECONDS = 10.0
+
+
+@dataclass(slots=True)
+class _Entry:
+    state: int
+    job_set: JobSetKey
+    updated: float
+    """When the state was last set (monotonic); a bulk answer older than this loses to it."""
+    asked: float
+    """When someone last asked for the job (or, for a job seen only on a stream, when it was seen)."""
+
+
+@dataclass(eq=False)
+class _Follow:
+    """One job set's stream and what waits on it."""
+
+    key: JobSetKey
+    asked: float
+    mode: str = _BULK
+    last_id: str = ""
+    failing: bool = False
+    task: Optional[asyncio.Task[None]] = None
+    parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
+    """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
+
+
+class StatusView:
+    """Job states for one Armada, fed by job-set event streams and bulk GetJobStatus."""
+
+    def __init__(self, settings: ConnectorConfig):
+        self._api = ArmadaApi(settings)  # used on the view's loop only
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self._follows: dict[JobSetKey, _Follow] = {}
+        self._wanted: dict[str, tuple[JobSetKey, list[concurrent.futures.Future[int]]]] = {}
+        self._flush_due = False
+        self._watchers: dict[str, list[concurrent.futures.Future[None]]] = {}
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+        self._maintaining: Optional[asyncio.Task[None]] = None
+
+    # ---- what callers use (any thread, any loop) ----
+    async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
+        """The job's state: from memory when known, else from the next bulk refresh (UNKNOWN if Armada has
+        no such job yet)."""
+        with self._lock:
+            now = time.monotonic()
+            follow = self._follow(queue, job_set, now)
+            entry = self._entries.get(job_id)
+            if entry is not None:
+                entry.asked = now
+                if entry.state in TERMINAL_STATES:
+                    del self._entries[job_id]  # read once: nothing will change it again
+                return entry.state
+            future: concurrent.futures.Future[int] = concurrent.futures.Future()
+            if follow.mode == _SYNCING:
+                follow.parked.setdefault(job_id, []).append(future)
+            else:
+                self._want(job_id, follow.key, future)
+        return await asyncio.wrap_future(future)
+
+    def follow(self, queue: str, job_set: str) -> None:
+        """Start following a job set (e.g. right after submitting to it), so its jobs' first gets are free."""
+        with self._lock:
+            self._follow(queue, job_set, time.monotonic())
+
+    async def wait_for_change(self, job_id: str, state: int, timeout: float) -> None:
+        """Return once the view holds a state for the job other than `state`, or after `timeout`."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with self._lock:
+            entry = self._entries.get(job_id)
+            if entry is not None and entry.state != state:
+                return
+            self._watchers.setdefault(job_id, []).append(future)
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                waiting = self._watchers.get(job_id, [])
+                if future in waiting:
+                    waiting.remove(future)
+                if not waiting:
+                    self._watchers.pop(job_id, None)
+
+    def size(self) -> tuple[int, int]:
+        """(jobs held, job sets followed): what the view keeps in memory."""
+        with self._lock:
+            return len(self._entries), len(self._follows)
+
+    def streaming(self, queue: str, job_set: str) -> bool:
+        """Whether the job set's stream is caught up and watching (else its jobs are polled in bulk)."""
+        with self._lock:
+            follow = self._follows.get((queue, job_set))
+            return follow is not None and follow.mode == _LIVE
+
+    def close(self) -> None:
+        """Stop following and polling; waiting callers get an error. Doesn't block."""
+        with self._lock:
+            self._closed = True
+            loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._shut_down()))
+
+    # ---- bookkeeping under the lock ----
+    def _follow(self, queue: str, job_set: str, now: float) -> _Follow:
+        if self._closed:
+            raise RuntimeError("the status view is closed")
+        key = (queue, job_set)
+        follow = self._follows.get(key)
+        if follow is None:
+            follow = self._follows[key] = _Follow(key, now)
+            self._ensure_loop()
+            if self._may_stream():
+                follow.mode = _SYNCING
+                self._call(lambda: self._start_stream(follow))
+        follow.asked = now
+        return follow
+
+    def _may_stream(self) -> bool:
+        if not self._settings.status_event_streams:
+            return False
+        streaming = sum(1 for f in self._follows.values() if f.mode != _BULK)
+        return streaming < self._settings.status_streams_max
+
+    def _want(self, job_id: str, key: JobSetKey, future: Optional[concurrent.futures.Future[int]]) -> None:
+        """Put the job into the next bulk refresh (`future`, if given, gets its state)."""
+        _, futures = self._wanted.setdefault(job_id, (key, []))
+        if future is not None:
+            futures.append(future)
+        if not self._flush_due:
+            self._flush_due = True
+            window = self._settings.status_batch_window_seconds
+            self._call(lambda: self._loop_now().call_later(window, self._start_flush))
+
+    def _set(self, job_id: str, key: JobSetKey, state: int, now: float) -> None:
+        entry = self._entries.get(job_id)
+        if entry is None:
+            self._entries[job_id] = _Entry(state, key, now, now)
+        elif entry.state != state and entry.state not in TERMINAL_STATES:
+            entry.state, entry.updated = state, now
+        else:
+            return
+        for watcher in self._watchers.pop(job_id, ()):
+            if not watcher.done():
+                watcher.set_result(None)
+
+    # ---- the view's own loop ----
+    def _ensure_loop(self) -> None:
+        if self._loop is not None:
+            return
+        loop = self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(started.set)
+            self._maintaining = loop.create_task(self._maintain())
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="armada-status-view", daemon=True)
+        self._thread.start()
+        started.wait()
+
+    def _loop_now(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
+
+    def _call(self, callback: object) -> None:
+        self._loop_now().call_soon_threadsafe(callback)  # type: ignore[arg-type]
+
+    def _start_flush(self) -> None:
+        asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids."""
+        with self._lock:
+            wanted, self._wanted, self._flush_due = self._wanted, {}, False
+        if not wanted:
+            return
+        sent = time.monotonic()
+        try:
+            states = await self._api.status(list(wanted))
+        except Exception as exc:  # every waiter sees the failure; the next get asks again
+            for _, futures in wanted.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            return
+        with self._lock:
+            for job_id, (key, futures) in wanted.items():
+                state = states.get(job_id, JobState.UNKNOWN)
+                entry = self._entries.get(job_id)
+                if state != JobState.UNKNOWN and (entry is None or entry.updated <= sent):
+                    self._set(job_id, key, state, time.monotonic())
+                    entry = self._entries.get(job_id)
+                answer = entry.state if entry is not None else state
+                if futures and entry is not None and answer in TERMINAL_STATES:
+                    del self._entries[job_id]
+                for future in futures:
+                    if not future.done():
+                        future.set_result(answer)
+
+    def _start_stream(self, follow: _Follow) -> None:
+        follow.task = asyncio.ensure_future(self._stream(follow))
+
+    async def _stream(self, follow: _Follow) -> None:
+        """Catch up on the job set (a read that ends), then watch it; on an error, fall back and retry."""
+        queue, job_set = follow.key
+        backoff = self._settings.status_batch_window_seconds * 10
+        while not self._closed and self._follows.get(follow.key) is follow:
+            try:
+                async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
+                    self._apply(follow, message)
+                self._caught_up(follow)
+                async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
+                    self._apply(follow, message)
+                    backoff, follow.failing = self._settings.status_batch_window_seconds * 10, False
+                self._fall_back(follow)  # the server ended the watch: resume shortly
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                report = log.debug if follow.failing else log.warning
+                report("event stream of job set %s/%s: %s; polling its jobs in bulk until it's back", *follow.key, exc)
+                follow.failing = True
+                self._fall_back(follow)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
+
+    def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
+        kind = message.message.WhichOneof("events")
+        state = _STATE_OF_EVENT.get(kind or "")
+        with self._lock:
+            follow.last_id = message.id
+            if state is None:
+                return
+            event = getattr(message.message, kind)  # type: ignore[arg-type]
+            if kind == "failed" and event.cause == event_pb2.Rejected:
+                state = JobState.REJECTED
+            self._set(event.job_id, follow.key, state, time.monotonic())
+            parked = follow.parked.pop(event.job_id, None) if follow.mode != _SYNCING else None
+            if parked:
+                self._answer(event.job_id, parked)
+
+    def _caught_up(self, follow: _Follow) -> None:
+        """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
+        with self._lock:
+            follow.mode = _LIVE
+            self._release_parked(follow)
+
+    def _fall_back(self, follow: _Follow) -> None:
+        with self._lock:
+            if follow.mode != _BULK:
+                follow.mode = _DOWN
+            self._release_parked(follow)
+
+    def _release_parked(self, follow: _Follow) -> None:
+        parked, follow.parked = follow.parked, {}
+        for job_id, futures in parked.items():
+            if job_id in self._entries:
+                self._answer(job_id, futures)
+            else:
+                for future in futures:
+                    self._want(job_id, follow.key, future)
+
+    def _answer(self, job_id: str, futures: list[concurrent.futures.Future[int]]) -> None:
+        entry = self._entries[job_id]
+        if entry.state in TERMINAL_STATES:
+            del self._entries[job_id]
+        for future in futures:
+            if not future.done():
+                future.set_result(entry.state)
+
+    async def _maintain(self) -> None:
+        """Every refresh period: poll in bulk the jobs no live stream covers, drop what nobody asks about,
+        and give free stream slots to job sets waiting for one."""
+        while not self._closed:
+            await asyncio.sleep(self._settings.status_refresh_seconds)
+            now = time.monotonic()
+            idle = self._settings.status_idle_seconds
+            stale_before = now - self._settings.status_refresh_seconds / 2
+            with self._lock:
+                for job_id in [j for j, e in self._entries.items() if now - e.asked > idle]:
+                    del self._entries[job_id]
+                for key in [k for k, f in self._follows.items() if now - f.asked > idle and not f.parked]:
+                    follow = self._follows.pop(key)
+                    if follow.task is not None:
+                        follow.task.cancel()
+                polled = {k for k, f in self._follows.items() if f.mode in (_DOWN, _BULK)}
+                for job_id, entry in self._entries.items():
+                    if entry.job_set in polled and entry.state not in TERMINAL_STATES and entry.updated < stale_before:
+                        self._want(job_id, entry.job_set, None)
+                for follow in self._follows.values():
+                    if follow.mode == _BULK and self._may_stream():
+                        follow.mode = _SYNCING
+                        self._start_stream(follow)
+
+    async def _shut_down(self) -> None:
+        with self._lock:
+            follows, self._follows = list(self._follows.values()), {}
+            wanted, self._wanted = self._wanted, {}
+        waiting = [future for _, futures in wanted.values() for future in futures]
+        for follow in follows:
+            waiting += [future for futures in follow.parked.values() for future in futures]
+        for future in waiting:
+            if not future.done():
+                future.set_exception(RuntimeError("the status view was closed"))
+        tasks = [t for t in [self._maintaining, *(f.task for f in follows)] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._api.close()
+        asyncio.get_running_loop().stop()
+
+
+_views: dict[tuple[object, ...], StatusView] = {}
+_views_lock = threading.Lock()
+
+
+def view_for(settings: ConnectorConfig) -> StatusView:
+    """The process's view of the Armada `settings` point at (one per Armada, credentials and view settings)."""
+    key = _view_key(settings)
+    with _views_lock:
+        view = _views.get(key)
+        if view is None:
+            view = _views[key] = StatusView(settings)
+        return view
+
+
+def _view_key(s: ConnectorConfig) -> tuple[object, ...]:
+    secret = (
+        s.auth_token.get_secret_value()
+        if s.auth_token
+        else (s.auth_password.get_secret_value() if s.auth_password else "")
+    )
+    return (
+        s.armada_url,
+        s.armada_tls,
+        str(s.armada_ca_cert),
+        s.auth_username,
+        hash(secret),  # in memory only: views for different credentials stay apart
+        s.grpc_retries,
+        s.grpc_timeout_seconds,
+        s.status_event_streams,
+        s.status_streams_max,
+        s.status_batch_window_seconds,
+        s.status_refresh_seconds,
+        s.status_idle_seconds,
+    )

@@ -1,0 +1,174 @@
+"""The shared status view against the embedded Armada server over gRPC; RPCs are counted AT the server.
+
+Armada's Event service serves one stream per (queue, job set), resumable from a message id
+(`internal/server/event/event.go`); Jobs.GetJobStatus takes at most 500 ids per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+
+import grpc
+import pytest
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
+from flyteidl2.connector import connector_pb2
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.connector.service import ArmadaJobMetadata
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.status_view import StatusView
+
+from support.c0_service import ARMADA_TASKS, running_c0
+from support.flaky_proxy import FlakyProxy
+from support.waiting import wait_until
+
+
+@pytest.fixture
+def paused_armada():
+    """Leases stay LEASED while paused: jobs stay in flight for as long as a test needs."""
+    from armada_flyte.embedded import EmbeddedArmada
+
+    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as server:
+        yield server
+
+
+def _submit(armada, job_set: str, count: int) -> list[str]:
+    client = ArmadaClient(grpc.insecure_channel(armada.url))
+    quantity = {"cpu": resource.Quantity(string="10m"), "memory": resource.Quantity(string="64Mi")}
+    container = core.Container(
+        name="main",
+        image="busybox",
+        command=["true"],
+        resources=core.ResourceRequirements(requests=quantity, limits=quantity),
+    )
+    pod = core.PodSpec(containers=[container], restartPolicy="Never")
+    ids: list[str] = []
+    for start in range(0, count, 100):
+        items = [
+            client.create_job_request_item(pod_spec=pod, namespace="default") for _ in range(min(100, count - start))
+        ]
+        ids += [i.job_id for i in client.submit_jobs("flyte", job_set, items).job_response_items]
+    return ids
+
+
+def _view(armada, **settings) -> StatusView:
+    return StatusView(resolve_settings(armada_url=armada.url, **settings))
+
+
+def test_1200_gets_through_c0_spread_over_a_round_cost_at_most_3_status_calls(paused_armada, tmp_path):
+    """Jobs c0 never created (a restarted c0): the first get of each job set starts its stream,
+    and the rest of the round is answered from it."""
+    job_sets = [f"run-{i}" for i in range(12)]
+    metas = [
+        ArmadaJobMetadata(job_id=job_id, job_set_id=job_set, queue="flyte", submitted_at=time.time()).encode()
+        for job_set in job_sets
+        for job_id in _submit(paused_armada, job_set, 100)
+    ]
+    env = {"ARMADA_URL": paused_armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+    with running_c0(env, tmp_path / "c0.log") as c0:
+        before = paused_armada.calls.count("GetJobStatus")
+        spread = 1.5 / len(metas)
+        started = time.monotonic()
+        calls = []
+        for i, meta in enumerate(metas):
+            calls.append(
+                c0.GetTask.future(
+                    connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
+                )
+            )
+            time.sleep(max(0.0, started + i * spread - time.monotonic()))
+        phases = [call.result().resource.phase for call in calls]
+        status_calls = paused_armada.calls.count("GetJobStatus") - before
+    assert len(phases) == 1200 and set(phases) == {TaskExecution.QUEUED}  # none failed, none lost
+    print(f"1200 gets through c0: {status_calls} GetJobStatus calls at the server")
+    assert status_calls <= 3, status_calls
+
+
+def test_a_job_the_view_missed_is_still_answered(paused_armada):
+    """The metadata names a job set the job isn't in: its stream never sees the job, so one bulk call answers."""
+    (job_id,) = _submit(paused_armada, "real-set", 1)
+    view = _view(paused_armada)
+    try:
+        before = paused_armada.calls.count("GetJobStatus")
+        state = asyncio.run(view.state_of(job_id, "flyte", "another-set"))
+        assert state in (JobState.QUEUED, JobState.LEASED)
+        assert paused_armada.calls.count("GetJobStatus") - before == 1
+        # known now: asking again costs nothing
+        asyncio.run(view.state_of(job_id, "flyte", "another-set"))
+        assert paused_armada.calls.count("GetJobStatus") - before == 1
+    finally:
+        view.close()
+
+
+def test_gets_on_many_loops_and_threads_share_one_view(paused_armada):
+    ids = _submit(paused_armada, "threads", 200)
+    view = _view(paused_armada, status_event_streams=False)
+    before = paused_armada.calls.count("GetJobStatus")
+    try:
+
+        def on_own_loop(chunk: list[str]) -> list[int]:
+            async def ask() -> list[int]:
+                return list(await asyncio.gather(*(view.state_of(i, "flyte", "threads") for i in chunk)))
+
+            return asyncio.run(ask())
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            states = [s for chunk in pool.map(on_own_loop, [ids[i::8] for i in range(8)]) for s in chunk]
+    finally:
+        view.close()
+    assert set(states) <= {JobState.QUEUED, JobState.LEASED} and len(states) == 200
+    assert paused_armada.calls.count("GetJobStatus") - before <= 8  # shared windows (at worst one a thread), not 200
+
+
+def test_a_broken_stream_falls_back_to_bulk_polling_and_recovers(paused_armada):
+    """Connections to Armada are cut every 0.3 s (a real TCP fault): watches can't last, so the job is
+    polled in bulk; once the network heals, the stream resumes and bulk polling stops."""
+    (job_id,) = _submit(paused_armada, "breaks", 1)
+    proxy = FlakyProxy(paused_armada.url)
+    proxy.flaky(0.3)
+    view = StatusView(resolve_settings(armada_url=proxy.address, status_refresh_seconds=0.2, grpc_retries=10))
+    try:
+        assert asyncio.run(view.state_of(job_id, "flyte", "breaks")) in (JobState.QUEUED, JobState.LEASED)
+        polls = paused_armada.calls.count("GetJobStatus")
+        wait_until(lambda: paused_armada.calls.count("GetJobStatus") >= polls + 2, timeout=20)
+        paused_armada.resume()
+        wait_until(lambda: asyncio.run(view.state_of(job_id, "flyte", "breaks")) == JobState.SUCCEEDED, timeout=30)
+
+        proxy.heal()
+        wait_until(lambda: view.streaming("flyte", "breaks"), timeout=30)
+        (second,) = _submit(paused_armada, "breaks", 1)
+        asyncio.run(view.wait_for_change(second, JobState.UNKNOWN, 30))  # its first event, unasked
+        quiet = paused_armada.calls.count("GetJobStatus")
+        wait_until(lambda: asyncio.run(view.state_of(second, "flyte", "breaks")) == JobState.SUCCEEDED, timeout=30)
+        assert paused_armada.calls.count("GetJobStatus") == quiet  # the stream alone follows it to the end
+    finally:
+        view.close()
+        proxy.close()
+
+
+def test_memory_is_bounded_after_jobs_end(paused_armada):
+    ids = _submit(paused_armada, "ends", 100)
+    never_asked = _submit(paused_armada, "ends", 20)
+    view = _view(paused_armada, status_idle_seconds=1.0, status_refresh_seconds=0.2)
+    try:
+        view.follow("flyte", "ends")
+        wait_until(lambda: view.size()[0] == 120, timeout=30)
+        paused_armada.resume()
+
+        def all_read_terminal() -> bool:
+            async def ask() -> list[int]:
+                return list(await asyncio.gather(*(view.state_of(i, "flyte", "ends") for i in ids)))
+
+            return all(s == JobState.SUCCEEDED for s in asyncio.run(ask()))
+
+        wait_until(all_read_terminal, timeout=60)
+        # read as terminal: those left at once; the never-asked ones and the job set leave when idle
+        assert view.size()[0] <= len(never_asked)
+        wait_until(lambda: view.size() == (0, 0), timeout=30)
+    finally:
+        view.close()

@@ -1,0 +1,83 @@
+"""Concurrent creates share SubmitJobs calls; counted at the embedded server.
+
+Armada validates a whole request and fails it on the first bad item with INVALID_ARGUMENT
+(`internal/server/submit/validation/submit_request.go`): a refused item must fail alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.pod import JobRequest
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.errors import SubmissionRefused
+
+
+def _job(n: int, resources: bool = True) -> JobRequest:
+    quantity = {"cpu": "10m", "memory": "1Mi"}
+    container = {"name": "main", "image": "busybox", "command": ["true"]}
+    if resources:
+        container["resources"] = {"requests": quantity, "limits": quantity}
+    return JobRequest(
+        pod_spec={"containers": [container], "restartPolicy": "Never"},
+        labels={},
+        annotations={},
+        namespace="default",
+        priority=0,
+        client_id=f"batch-test-{n}-{resources}",
+        outputs_path="",
+    )
+
+
+@pytest.fixture
+def paused_armada():
+    from armada_flyte.embedded import EmbeddedArmada
+
+    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as server:
+        yield server
+
+
+def test_concurrent_creates_for_one_job_set_go_out_as_one_call(paused_armada):
+    api = ArmadaApi(resolve_settings(armada_url=paused_armada.url, submit_batch_window_seconds=0.05))
+
+    async def create_all() -> list[str]:
+        return list(await asyncio.gather(*(api.submit_one("flyte", "together", _job(n)) for n in range(60))))
+
+    ids = asyncio.run(create_all())
+    assert len(set(ids)) == 60
+    assert paused_armada.calls.count("SubmitJobs") == 1
+    assert all(paused_armada.job(job_id) is not None for job_id in ids)
+
+
+def test_a_refused_item_fails_only_its_own_create(paused_armada):
+    api = ArmadaApi(resolve_settings(armada_url=paused_armada.url, submit_batch_window_seconds=0.05))
+
+    async def create_all() -> list:
+        jobs = [_job(n) for n in range(20)] + [_job(99, resources=False)]
+        return list(
+            await asyncio.gather(*(api.submit_one("flyte", "mixed", job) for job in jobs), return_exceptions=True)
+        )
+
+    results = asyncio.run(create_all())
+    *good, refused = results
+    assert all(isinstance(job_id, str) and paused_armada.job(job_id) is not None for job_id in good)
+    assert isinstance(refused, SubmissionRefused) and "resources" in str(refused)
+
+
+def test_batches_are_per_job_set_and_capped(paused_armada):
+    api = ArmadaApi(
+        resolve_settings(armada_url=paused_armada.url, submit_batch_window_seconds=0.05, submit_batch_max_items=25)
+    )
+
+    async def create_all() -> list[str]:
+        calls = [api.submit_one("flyte", f"set-{n % 2}", _job(1000 + n)) for n in range(100)]
+        return list(await asyncio.gather(*calls))
+
+    ids = asyncio.run(create_all())
+    assert len(set(ids)) == 100
+    assert paused_armada.calls.count("SubmitJobs") == 4  # 2 job sets x 50 creates, 25 per call
+    for job_id, n in zip(ids, range(100)):
+        assert paused_armada.job(job_id).job_set == f"set-{n % 2}"
