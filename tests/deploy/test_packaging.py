@@ -1,5 +1,6 @@
 """The built wheel carries what an installed package reads at run time: the node-group presets,
-the embedded cluster, and the runtime image's Dockerfile (behind symlinks in the checkout)."""
+the embedded cluster, the runtime image's Dockerfile (behind symlinks in the checkout), and the
+scheduler-reporting stubs generated at build time."""
 
 import pathlib
 import subprocess
@@ -31,6 +32,11 @@ def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     presets = {p.name for p in (ROOT / "arch").glob("*.yaml")}
     assert {f"armada_flyte/connector/presets/{name}" for name in presets} <= names
     assert "armada_flyte/embedded/default_cluster.yaml" in names
+    # generated from the .proto at build time (setup.py), never committed
+    assert {
+        "armada_flyte/protos/scheduler_reporting_pb2.py",
+        "armada_flyte/protos/scheduler_reporting_pb2_grpc.py",
+    } <= names
     assert {
         "armada_flyte/task/runtime_image_files/Dockerfile",
         "armada_flyte/task/runtime_image_files/docker-bake.hcl",
