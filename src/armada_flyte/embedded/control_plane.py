@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional
 from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import JobState
+from armada_flyte.embedded import scheduling_reports
 from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.events import EventLog
@@ -400,6 +401,25 @@ class ControlPlane:
         with self._lock:
             job_id = self._by_external_uri.get((queue, job_set, uri))
             return self.visible_job(job_id) if job_id else None
+
+    def job_report(self, job_id: str) -> str:
+        """Armada's GetJobReport text: why the job (if visible and queued) is not scheduled yet."""
+        with self._lock:
+            return scheduling_reports.job_report(self.cluster, self.scheduler.free, job_id, self.visible_job(job_id))
+
+    def queue_report(self, queue: str) -> str:
+        """Armada's GetQueueReport text: what the queue holds and how many of its jobs wait."""
+        with self._lock:
+            backlog = self._backlogs.get(queue)
+            waiting = [job for job in backlog.ordered() if job.state == JobState.QUEUED] if backlog else []
+            usage = dict(self.scheduler.usage.get(queue, {}))
+            return scheduling_reports.queue_report(self.cluster, queue, usage, waiting)
+
+    def round_report(self) -> str:
+        """Armada's GetSchedulingReport text (unfiltered): the queues now holding resources."""
+        with self._lock:
+            holding = sorted(queue for queue, used in self.scheduler.usage.items() if any(used.values()))
+            return f"{self.cluster.pool}:\n\tMost recent scheduling round:\n\t\tScheduled queues: {holding}\n"
 
     def lock(self) -> threading.RLock:
         """Hold it to read several jobs consistently (e.g. while building messages from them)."""

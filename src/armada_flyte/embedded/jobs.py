@@ -53,6 +53,11 @@ def new_job_id() -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
+def is_job_id(text: str) -> bool:
+    """Whether `text` parses as a ULID (26 Crockford base32 characters, any case, the first at most 7)."""
+    return len(text) == 26 and text[0] in "01234567" and all(c in _CROCKFORD for c in text.lower())
+
+
 @dataclass(eq=False, slots=True)
 class Run:
     """One attempt of a job on one node."""

@@ -25,8 +25,10 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.events_api import EventServicer
 from armada_flyte.embedded.jobs_api import JobsServicer
 from armada_flyte.embedded.logs_api import BinocularsServicer
+from armada_flyte.embedded.reports_api import SchedulerReportingServicer
 from armada_flyte.embedded.submit_api import QueueServicer, SubmitServicer
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.protos import scheduler_reporting_pb2_grpc
 
 HOST = "127.0.0.1"
 WORKER_THREADS = 64
@@ -37,7 +39,14 @@ MAX_PENDING_REQUESTS = 100_000
 """Calls arrived but not yet picked up: gRPC cancels those beyond 1000 (soft) / 3000 (hard) by default,
 which a burst of new watches reaches."""
 
-SERVICE_NAMES = ("api.Submit", "api.QueueService", "api.Jobs", "api.Event", "binoculars.Binoculars")
+SERVICE_NAMES = (
+    "api.Submit",
+    "api.QueueService",
+    "api.Jobs",
+    "api.Event",
+    "binoculars.Binoculars",
+    "schedulerobjects.SchedulerReporting",
+)
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
@@ -126,6 +135,7 @@ async def _start(
     job_pb2_grpc.add_JobsServicer_to_server(JobsServicer(plane), server)
     event_pb2_grpc.add_EventServicer_to_server(EventServicer(plane), server)
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
+    scheduler_reporting_pb2_grpc.add_SchedulerReportingServicer_to_server(SchedulerReportingServicer(plane), server)
     health_servicer = health.HealthServicer()
     for name in ("", *SERVICE_NAMES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
