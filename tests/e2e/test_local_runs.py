@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import time
 
+import grpc
 import pytest
+from armada_client.client import ArmadaClient
 
 import armada_flyte
 from armada_flyte.embedded.executors.process_tree import is_alive
@@ -115,8 +118,31 @@ def test_missing_toleration_is_rejected_with_the_taint_reason(flyte_run, tmp_pat
     with pytest.raises(Exception) as info:
         flyte_run(workflows.summarise, values=[1.0])
     assert "taint kubernetes.io/arch=arm64:NoSchedule not tolerated" in str(info.value)
+    assert (
+        "To fix: the arm64 group's taint kubernetes.io/arch=arm64:NoSchedule is not tolerated: add the toleration "
+        "{key: kubernetes.io/arch, operator: Equal, value: arm64, effect: NoSchedule} "
+        f"to node group arm64 in {groups}"
+    ) in str(info.value)
     (job,) = journal.jobs()
     assert job.state == "REJECTED"
+
+
+def test_a_task_that_cannot_start_says_why_armada_kept_it_queued(flyte_run, stack):
+    import workflows
+
+    from support.blockers import fill_group
+
+    armada_flyte.configure(queued_report_after_seconds=1)
+    channel = grpc.insecure_channel(stack.armada_url)
+    try:
+        with contextlib.contextmanager(fill_group)(ArmadaClient(channel), stack.queue, "amd64"):
+            with pytest.raises(Exception) as info:
+                flyte_run(workflows.square_soon, x=3)
+    finally:
+        channel.close()
+    message = str(info.value)
+    assert "timeout of 4s waiting to start" in message
+    assert "why: 2 nodes of group amd64 are busy: the task needs 250m cpu, 0 is free" in message
 
 
 def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):

@@ -33,6 +33,8 @@ from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.submit_batch import SubmitBatcher
 from armada_flyte.errors import ArmadaAuthError, ArmadaFlyteError, ArmadaUnavailable, SubmissionRefused
+from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
+from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +216,19 @@ class ArmadaApi:
             raise _translate("GetJobSetEvents", exc, self._settings.armada_url) from None
         finally:
             call.cancel()
+
+    # ---- SchedulerReporting (served by Armada's API server: internal/server/server.go) ----
+    async def job_report(self, job_id: str) -> str:
+        """The scheduler's text report of its latest round for the job, per pool."""
+        stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
+        request = reporting_pb2.JobReportRequest(job_id=job_id)
+        return (await self._call("GetJobReport", lambda: stub.GetJobReport(request, **self._kw()))).report
+
+    async def queue_report(self, queue: str) -> str:
+        """The scheduler's text report of its latest round for the queue, per pool."""
+        stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
+        request = reporting_pb2.QueueReportRequest(queue_name=queue)
+        return (await self._call("GetQueueReport", lambda: stub.GetQueueReport(request, **self._kw()))).report
 
     # ---- Binoculars ----
     async def logs(self, job_id: str, namespace: str) -> list[str]:

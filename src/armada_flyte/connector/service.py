@@ -29,6 +29,7 @@ from armada_flyte.connector.landing import landing_of
 from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.queued_report import QueuedReports, explain_rejection
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.status_view import view_for
 from armada_flyte.errors import (
@@ -153,6 +154,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._node_groups = None
         self._image_check = None
         self._gangs = GangArchitectures()
+        self._queued_reports = QueuedReports()
 
     # ---- settings, resolved lazily and again after `configure` ----
     async def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
@@ -282,7 +284,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             "node_group": meta.node_group,
         }
         if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at):
-            return await self._time_out(api, meta, state, info, meta.queued_timeout_seconds, "waiting to start")
+            why = await self._why_queued(api, settings, meta, info) if state == JobState.QUEUED else ""
+            return await self._time_out(api, meta, state, info, meta.queued_timeout_seconds, "waiting to start", why)
         details = None
         if state in (JobState.PENDING, JobState.RUNNING) and (meta.timeout_seconds > 0 or meta.any_of):
             details = (await api.run_details([meta.job_id])).get(meta.job_id)
@@ -305,7 +308,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 message += self._landed(meta, details.node if details else "", info)
             if meta.gang_id and state in QUEUED_STATES:
                 message += _gang_wait(meta)
+            if state == JobState.QUEUED:
+                message += await self._why_queued(api, settings, meta, info)
             return JobOutcome(phase, state, message, info=info)
+
+        self._queued_reports.forget(meta.job_id)
 
         details = (await api.run_details([meta.job_id])).get(meta.job_id)
         node = details.node if details else ""
@@ -351,6 +358,9 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             JobState.CANCELLED: "was cancelled",
         }.get(state, "failed")
         message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
+        if state == JobState.REJECTED and (fix := explain_rejection(reason, self._node_groups, meta.node_group)):
+            info["fix"] = fix
+            message += f"\nTo fix: {fix}"
         return JobOutcome(phase, state, message, None, node, info)
 
     def _landed(self, meta: ArmadaJobMetadata, node: str, info: dict[str, Any]) -> str:
@@ -359,8 +369,26 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         info.update(landing.info(meta.any_of.split(",")))
         return landing.describe()
 
+    async def _why_queued(self, api: ArmadaApi, settings: ConnectorConfig, meta: ArmadaJobMetadata, info: dict) -> str:
+        """The gist of Armada's scheduling report once the job has been queued long enough (else "");
+        the report itself goes to `info["queued_report"]`."""
+        if not meta.submitted_at or time.time() - meta.submitted_at < settings.queued_report_after_seconds:
+            return ""
+        report = await self._queued_reports.report_for(
+            api, meta.job_id, meta.queue, meta.node_group, self._node_groups, settings.queued_report_refresh_seconds
+        )
+        info["queued_report"] = report.info
+        return f"; why: {report.message}" if report.message else ""
+
     async def _time_out(
-        self, api: ArmadaApi, meta: ArmadaJobMetadata, state: int, info: dict[str, Any], limit: float, doing: str
+        self,
+        api: ArmadaApi,
+        meta: ArmadaJobMetadata,
+        state: int,
+        info: dict[str, Any],
+        limit: float,
+        doing: str,
+        why: str = "",
     ) -> JobOutcome:
         """Cancel a job over its limit and report the attempt as timed out: retryable, as Flyte's
         per-attempt timeouts are (`retries=` decides whether another attempt runs)."""
@@ -371,6 +399,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         )
         if meta.gang_id and state in QUEUED_STATES:
             message += _gang_wait(meta)
+        message += why
+        self._queued_reports.forget(meta.job_id)
         info["error"] = {"code": "TaskTimeout", "kind": "USER", "recoverable": True, "message": message}
         return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, info=info)
 

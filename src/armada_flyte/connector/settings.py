@@ -89,6 +89,10 @@ class ConnectorConfig(BaseSettings):
     """Bound on reading a0's error.pb, so a poll never hangs on the blob store."""
     error_read_grace_seconds: float = Field(60.0, ge=0)
     """How long after a job ends an unreadable error.pb keeps the task waiting (then Armada's state counts)."""
+    queued_report_after_seconds: float = Field(60.0, ge=0)
+    """How long a job may stay queued before the connector asks Armada's scheduler why (its job report)."""
+    queued_report_refresh_seconds: float = Field(30.0, gt=0)
+    """Least time between two scheduler reports for one job; polls in between reuse the last one."""
     grpc_retries: int = Field(3, ge=0, le=10)
     """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
     grpc_timeout_seconds: float = Field(30.0, gt=0)

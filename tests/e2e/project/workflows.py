@@ -52,6 +52,12 @@ async def square(x: int) -> int:
     return x * x
 
 
+@amd.task(timeout=flyte.Timeout(max_queued_time=4))
+async def square_soon(x: int) -> int:
+    """Gives up when it can't start within 4s (the queued-report test fills the amd64 nodes)."""
+    return x * x
+
+
 @default.task
 async def explode(reason: str) -> int:
     raise ValueError(f"bad input: {reason}")
