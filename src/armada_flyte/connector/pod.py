@@ -37,6 +37,12 @@ ANNOTATION_ANY_OF = "armada-flyte.io/architectures"
 """For `architecture="any"`: the architectures the job may run on, comma-separated."""
 ANNOTATION_OUTPUTS = "armada-flyte.io/outputs-path"
 ANNOTATION_TASK = "armada-flyte.io/task"
+ANNOTATION_FLYTE_PROJECT = "armada-flyte.io/flyte-project"
+ANNOTATION_FLYTE_DOMAIN = "armada-flyte.io/flyte-domain"
+ANNOTATION_FLYTE_RUN = "armada-flyte.io/flyte-run"
+ANNOTATION_FLYTE_ACTION = "armada-flyte.io/flyte-action"
+"""The run's identity exactly as Flyte spells it (labels must be sanitised, annotations need not be),
+for links from Lookout back to the Flyte run (deploy/lookout/job-links.yaml)."""
 
 ATTEMPT_ENV = "FLYTE_ATTEMPT_NUMBER"
 ANNOTATION_EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
@@ -305,6 +311,14 @@ def build_job_request(
         if value:
             labels[key] = label_value(value)
     annotations = dict(template.annotations)
+    for key, value in (
+        (ANNOTATION_FLYTE_PROJECT, identity.project),
+        (ANNOTATION_FLYTE_DOMAIN, identity.domain),
+        (ANNOTATION_FLYTE_RUN, identity.run),
+        (ANNOTATION_FLYTE_ACTION, identity.action),
+    ):
+        if value:
+            annotations[key] = value
     annotations[ANNOTATION_ARCH_SOURCE] = resolved.source
     annotations[ANNOTATION_OUTPUTS] = out_path
     if identity.task:
