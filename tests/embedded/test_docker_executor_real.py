@@ -233,6 +233,37 @@ def test_a_foreign_program_the_host_cannot_run_fails_with_the_binfmt_fix(armada,
     assert f"register QEMU for {FOREIGN_ARCH} in binfmt_misc with the F flag" in error
 
 
+def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant(docker_client, unrunnable_image):
+    """Through the connector, as a local run polls it: the crash is said as the image variant the node lacks."""
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    import armada_flyte
+    from armada_flyte import ArmadaConfig
+    from armada_flyte.connector.crash_reasons import BUILD_BOTH
+    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.embedded.executors.docker import DockerExecutor
+
+    from support.armada_templates import python_template, run, wait_for
+
+    with EmbeddedArmada(executor=DockerExecutor(docker_client), queues=("flyte",)) as server:
+        armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
+        connector = ArmadaConnector()
+        template = python_template("", ArmadaConfig(architecture=FOREIGN_ARCH))
+        template.container.image = unrunnable_image
+        del template.container.command[:]
+        template.container.command.append("/bin/busybox")
+        meta = run(connector.submit(template, "s3://flyte/raw/exec-format/a0/0"))
+        resource = run(wait_for(connector, meta, {TaskExecution.FAILED, TaskExecution.RETRYABLE_FAILED}))
+    assert resource.phase == TaskExecution.FAILED
+    assert resource.message.startswith(f"image {unrunnable_image} has no linux/{FOREIGN_ARCH} variant: Armada job ")
+    assert "exec /bin/busybox: exec format error" in resource.message
+    assert resource.custom_info["fix"].startswith(f"build the image for both platforms (`{BUILD_BOTH} ...`")
+    assert resource.message.endswith(f"\nTo fix: {resource.custom_info['fix']}")
+    crash = resource.custom_info["wrong_architecture"]
+    assert (crash["image"], crash["architecture"]) == (unrunnable_image, FOREIGN_ARCH)
+    assert crash["evidence"].endswith("exec /bin/busybox: exec format error")
+
+
 def test_secret_env_and_secret_volume_files_reach_the_container(armada, native_image) -> None:
     server, client = armada
     server.add_secret("docker-creds", {"api_key": "dk-value", "token": "dk-token"})

@@ -22,6 +22,7 @@ from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector import settings as settings_module
 from armada_flyte.connector.armada_api import ArmadaApi
 from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, TaskError, read_task_error
+from armada_flyte.connector.crash_reasons import WrongArchitecture, wrong_architecture
 from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
 from armada_flyte.connector.image_check import ImagePlatformCheck
@@ -75,6 +76,8 @@ class ArmadaJobMetadata(ResourceMeta):
     architecture: str = ""
     architecture_source: str = ""
     node_group: str = ""
+    image: str = ""
+    """The task's container image, named when a crash shows it lacks the architecture it ran on."""
     any_of: str = ""
     """For `architecture="any"`: the architectures the job may run on, comma-separated."""
     submitted_at: float = 0.0
@@ -257,6 +260,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             architecture=plan.architecture,
             architecture_source=plan.resolved.source,
             node_group=plan.placement.node_group or "",
+            image=plan.template.image,
             any_of=plan.any_of,
             submitted_at=time.time(),
             task=identity.task,
@@ -346,6 +350,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             phase = TaskExecution.RETRYABLE_FAILED if task_error.recoverable else TaskExecution.FAILED
             kind = task_error.kind.upper()
             message = f"{task_error.describe()} ({kind} error, {where})"
+            if crash := wrong_architecture(task_error.message, meta.image, info.get("architecture") or ""):
+                message = _explained(crash, message, info)
             return JobOutcome(phase, state, message, task_error, node, info)
         if state == JobState.SUCCEEDED:
             return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded{unread}", None, node, info)
@@ -358,6 +364,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             JobState.CANCELLED: "was cancelled",
         }.get(state, "failed")
         message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
+        if state == JobState.FAILED and (
+            crash := wrong_architecture(reason, meta.image, info.get("architecture") or "")
+        ):
+            message = _explained(crash, message, info)
         if state == JobState.REJECTED and (fix := explain_rejection(reason, self._node_groups, meta.node_group)):
             info["fix"] = fix
             message += f"\nTo fix: {fix}"
@@ -455,6 +465,13 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return []
         uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
         return [TaskLog(uri=uri, name="Armada Lookout")]
+
+
+def _explained(crash: WrongArchitecture, message: str, info: dict[str, Any]) -> str:
+    """The crash said as the missing image variant, before what Armada or a0 reported; the fix as for a rejection."""
+    info["wrong_architecture"] = crash.as_info()
+    info["fix"] = crash.fix()
+    return f"{crash.says()}: {message.rstrip()}\nTo fix: {crash.fix()}"
 
 
 def _refused(meta: ArmadaJobMetadata) -> JobOutcome:
