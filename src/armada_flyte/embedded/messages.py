@@ -10,27 +10,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from armada_flyte.embedded.events import EventRecord
 from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
+from armada_flyte.embedded.records import EVENT_TYPES
 
 CLUSTER_ID = "embedded"
 NOTE_ANNOTATION = "armada-flyte.dev/note"
 """Annotation GetJobDetails(expand_job_spec) adds to say what the executor really did (e.g. ran natively)."""
-
-_EVENT_TYPES = {
-    "submitted": event_pb2.JobSubmittedEvent,
-    "queued": event_pb2.JobQueuedEvent,
-    "leased": event_pb2.JobLeasedEvent,
-    "pending": event_pb2.JobPendingEvent,
-    "running": event_pb2.JobRunningEvent,
-    "succeeded": event_pb2.JobSucceededEvent,
-    "failed": event_pb2.JobFailedEvent,
-    "cancelling": event_pb2.JobCancellingEvent,
-    "cancelled": event_pb2.JobCancelledEvent,
-    "preempting": event_pb2.JobPreemptingEvent,
-    "preempted": event_pb2.JobPreemptedEvent,
-    "reprioritizing": event_pb2.JobReprioritizingEvent,
-    "reprioritized": event_pb2.JobReprioritizedEvent,
-    "lease_returned": event_pb2.JobLeaseReturnedEvent,
-}
 
 
 def timestamp(at: Optional[float]) -> Optional[Timestamp]:
@@ -71,7 +55,7 @@ def event_message(message_id: str, record: EventRecord) -> event_pb2.EventStream
     fields = dict(record.fields)
     if record.kind == "submitted":
         fields["job"] = job_message(job)
-    event = _EVENT_TYPES[record.kind](
+    event = EVENT_TYPES[record.kind](
         job_id=job.id, job_set_id=job.job_set, queue=job.queue, created=timestamp(record.created), **fields
     )
     return event_pb2.EventStreamMessage(id=message_id, message=event_pb2.EventMessage(**{record.kind: event}))
