@@ -323,6 +323,8 @@ def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_doe
             assert [kind for _, kind in lost_events][-2:] == ["running", "failed"]
             failed = job_set_events(client, "cli", "lost", from_id=lost_events[-2][0])[0].message.failed
             assert failed.reason == "Pod is unexpectedly missing in Kubernetes"
+            # Armada's executor marks this failure of its own (errormatch/types.go, pod_issue_handler.go).
+            assert (failed.failure_category, failed.failure_subcategory) == ("internal", "pod-missing")
             assert client.get_job_errors([lost]).job_errors[lost] == "Pod is unexpectedly missing in Kubernetes"
 
             armada_flyte.configure(armada_url=url, node_groups_preset="embedded")

@@ -20,6 +20,12 @@ from armada_flyte.armada_names import JobState
 from armada_flyte.embedded import scheduling_reports
 from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
+from armada_flyte.embedded.error_categories import (
+    SUBCATEGORY_JOB_REJECTED,
+    SUBCATEGORY_MAX_RUNS_EXCEEDED,
+    SUBCATEGORY_POD_MISSING,
+    internal,
+)
 from armada_flyte.embedded.events import EventLog, EventRecord
 from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.gc_freeze import GcFreezer
@@ -31,7 +37,7 @@ from armada_flyte.embedded.job_set_rules import (
     unique_ids,
 )
 from armada_flyte.embedded.jobs import Job, Run, RunState, new_job_id
-from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields, pod_failure_reason
+from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
 from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
 from armada_flyte.embedded.records import event_fields, job_from_row
@@ -111,8 +117,10 @@ class ControlPlane:
         if self._thread is not None:
             self._thread.join()
         self.events.close()
-        self.executor.shutdown()
+        # The store is closed before the pods are killed: what their deaths do to their jobs is decided
+        # at the next start (as after a kill -9), not by the exit codes of pods killed at stop.
         self.store.close()
+        self.executor.shutdown()
 
     def pause(self) -> None:
         """Leases stay LEASED until `resume`, as if the executor had stopped pulling work."""
@@ -338,7 +346,7 @@ class ControlPlane:
             else:
                 job.error = give_up_message(message)
                 job.move_to(JobState.FAILED)
-                self.events.append("failed", job, reason=job.error)
+                self.events.append("failed", job, reason=job.error, **internal(SUBCATEGORY_MAX_RUNS_EXCEEDED))
             run.state = RunState.LEASE_RETURNED
         self._kill(kills)
         self._wake.set()
@@ -363,7 +371,7 @@ class ControlPlane:
             kills = self._lose(run)
             run.error = job.error = POD_MISSING
             job.move_to(JobState.FAILED)
-            self.events.append("failed", job, reason=POD_MISSING)
+            self.events.append("failed", job, reason=POD_MISSING, **internal(SUBCATEGORY_POD_MISSING))
         self._kill(kills)
         self._wake.set()
 
@@ -459,9 +467,10 @@ class ControlPlane:
                     job.move_to(JobState.SUCCEEDED)
                     self.events.append("succeeded", job, **pod_event_fields(run))
                 else:
-                    run.error = pod_failure_reason(run, exit_code, error)
                     job.move_to(JobState.FAILED)
-                    self.events.append("failed", job, **failure_event_fields(run, exit_code, error))
+                    fields = failure_event_fields(run, exit_code, error, self.cluster.error_categories)
+                    run.error = fields["reason"]
+                    self.events.append("failed", job, **fields)
         self._wake.set()
 
     def note(self, run_id: str, text: str) -> None:
@@ -522,14 +531,15 @@ class ControlPlane:
             self._by_external_uri[(job.queue, job.job_set, uri)] = job.id
         for run in job.runs:
             self._runs[run.id] = run
-        if job.state != JobState.QUEUED:
+        if job.state.terminal:
             return
-        self._backlogs.setdefault(job.queue, Backlog()).add(job)
-        if job.gang_key is None:
-            self._unchecked_jobs.append(job)
-        else:
+        if job.gang_key is not None:  # members with a run too: a returned lease puts them back in the queue
             self._gangs.setdefault(job.gang_key, []).append(job)
             self._unchecked_gangs[job.gang_key] = None
+        if job.state == JobState.QUEUED:
+            self._backlogs.setdefault(job.queue, Backlog()).add(job)
+            if job.gang_key is None:
+                self._unchecked_jobs.append(job)
 
     def _restore(self, saved: SavedState) -> None:
         """The jobs and events of an earlier server on this state, then what its death did to their pods.
@@ -634,7 +644,7 @@ class ControlPlane:
         self._backlogs[job.queue].discard(job)
         job.error = reason
         job.move_to(JobState.REJECTED)
-        self.events.append("failed", job, reason=reason, cause=event_pb2.Rejected)
+        self.events.append("failed", job, reason=reason, cause=event_pb2.Rejected, **internal(SUBCATEGORY_JOB_REJECTED))
 
     def _queued_gang(self, job: Job) -> Optional[list[Job]]:
         assert job.gang is not None and job.gang_key is not None
@@ -713,6 +723,10 @@ class ControlPlane:
             job = run.job
             if not job.state.terminal and job.latest_run is run:
                 job.move_to(JobState.FAILED)
+                # A pod issue the executor saw itself: classified by its message (`ClassifyPodError` in
+                # internal/executor/service/pod_issue_handler.go).
+                classification = self.cluster.error_categories.classify((), "", error)
+                run.error = error = classification.with_hint(error)
                 status = event_pb2.ContainerStatus(
                     name=container, message=reason, reason=WAITING_REASON, cause=event_pb2.Error
                 )
@@ -723,6 +737,7 @@ class ControlPlane:
                     reason=error,
                     container_statuses=[status],
                     cause=event_pb2.Error,
+                    **classification.event_fields(),
                 )
         self._wake.set()
 
