@@ -40,6 +40,7 @@ _GATHER_SECONDS = 0.02
 """How long the writer lets changes gather before a batch: a job changed twice in that time is written once."""
 _TERMINAL = tuple(int(s) for s in JobState if s.terminal)
 _SCHEMA = """
+-- events: no index, so appends stay cheap; a stream's events are appended in order, so rowid order is stream order
 CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, queue TEXT NOT NULL, job_set TEXT NOT NULL,
@@ -47,8 +48,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS events (
     queue TEXT NOT NULL, job_set TEXT NOT NULL, ms INTEGER NOT NULL, seq INTEGER NOT NULL,
     subseq INTEGER NOT NULL, last INTEGER NOT NULL, kind TEXT NOT NULL, job_id TEXT NOT NULL,
-    created REAL NOT NULL, fields BLOB NOT NULL, PRIMARY KEY (queue, job_set, ms, seq, subseq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id);
+    created REAL NOT NULL, fields BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS logs (run_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, data BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_id);
 """
@@ -65,7 +65,7 @@ class SavedState:
     queues: list[submit_pb2.Queue] = field(default_factory=list)
     jobs: list[JobRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
-    """In stream order: by queue and job set, then message id."""
+    """In the order they were appended (each stream's in message-id order)."""
 
 
 class StateStore(Protocol):
@@ -173,7 +173,7 @@ class SqliteStore:
         state.events = [
             EventRow(q, js, ms, seq, sub, bool(last), kind, job_id, created, fields)
             for q, js, ms, seq, sub, last, kind, job_id, created, fields in self._db.execute(
-                "SELECT * FROM events ORDER BY queue, job_set, ms, seq, subseq"
+                "SELECT * FROM events ORDER BY rowid"
             )
         ]
         self._thread.start()
@@ -267,7 +267,7 @@ class SqliteStore:
                 "state = excluded.state, last_transition = excluded.last_transition, record = excluded.record",
                 [(r.id, r.seq, r.queue, r.job_set, r.state, r.last_transition, r.item, r.record) for r in jobs],
             )
-            self._db.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", event_rows)
+            self._db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", event_rows)
             self._db.executemany(
                 "INSERT OR REPLACE INTO logs VALUES (?, ?, ?)",
                 [(run_id, job_id, log_data(lines)) for run_id, job_id, lines in logs],
@@ -286,24 +286,16 @@ class SqliteStore:
 
     def _expire(self) -> None:
         """Drop ended jobs (with their events and pod logs) whose last change is older than the retention."""
-        cutoff = time.time() - self._retention
         marks = ",".join("?" * len(_TERMINAL))
-        old = [
-            job_id
-            for (job_id,) in self._db.execute(
-                f"SELECT id FROM jobs WHERE state IN ({marks}) AND last_transition < ?", (*_TERMINAL, cutoff)
-            )
-        ]
-        if not old:
-            return
+        expired = f"SELECT id FROM jobs WHERE state IN ({marks}) AND last_transition < ?"
+        arguments = (*_TERMINAL, time.time() - self._retention)
         with self._db:
-            for table, column in (("events", "job_id"), ("logs", "job_id"), ("jobs", "id")):
-                self._db.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(i,) for i in old])
-        log.info(
-            "dropped %d jobs ended more than %d hours ago, with their events and logs",
-            len(old),
-            self._retention // 3600,
-        )
+            self._db.execute(f"DELETE FROM events WHERE job_id IN ({expired})", arguments)
+            self._db.execute(f"DELETE FROM logs WHERE job_id IN ({expired})", arguments)
+            dropped = self._db.execute(f"DELETE FROM jobs WHERE id IN ({expired})", arguments).rowcount
+        if dropped:
+            hours = self._retention // 3600
+            log.info("dropped %d jobs that ended over %d hours ago, with their events and logs", dropped, hours)
 
 
 def _connect(path: pathlib.Path) -> sqlite3.Connection:
