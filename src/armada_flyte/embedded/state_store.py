@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
 
 from armada_client.armada import submit_pb2
 
@@ -28,8 +28,11 @@ from armada_flyte.embedded.records import EventFieldsEncoder, EventRow, JobRow, 
 from armada_flyte.errors import InvalidConfig
 
 if TYPE_CHECKING:
-    from armada_flyte.embedded.events import EventRecord, Key
     from armada_flyte.embedded.jobs import Job
+
+EventEntry = tuple[tuple[int, int, int], bool, Any]
+"""An appended event: its place (ms, seq, subseq), whether it ends its sequence, and its `EventRecord`
+(typed loosely: the event log imports this module)."""
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +83,7 @@ class StateStore(Protocol):
 
     def queue_removed(self, name: str) -> None: ...
 
-    def events_appended(self, entries: list[tuple[Key, bool, EventRecord]]) -> None:
+    def events_appended(self, entries: list[EventEntry]) -> None:
         """A new event sequence; the jobs it names changed too."""
 
     def job_changed(self, job: Job) -> None: ...
@@ -106,7 +109,7 @@ class EphemeralStore:
     def queue_removed(self, name: str) -> None:
         pass
 
-    def events_appended(self, entries: list[tuple[Key, bool, EventRecord]]) -> None:
+    def events_appended(self, entries: list[EventEntry]) -> None:
         pass
 
     def job_changed(self, job: Job) -> None:
@@ -148,7 +151,7 @@ class SqliteStore:
         self._plane_lock: threading.RLock = threading.RLock()
         self._pending = threading.Lock()
         self._queue_ops: list[tuple[str, Optional[bytes]]] = []
-        self._events: list[tuple[Key, bool, EventRecord]] = []
+        self._events: list[EventEntry] = []
         self._dirty: dict[str, Job] = {}
         self._items: dict[str, bytes] = {}
         """Request items not yet written (a job's item is written once, with its first row)."""
@@ -188,7 +191,7 @@ class SqliteStore:
     def queue_removed(self, name: str) -> None:
         self._queue(name, None)
 
-    def events_appended(self, entries: list[tuple[Key, bool, EventRecord]]) -> None:
+    def events_appended(self, entries: list[EventEntry]) -> None:
         with self._pending:
             self._events.extend(entries)
             for _, _, record in entries:
