@@ -5,6 +5,7 @@
 2. Call Jobs.GetJobStatus for 500 ids repeatedly. Target: p50 under 10 ms.
 
 Prints one JSON object. Run: .venv/bin/python benchmarks/bench_embedded_server.py
+(`--state-dir DIR` measures the persistent mode `armada-flyte dev` uses; give it an empty folder).
 """
 
 from __future__ import annotations
@@ -80,9 +81,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--per-request", type=int, default=100)
     parser.add_argument("--status-calls", type=int, default=200)
+    parser.add_argument(
+        "--state-dir", help="keep the server's state in SQLite here (as `armada-flyte dev` does); default in memory"
+    )
     args = parser.parse_args()
 
-    with EmbeddedArmada(cluster=bench_cluster(nodes_per_group=20), paused=True) as armada:
+    cluster = bench_cluster(nodes_per_group=20)
+    with EmbeddedArmada(cluster=cluster, paused=True, state_dir=args.state_dir) as armada:
         client = ArmadaClient(grpc.insecure_channel(armada.url))
         count = args.jobs // args.per_request
         requests = [job_items(client, args.per_request, ("amd64", "arm64")[i % 2]) for i in range(count)]
@@ -104,6 +109,7 @@ def main() -> int:
 
     result = {
         "cpus": os.cpu_count(),
+        "state": "sqlite" if args.state_dir else "memory",
         "nodes": len(armada.cluster.nodes),
         "jobs": len(job_ids),
         "items_per_request": args.per_request,

@@ -7,20 +7,28 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import grpc
 import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
+from armada_flyte.armada_names import JobState
+from armada_flyte.embedded.state_store import saved_job_states
+
+from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.process_checks import is_alive, pids_in_log
 from support.waiting import wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
-CLI = [sys.executable, "-m", "armada_flyte.admin.cli", "dev"]
+DEV = [sys.executable, "-m", "armada_flyte.admin.cli", "dev"]
+CLI = [*DEV, "--ephemeral"]
+"""Most tests want a server of their own that keeps nothing; the state tests pass --state-dir instead."""
 
 
 class Output:
@@ -239,3 +247,158 @@ def test_secrets_from_flags_and_a_file_are_the_clusters_secrets(tmp_path) -> Non
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
+
+
+def _start_persistent(state_dir) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [*DEV, "--port", "0", "--queue", "cli", "--no-blob-store", "--state-dir", str(state_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output = Output(process)
+    url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+    output.wait_for(r"Press Ctrl-C to stop")
+    assert f"state: {state_dir} (kept across restarts)" in output.lines
+    return process, url
+
+
+def _job_events(client, job_set: str, job_id: str) -> list[tuple[str, str]]:
+    return [(m.id, kind(m)) for m in job_set_events(client, "cli", job_set) if job_of(m) == job_id]
+
+
+def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_does(tmp_path) -> None:
+    """kill -9 with a pod running: no pod process survives, and the server started again on the same
+    state folder still has the queues, the job that had succeeded (with its events and log), and
+    fails the job whose pod died with it as Armada's executor reports a vanished pod
+    (internal/executor/service/pod_issue_handler.go), which the connector reports as FAILED."""
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    import armada_flyte
+    from armada_flyte.connector.service import ArmadaConnector, ArmadaJobMetadata
+
+    from support.armada_templates import run
+
+    state_dir = tmp_path / "state"
+    pod_dir = tmp_path / "pod"
+    pod_dir.mkdir()
+    process, url = _start_persistent(state_dir)
+    try:
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            client.create_queue(client.create_queue_request(name="kept", priority_factor=3))
+            done = submit_one(client, "cli", "before", item(pod(python("print('finished before the kill')"))))
+            wait_for_state(client, done, submit_pb2.SUCCEEDED)
+            done_events = _job_events(client, "before", done)
+            lost = submit_one(client, "cli", "lost", item(pod(python(DETACHED_CHILD), args=[str(pod_dir)])))
+            wait_for_state(client, lost, submit_pb2.RUNNING)
+            pids = wait_until(
+                lambda: (
+                    [int((pod_dir / n).read_text()) for n in ("main", "detached")]
+                    if (pod_dir / "detached").exists()
+                    else None
+                ),
+                what="the pod and its detached grandchild to start",
+            )
+            # The state is written behind the API by a few milliseconds: wait until it has the run.
+            wait_until(lambda: saved_job_states(state_dir).get(lost) == JobState.RUNNING, what="the running job saved")
+            process.kill()  # SIGKILL: the server gets no chance to clean up or write anything more
+            process.wait()
+        wait_until(lambda: not any(is_alive(pid) for pid in pids), what=f"pod processes {pids} to end")
+
+        process, url = _start_persistent(state_dir)
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            assert client.get_queue("kept").priority_factor == 3
+            assert client.get_job_status([done, lost]).job_states == {
+                done: submit_pb2.SUCCEEDED,
+                lost: submit_pb2.FAILED,
+            }
+            assert _job_events(client, "before", done) == done_events
+            assert [kind for _, kind in done_events][-1] == "succeeded"
+            assert [line.line for line in JobLogClient(url, done, disable_ssl=True).logs()] == [
+                "finished before the kill"
+            ]
+            lost_events = _job_events(client, "lost", lost)
+            assert [kind for _, kind in lost_events][-2:] == ["running", "failed"]
+            failed = job_set_events(client, "cli", "lost", from_id=lost_events[-2][0])[0].message.failed
+            assert failed.reason == "Pod is unexpectedly missing in Kubernetes"
+            # Armada's executor marks this failure of its own (errormatch/types.go, pod_issue_handler.go).
+            assert (failed.failure_category, failed.failure_subcategory) == ("internal", "pod-missing")
+            assert client.get_job_errors([lost]).job_errors[lost] == "Pod is unexpectedly missing in Kubernetes"
+
+            armada_flyte.configure(armada_url=url, node_groups_preset="embedded")
+            try:
+                meta = ArmadaJobMetadata(job_id=lost, job_set_id="lost", queue="cli", submitted_at=time.time())
+                resource = run(ArmadaConnector().get(meta))
+            finally:
+                armada_flyte.configure()
+            assert resource.phase == TaskExecution.FAILED
+            assert "Pod is unexpectedly missing in Kubernetes" in resource.message
+
+            again = submit_one(client, "cli", "before", item(pod(python("print('after the restart')"))))
+            wait_for_state(client, again, submit_pb2.SUCCEEDED)
+            resumed = _job_events(client, "before", again)
+            assert resumed[0][0] > done_events[-1][0]  # message ids go on increasing
+            assert [m.id for m in job_set_events(client, "cli", "before", from_id=done_events[-1][0])] == [
+                message_id for message_id, _ in resumed
+            ]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_pod_still_starting_when_the_server_died_is_retried_after_a_restart(tmp_path) -> None:
+    """A pod still in its init container (PENDING) when the server died has its lease returned and
+    runs again (Armada retries a run whose pod vanished before it started: pod_issue_handler.go,
+    internal/scheduler/scheduler.go)."""
+    state_dir = tmp_path / "state"
+    spec = pod(python("print('main ran')"))
+    init = core.Container(name="init", image=spec.containers[0].image, command=python("import time; time.sleep(300)"))
+    init.resources.CopyFrom(spec.containers[0].resources)
+    spec.initContainers.append(init)
+    process, url = _start_persistent(state_dir)
+    try:
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            starting = submit_one(client, "cli", "starting", item(spec))
+            wait_for_state(client, starting, submit_pb2.PENDING)
+            wait_until(
+                lambda: saved_job_states(state_dir).get(starting) == JobState.PENDING, what="the pending job saved"
+            )
+            process.kill()
+            process.wait()
+        process, url = _start_persistent(state_dir)
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            wait_until(
+                lambda: _job_events(client, "starting", starting)[-1][1] == "pending",
+                what="the job leased and pending again",
+            )
+            kinds = [k for _, k in _job_events(client, "starting", starting)]
+            assert kinds == ["submitted", "queued", "leased", "pending", "lease_returned", "leased", "pending"]
+            details = client.get_job_details([starting]).job_details[starting]  # armada_client expands runs
+            assert len(details.job_runs) == 2  # newest first: the new run, then the returned one
+            assert details.job_runs[1].state == 9  # RUN_STATE_LEASE_RETURNED (job.proto)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_two_servers_cannot_share_a_state_folder(tmp_path) -> None:
+    process, _ = _start_persistent(tmp_path / "state")
+    try:
+        done = subprocess.run(
+            [*DEV, "--port", "0", "--no-blob-store", "--state-dir", str(tmp_path / "state")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1
+        assert "another armada-flyte dev server uses this state folder" in done.stderr
+    finally:
+        process.kill()
+        process.wait()

@@ -45,7 +45,7 @@ TESTSUITE_CASES = {
     "basic/submit_2x3": PASSES,
     "basic/submit_fileshare_1x1": PASSES,
     "basic/submit_random_clientid": PASSES,
-    "categorization/user_error": "failed events carry no failure category",
+    "categorization/user_error": PASSES,
     "gpu/submit_gpu_1x1": NEEDS_GPUS,
     "gpu/submit_gpu_2x3": NEEDS_GPUS,
     "node/node_cancel_by_name_1x5": NEEDS_KUBECONFIG,

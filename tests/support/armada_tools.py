@@ -38,7 +38,10 @@ def armada_tools() -> dict[str, str]:
 def dev_server() -> Iterator[str]:
     """`armada-flyte dev` on a free port, as a user starts it; yields host:port."""
     process = subprocess.Popen(
-        [str(CLI), "dev", "--port", "0", "--no-blob-store"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [str(CLI), "dev", "--ephemeral", "--port", "0", "--no-blob-store"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert process.stdout is not None

@@ -64,15 +64,27 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
+    state = parser.add_mutually_exclusive_group()
+    state.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep queues, jobs, events and pod logs here across restarts "
+        "(default $XDG_STATE_HOME/armada-flyte/dev, else ~/.local/state/armada-flyte/dev)",
+    )
+    state.add_argument(
+        "--ephemeral", action="store_true", help="keep nothing: state lives in memory and a restart starts empty"
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.embedded.executors.base import host_architecture_name
     from armada_flyte.embedded.secrets import parse_secret_argument
+    from armada_flyte.embedded.state_store import default_state_dir
     from armada_flyte.local.stack import local_stack
 
     secrets = dict(parse_secret_argument(name, pairs) for name, *pairs in args.secret)
+    state_dir = None if args.ephemeral else (args.state_dir or default_state_dir())
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -91,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             secrets=secrets,
             secrets_file=args.secrets_file,
+            state_dir=state_dir,
         ) as stack:
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
@@ -102,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")
             for line in stack.exports():
                 print(f"  {line}")
+            print(f"state: {state_dir} (kept across restarts)" if state_dir else "state: in memory only (--ephemeral)")
             print(f"queue: {args.queue}")
             print(f"secrets: {', '.join(stack.server.secrets.names()) or '(none)'}")
             print("node groups:")

@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Union
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from armada_flyte.config_file import read_yaml
+from armada_flyte.embedded.error_categories import ErrorCategories
 from armada_flyte.embedded.resources import format_amount, milli
 from armada_flyte.errors import invalid_config_from
 from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem
@@ -26,7 +27,7 @@ _REQUIRED_RESOURCES = ("cpu", "memory")
 DEFAULT_EPHEMERAL_STORAGE = "1Ti"
 """A node's local disk when the cluster file names none: every Kubernetes node reports one, and
 Armada gives every container 8Gi of it by default, so it must be there to schedule anything."""
-_KNOWN_KEYS = "pool, namespaces, node_groups; per group: name, nodes, labels, taints, allocatable"
+_KNOWN_KEYS = "pool, namespaces, errorCategories, node_groups; per group: name, nodes, labels, taints, allocatable"
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
 
@@ -106,6 +107,7 @@ class _ClusterFile(BaseModel):
 
     pool: str = "default"
     namespaces: List[str] = []
+    errorCategories: ErrorCategories = ErrorCategories()
     node_groups: List[ClusterNodeGroup]
 
     @field_validator("namespaces")
@@ -142,8 +144,16 @@ class Node:
 class Cluster:
     """All nodes of one pool, in node-group order (`<group>-<n>` names)."""
 
-    def __init__(self, node_groups: List[ClusterNodeGroup], pool: str = "default", namespaces: Iterable[str] = ()):
+    def __init__(
+        self,
+        node_groups: List[ClusterNodeGroup],
+        pool: str = "default",
+        namespaces: Iterable[str] = (),
+        error_categories: ErrorCategories = ErrorCategories(),
+    ):
         self.pool = pool
+        self.error_categories = error_categories
+        """How its executor categorizes failed pods (Armada's executor `errorCategories`)."""
         self.namespaces = frozenset([*BUILT_IN_NAMESPACES, *namespaces])
         self.node_groups = list(node_groups)
         self.nodes: list[Node] = []
@@ -164,7 +174,7 @@ class Cluster:
             spec = _ClusterFile.model_validate(data)
         except ValidationError as exc:
             raise invalid_config_from(exc, origin, known=_KNOWN_KEYS) from None
-        return cls(spec.node_groups, spec.pool, spec.namespaces)
+        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories)
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:

@@ -20,7 +20,13 @@ from armada_flyte.armada_names import JobState
 from armada_flyte.embedded import scheduling_reports
 from armada_flyte.embedded.auth import current_user
 from armada_flyte.embedded.cluster import Cluster
-from armada_flyte.embedded.events import EventLog
+from armada_flyte.embedded.error_categories import (
+    SUBCATEGORY_JOB_REJECTED,
+    SUBCATEGORY_MAX_RUNS_EXCEEDED,
+    SUBCATEGORY_POD_MISSING,
+    internal,
+)
+from armada_flyte.embedded.events import EventLog, EventRecord
 from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.gc_freeze import GcFreezer
 from armada_flyte.embedded.job_set_rules import (
@@ -31,15 +37,17 @@ from armada_flyte.embedded.job_set_rules import (
     unique_ids,
 )
 from armada_flyte.embedded.jobs import Job, Run, RunState, new_job_id
-from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields, pod_failure_reason
+from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
 from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
+from armada_flyte.embedded.records import event_fields, job_from_row
 from armada_flyte.embedded.refusals import QueueNotFound, Refusal, UnknownQueue
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
 from armada_flyte.embedded.scheduler import Backlog, Scheduler
 from armada_flyte.embedded.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, apply_defaults, preemptible, priority_of
+from armada_flyte.embedded.state_store import EphemeralStore, SavedState, StateStore
 from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
 
 log = logging.getLogger(__name__)
@@ -63,16 +71,20 @@ class ControlPlane:
         paused: bool = False,
         secrets: Optional[SecretStore] = None,
         default_priority_class: str = DEFAULT_PRIORITY_CLASS,
+        store: Optional[StateStore] = None,
     ):
         self.cluster = cluster
         self.default_priority_class = default_priority_class
         self.executor = executor
         self.secrets = secrets if secrets is not None else SecretStore()
         self.visibility_delay = visibility_delay
-        self.events = EventLog()
+        self.store = store if store is not None else EphemeralStore()
         self.scheduler = Scheduler(cluster)
         self._lock = threading.RLock()
-        self.queues = QueueRegistry()
+        self.store.attach(self._lock)
+        saved = self.store.load()
+        self.events = EventLog(self.store)
+        self.queues = QueueRegistry(self.store, tuple(saved.queues))
         self._backlogs: dict[str, Backlog] = {}
         self._jobs: dict[str, Job] = {}
         self._job_sets: dict[tuple[str, str], list[Job]] = {}
@@ -90,6 +102,7 @@ class ControlPlane:
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
         self._gc = GcFreezer()
+        self._restore(saved)
 
     # Lifecycle
 
@@ -104,6 +117,9 @@ class ControlPlane:
         if self._thread is not None:
             self._thread.join()
         self.events.close()
+        # The store is closed before the pods are killed: what their deaths do to their jobs is decided
+        # at the next start (as after a kill -9), not by the exit codes of pods killed at stop.
+        self.store.close()
         self.executor.shutdown()
 
     def pause(self) -> None:
@@ -330,7 +346,7 @@ class ControlPlane:
             else:
                 job.error = give_up_message(message)
                 job.move_to(JobState.FAILED)
-                self.events.append("failed", job, reason=job.error)
+                self.events.append("failed", job, reason=job.error, **internal(SUBCATEGORY_MAX_RUNS_EXCEEDED))
             run.state = RunState.LEASE_RETURNED
         self._kill(kills)
         self._wake.set()
@@ -355,7 +371,7 @@ class ControlPlane:
             kills = self._lose(run)
             run.error = job.error = POD_MISSING
             job.move_to(JobState.FAILED)
-            self.events.append("failed", job, reason=POD_MISSING)
+            self.events.append("failed", job, reason=POD_MISSING, **internal(SUBCATEGORY_POD_MISSING))
         self._kill(kills)
         self._wake.set()
 
@@ -445,14 +461,16 @@ class ControlPlane:
             run.finished_at = run.finished_at or time.time()
             self._release(run)
             job = run.job
+            self.store.job_changed(job)  # the run's end and its log, even when the job had ended already
             if not job.state.terminal and job.latest_run is run:
                 if exit_code == 0 and not reason:
                     job.move_to(JobState.SUCCEEDED)
                     self.events.append("succeeded", job, **pod_event_fields(run))
                 else:
-                    run.error = pod_failure_reason(run, exit_code, error)
                     job.move_to(JobState.FAILED)
-                    self.events.append("failed", job, **failure_event_fields(run, exit_code, error))
+                    fields = failure_event_fields(run, exit_code, error, self.cluster.error_categories)
+                    run.error = fields["reason"]
+                    self.events.append("failed", job, **fields)
         self._wake.set()
 
     def note(self, run_id: str, text: str) -> None:
@@ -461,6 +479,7 @@ class ControlPlane:
             if run is not None:
                 run.note = f"{run.note}\n{text}" if run.note else text
                 run.log.note(text)
+                self.store.job_changed(run.job)
 
     # Internals
 
@@ -494,23 +513,60 @@ class ControlPlane:
 
     def _add_job(self, queue: str, job_set: str, item: Any, pod: Any, needs: Requirements) -> Job:
         self._seq += 1
-        needs = self._requirements.setdefault(needs, needs)  # equal requirements share one object
         job = Job(new_job_id(), queue, job_set, self._seq, item, pod, needs, gang_info(item.annotations))
         job.owner = current_user()
+        self._index(job)
+        return job
+
+    def _index(self, job: Job) -> None:
+        """Make the job findable (by id, job set, client id, external URI) and queue it if it waits."""
+        item = job.item
+        job.requirements = self._requirements.setdefault(job.requirements, job.requirements)  # equal ones share
         self._jobs[job.id] = job
-        self._job_sets.setdefault((queue, job_set), []).append(job)
+        self._job_sets.setdefault((job.queue, job.job_set), []).append(job)
         if item.client_id:
-            self._by_client_id[(queue, item.client_id)] = job.id
+            self._by_client_id[(job.queue, item.client_id)] = job.id
         uri = item.external_job_uri or item.annotations.get(EXTERNAL_JOB_URI, "")
         if uri:
-            self._by_external_uri[(queue, job_set, uri)] = job.id
-        self._backlogs.setdefault(queue, Backlog()).add(job)
-        if job.gang_key is None:
-            self._unchecked_jobs.append(job)
-        else:
+            self._by_external_uri[(job.queue, job.job_set, uri)] = job.id
+        for run in job.runs:
+            self._runs[run.id] = run
+        if job.state.terminal:
+            return
+        if job.gang_key is not None:  # members with a run too: a returned lease puts them back in the queue
             self._gangs.setdefault(job.gang_key, []).append(job)
             self._unchecked_gangs[job.gang_key] = None
-        return job
+        if job.state == JobState.QUEUED:
+            self._backlogs.setdefault(job.queue, Backlog()).add(job)
+            if job.gang_key is None:
+                self._unchecked_jobs.append(job)
+
+    def _restore(self, saved: SavedState) -> None:
+        """The jobs and events of an earlier server on this state, then what its death did to their pods.
+
+        Pods die with the server, so a restart is an executor that lost its pods: each job that had
+        a pod ends as Armada ends it (`lose_pods`): running ones fail, starting ones are retried."""
+        if not saved.jobs:
+            return
+        with self._lock:
+            for row in saved.jobs:
+                job = job_from_row(row, self.cluster, self.store.read_log)
+                self._seq = max(self._seq, job.seq)
+                self._index(job)
+                run = job.latest_run
+                if job.state in ACTIVE and run is not None and run.finished_at is None and run.node.index >= 0:
+                    run.holds_capacity = True
+                    self.scheduler.reserve(job, run.node.index)
+            streams: dict[tuple[str, str], list] = {}
+            for event in saved.events:
+                job = self._jobs.get(event.job_id)
+                if job is not None:
+                    record = EventRecord(event.kind, job, event.created, event_fields(event.kind, event.fields))
+                    entry = ((event.ms, event.seq, event.subseq), event.last, record)
+                    streams.setdefault((event.queue, event.job_set), []).append(entry)
+            for (queue, job_set), entries in streams.items():
+                self.events.restore(queue, job_set, entries)
+        self.lose_pods()
 
     def _select(self, queue: str, job_set: str, job_ids: Iterable[str]) -> list[Job]:
         job_ids = list(job_ids)
@@ -588,7 +644,7 @@ class ControlPlane:
         self._backlogs[job.queue].discard(job)
         job.error = reason
         job.move_to(JobState.REJECTED)
-        self.events.append("failed", job, reason=reason, cause=event_pb2.Rejected)
+        self.events.append("failed", job, reason=reason, cause=event_pb2.Rejected, **internal(SUBCATEGORY_JOB_REJECTED))
 
     def _queued_gang(self, job: Job) -> Optional[list[Job]]:
         assert job.gang is not None and job.gang_key is not None
@@ -667,6 +723,10 @@ class ControlPlane:
             job = run.job
             if not job.state.terminal and job.latest_run is run:
                 job.move_to(JobState.FAILED)
+                # A pod issue the executor saw itself: classified by its message (`ClassifyPodError` in
+                # internal/executor/service/pod_issue_handler.go).
+                classification = self.cluster.error_categories.classify((), "", error)
+                run.error = error = classification.with_hint(error)
                 status = event_pb2.ContainerStatus(
                     name=container, message=reason, reason=WAITING_REASON, cause=event_pb2.Error
                 )
@@ -677,6 +737,7 @@ class ControlPlane:
                     reason=error,
                     container_statuses=[status],
                     cause=event_pb2.Error,
+                    **classification.event_fields(),
                 )
         self._wake.set()
 

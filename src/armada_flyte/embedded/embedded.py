@@ -24,6 +24,7 @@ from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from armada_flyte.embedded.state_store import make_store
 from armada_flyte.errors import InvalidConfig
 
 _STOP_GRACE_SECONDS = 1.0
@@ -61,6 +62,9 @@ class EmbeddedArmada:
     `add_secret` adds more while it runs.
     `default_priority_class` is the class a job without one gets (Armada's
     `submission.defaultPriorityClassName`; armada-preemptible makes such jobs preemptible).
+    `state_dir` keeps queues, jobs, events and pod logs in an SQLite file there, so a server
+    started again on it goes on where the last one stopped; None (the default) keeps them in
+    memory only.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class EmbeddedArmada:
         tls_key: str | pathlib.Path | None = None,
         secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None,
         secrets_file: str | pathlib.Path | None = None,
+        state_dir: str | pathlib.Path | None = None,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -108,6 +113,7 @@ class EmbeddedArmada:
             self.secrets.load_file(secrets_file)
         for name, data in (secrets or {}).items():
             self.secrets.put(name, data)
+        self.state_dir = pathlib.Path(state_dir).expanduser() if state_dir is not None else None
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[GrpcServer] = None
         self.port = 0
@@ -115,17 +121,23 @@ class EmbeddedArmada:
         """Calls the server has answered, by gRPC method name."""
 
     def start(self) -> EmbeddedArmada:
-        executor = self._executor
-        if isinstance(executor, str):
-            executor = make_executor(executor, **self._executor_options)
-        plane = ControlPlane(
-            self.cluster,
-            executor,
-            visibility_delay=self._visibility_delay,
-            paused=self._paused,
-            default_priority_class=self._default_priority_class,
-            secrets=self.secrets,
-        )
+        store = make_store(self.state_dir)
+        try:
+            executor = self._executor
+            if isinstance(executor, str):
+                executor = make_executor(executor, **self._executor_options)
+            plane = ControlPlane(
+                self.cluster,
+                executor,
+                visibility_delay=self._visibility_delay,
+                paused=self._paused,
+                default_priority_class=self._default_priority_class,
+                secrets=self.secrets,
+                store=store,
+            )
+        except BaseException:
+            store.close()
+            raise
         plane.start()
         try:
             self._server, self.port = start_grpc_server(
@@ -136,7 +148,8 @@ class EmbeddedArmada:
             raise
         self._plane = plane
         for name in self._initial_queues:
-            self.create_queue(name)
+            if name not in plane.queues:  # a saved queue keeps its settings
+                self.create_queue(name)
         return self
 
     def stop(self) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from armada_flyte.embedded.refusals import Refusal
+from armada_flyte.embedded.state_store import EphemeralStore, StateStore
 
 if TYPE_CHECKING:
     from armada_flyte.embedded.jobs import Job
@@ -77,10 +78,19 @@ class _Stream:
 
 
 class EventLog:
-    def __init__(self) -> None:
+    def __init__(self, store: StateStore | None = None) -> None:
         self._lock = threading.Lock()
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._closed = False
+        self._store = store if store is not None else EphemeralStore()
+
+    def restore(self, queue: str, job_set: str, entries: Iterable[tuple[Key, bool, EventRecord]]) -> None:
+        """Saved events, in stream order, before anything new is appended: ids go on from the last one."""
+        with self._lock:
+            stream = self._streams.setdefault((queue, job_set), _Stream())
+            for position, last, record in entries:
+                stream.keys.append(position)
+                stream.entries.append((message_id(position, last), record))
 
     def append(self, kind: str, job: Job, **fields: Any) -> None:
         self.append_sequence([(kind, job, fields)])
@@ -95,10 +105,13 @@ class EventLog:
         with self._lock:
             stream = self._streams.setdefault(key, _Stream())
             ms, seq = stream.next_entry(int(now * 1000))
+            saved = []
             for subseq, record in enumerate(records):
-                position = (ms, seq, subseq)
+                position, last = (ms, seq, subseq), subseq == len(records) - 1
                 stream.keys.append(position)
-                stream.entries.append((message_id(position, subseq == len(records) - 1), record))
+                stream.entries.append((message_id(position, last), record))
+                saved.append((position, last, record))
+            self._store.events_appended(saved)
             watchers = list(stream.watchers)
         for wake in watchers:
             wake()

@@ -6,7 +6,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 NOTE_PREFIX = "[armada-flyte dev] "
 _MAX_LINE_BYTES = 64 * 1024
@@ -37,6 +37,20 @@ class PodLog:
         self._stderr: Optional[deque[str]] = None
         self._partial: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        self._loader: Optional[Callable[[], list[LogLine]]] = None
+
+    @classmethod
+    def stored(cls, loader: Callable[[], list[LogLine]]) -> PodLog:
+        """The log of a pod from before a restart, read (by `loader`, from the state store) when first asked for."""
+        log = cls()
+        log._loader = loader
+        return log
+
+    def _load(self) -> None:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            for line in loader():
+                self._keep(line)
 
     def feed(self, stream: str, data: bytes) -> None:
         """Raw output as it arrives: complete lines are logged, the unfinished rest waits for more."""
@@ -57,16 +71,20 @@ class PodLog:
     def write(self, stream: str, text: str) -> None:
         line = LogLine(time.time_ns() // 1000, stream, text.rstrip("\r\n"))
         with self._lock:
-            if self._lines is None:
-                self._lines = deque()
-            self._lines.append(line)
-            self._bytes += len(line.text.encode())
-            while self._bytes > self._max_bytes and len(self._lines) > 1:
-                self._bytes -= len(self._lines.popleft().text.encode())
-            if stream == "stderr":
-                if self._stderr is None:
-                    self._stderr = deque(maxlen=self._stderr_tail_lines)
-                self._stderr.append(line.text)
+            self._load()
+            self._keep(line)
+
+    def _keep(self, line: LogLine) -> None:
+        if self._lines is None:
+            self._lines = deque()
+        self._lines.append(line)
+        self._bytes += len(line.text.encode())
+        while self._bytes > self._max_bytes and len(self._lines) > 1:
+            self._bytes -= len(self._lines.popleft().text.encode())
+        if line.stream == "stderr":
+            if self._stderr is None:
+                self._stderr = deque(maxlen=self._stderr_tail_lines)
+            self._stderr.append(line.text)
 
     def note(self, text: str) -> None:
         """A line from the embedded server itself, marked as such, to say what it did to the pod."""
@@ -75,6 +93,7 @@ class PodLog:
     def lines(self, since_us: int | None = None, tail: int | None = None) -> list[LogLine]:
         """Lines that arrived after `since_us` (all when None), the last `tail` of them if given."""
         with self._lock:
+            self._load()
             lines = [line for line in self._lines or () if since_us is None or line.at_us > since_us]
         return lines[-tail:] if tail else lines
 
@@ -83,4 +102,5 @@ class PodLog:
 
     def stderr_tail(self) -> str:
         with self._lock:
+            self._load()
             return "\n".join(self._stderr or ())

@@ -7,30 +7,15 @@ from typing import Any, Optional
 from armada_client.armada import event_pb2, job_pb2, submit_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from armada_flyte.embedded.error_categories import ErrorCategories
 from armada_flyte.embedded.events import EventRecord
 from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
+from armada_flyte.embedded.records import EVENT_TYPES
 
 CLUSTER_ID = "embedded"
 NOTE_ANNOTATION = "armada-flyte.dev/note"
 """Annotation GetJobDetails(expand_job_spec) adds to say what the executor really did (e.g. ran natively)."""
-
-_EVENT_TYPES = {
-    "submitted": event_pb2.JobSubmittedEvent,
-    "queued": event_pb2.JobQueuedEvent,
-    "leased": event_pb2.JobLeasedEvent,
-    "pending": event_pb2.JobPendingEvent,
-    "running": event_pb2.JobRunningEvent,
-    "succeeded": event_pb2.JobSucceededEvent,
-    "failed": event_pb2.JobFailedEvent,
-    "cancelling": event_pb2.JobCancellingEvent,
-    "cancelled": event_pb2.JobCancelledEvent,
-    "preempting": event_pb2.JobPreemptingEvent,
-    "preempted": event_pb2.JobPreemptedEvent,
-    "reprioritizing": event_pb2.JobReprioritizingEvent,
-    "reprioritized": event_pb2.JobReprioritizedEvent,
-    "lease_returned": event_pb2.JobLeaseReturnedEvent,
-}
 
 
 def timestamp(at: Optional[float]) -> Optional[Timestamp]:
@@ -71,7 +56,7 @@ def event_message(message_id: str, record: EventRecord) -> event_pb2.EventStream
     fields = dict(record.fields)
     if record.kind == "submitted":
         fields["job"] = job_message(job)
-    event = _EVENT_TYPES[record.kind](
+    event = EVENT_TYPES[record.kind](
         job_id=job.id, job_set_id=job.job_set, queue=job.queue, created=timestamp(record.created), **fields
     )
     return event_pb2.EventStreamMessage(id=message_id, message=event_pb2.EventMessage(**{record.kind: event}))
@@ -124,12 +109,13 @@ def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
     return fields
 
 
-def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]:
+def failure_event_fields(run: Run, exit_code: int, error: str, categories: ErrorCategories) -> dict[str, Any]:
     """A failed event's fields: every container that ended, with its exit code and reason (as Armada's
     executor reports them, `internal/executor/util/pod_status.go`), and the cause: DeadlineExceeded for
     a pod over its activeDeadlineSeconds, OOM when a container was OOMKilled, else Error. `exit_codes`
-    stays empty: Armada's event conversion (internal/server/event/conversion/conversions.go) never fills it."""
-    ends = _container_ends(run, exit_code, error)
+    stays empty: Armada's event conversion (internal/server/event/conversion/conversions.go) never fills it.
+    The failure category is the executor's classification (`categories`), which the event carries."""
+    ends = container_ends(run, exit_code, error)
     statuses = [
         event_pb2.ContainerStatus(
             name=end.name,
@@ -146,11 +132,13 @@ def failure_event_fields(run: Run, exit_code: int, error: str) -> dict[str, Any]
         cause = event_pb2.OOM
     else:
         cause = event_pb2.Error
+    classification = categories.classify(ends, run.pod_reason, error if run.pod_reason else "")
     return {
         **pod_event_fields(run),
-        "reason": pod_failure_reason(run, exit_code, error),
+        "reason": classification.with_hint(pod_failure_reason(run, exit_code, error)),
         "container_statuses": statuses,
         "cause": cause,
+        **classification.event_fields(),
     }
 
 
@@ -160,7 +148,7 @@ def pod_failure_reason(run: Run, exit_code: int, error: str) -> str:
     of the executor's error that the containers' messages don't carry (a hint how to fix it) follow."""
     if run.pod_reason:
         return error
-    failed = [end for end in _container_ends(run, exit_code, error) if end.exit_code != 0]
+    failed = [end for end in container_ends(run, exit_code, error) if end.exit_code != 0]
     reason = "".join(
         f"Container {e.name} failed with exit code {e.exit_code} because {e.reason}: {e.message}\n" for e in failed
     )
@@ -168,7 +156,7 @@ def pod_failure_reason(run: Run, exit_code: int, error: str) -> str:
     return reason + "".join(f"{line}\n" for line in extra) if reason else error
 
 
-def _container_ends(run: Run, exit_code: int, error: str) -> tuple[ContainerEnd, ...]:
+def container_ends(run: Run, exit_code: int, error: str) -> tuple[ContainerEnd, ...]:
     if run.containers or run.pod_reason:
         return tuple(run.containers)
     return (ContainerEnd(run.job.pod.containers[0].name, exit_code, "Error", error),)

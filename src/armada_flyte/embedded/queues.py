@@ -9,19 +9,22 @@ permission granting every verb, and the owner fields themselves are not read bac
 from __future__ import annotations
 
 import threading
+from typing import Optional
 
 from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded.refusals import InvalidArgument, NotFound
+from armada_flyte.embedded.state_store import EphemeralStore, StateStore
 
 ALL_VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
 """`AllPermissionVerbs` in pkg/client/queue/permission_verb.go, granted to a queue's owners."""
 
 
 class QueueRegistry:
-    def __init__(self) -> None:
-        self._queues: dict[str, submit_pb2.Queue] = {}
+    def __init__(self, store: Optional[StateStore] = None, saved: tuple[submit_pb2.Queue, ...] = ()) -> None:
+        self._queues: dict[str, submit_pb2.Queue] = {queue.name: queue for queue in saved}
         self._lock = threading.Lock()
+        self._store = store if store is not None else EphemeralStore()
 
     def create(self, queue: submit_pb2.Queue, creator: str) -> None:
         """CreateQueue: a queue without owners is owned by its creator (`queue_service.go`)."""
@@ -33,10 +36,12 @@ class QueueRegistry:
     def _put(self, queue: submit_pb2.Queue) -> None:
         with self._lock:
             self._queues[queue.name] = queue
+            self._store.queue_saved(queue)
 
     def remove(self, name: str) -> None:
         with self._lock:
             self._queues.pop(name, None)
+            self._store.queue_removed(name)
 
     def get(self, name: str) -> submit_pb2.Queue:
         with self._lock:
@@ -54,6 +59,7 @@ class QueueRegistry:
     def set_cordoned(self, name: str, cordoned: bool) -> None:
         with self._lock:
             self._queues[name].cordoned = cordoned
+            self._store.queue_saved(self._queues[name])
 
     def cordoned(self) -> set[str]:
         with self._lock:

@@ -132,13 +132,16 @@ def local_stack(
     tls_key: Optional[str] = None,
     secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
     secrets_file: Optional[pathlib.Path] = None,
+    state_dir: Optional[pathlib.Path] = None,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
     both, and every pod, on exit.
 
     The blob keys reach the pods as production's do: from a Kubernetes Secret of the embedded
     cluster (`BLOB_CREDENTIALS_SECRET`), which the connector settings name, never as values in a
-    job spec. `secrets` and `secrets_file` add the cluster's other Secrets (task secrets)."""
+    job spec. `secrets` and `secrets_file` add the cluster's other Secrets (task secrets).
+    `state_dir` keeps the server's state there across restarts; None (the default) keeps it in
+    memory, so each stack starts empty."""
     from armada_flyte.embedded import EmbeddedArmada
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
@@ -157,6 +160,7 @@ def local_stack(
             tls_key=tls_key,
             secrets=cluster_secrets,
             secrets_file=secrets_file,
+            state_dir=state_dir,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:

@@ -1,0 +1,115 @@
+"""The embedded server's state across restarts on one state folder (`state_dir`), in-process.
+
+`tests/admin/test_dev_command.py` does the same through `armada-flyte dev` and `kill -9`.
+"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+from armada_client.log_client import JobLogClient
+
+from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded.state_store import SqliteStore, StateDirInUse
+
+from support.job_events import job_of, job_set_events, kind
+from support.pods import item, pod, python, submit_one
+from support.waiting import wait_for_state
+
+pytestmark = pytest.mark.embedded_only
+
+
+def restartable(state_dir):
+    server = EmbeddedArmada(state_dir=state_dir).start()
+    return server, grpc.insecure_channel(server.url)
+
+
+def test_queues_jobs_events_and_logs_outlive_the_server(tmp_path) -> None:
+    server, channel = restartable(tmp_path)
+    client = ArmadaClient(channel)
+    client.create_queue(client.create_queue_request(name="kept", priority_factor=2))
+    done_item = item(pod(python("print('hello from before')")))
+    done_item.client_id = "once"
+    done = submit_one(client, "flyte", "js", done_item)
+    wait_for_state(client, done, submit_pb2.SUCCEEDED)
+    before = [(m.id, kind(m)) for m in job_set_events(client, "flyte", "js")]
+    channel.close()
+    server.stop()
+
+    server, channel = restartable(tmp_path)
+    try:
+        client = ArmadaClient(channel)
+        assert client.get_queue("kept").priority_factor == 2
+        assert client.get_job_status([done]).job_states[done] == submit_pb2.SUCCEEDED
+        assert [(m.id, kind(m)) for m in job_set_events(client, "flyte", "js")] == before
+        assert [line.line for line in JobLogClient(server.url, done, disable_ssl=True).logs()] == ["hello from before"]
+        details = client.get_job_details([done]).job_details[done]
+        assert details.job_runs[0].node == server.job(done).node and details.job_runs[0].state == 4  # SUCCEEDED
+        # A client id stored before the restart still names its job (submit/submit.go deduplication).
+        assert submit_one(client, "flyte", "js", done_item) == done
+        later = submit_one(client, "flyte", "js", item(pod(python("pass"))))
+        wait_for_state(client, later, submit_pb2.SUCCEEDED)
+        after = [m.id for m in job_set_events(client, "flyte", "js", from_id=before[-1][0])]
+        assert after and all(message_id > before[-1][0] for message_id in after)
+    finally:
+        channel.close()
+        server.stop()
+
+
+def test_a_job_running_at_stop_fails_as_a_missing_pod_after_the_restart(tmp_path) -> None:
+    """Pods die with the server; at the next start their jobs end as Armada's executor ends runs whose
+    pods vanished (internal/executor/service/pod_issue_handler.go), not by the kill's exit code."""
+    server, channel = restartable(tmp_path)
+    client = ArmadaClient(channel)
+    running = submit_one(client, "flyte", "js", item(pod(python("import time; time.sleep(300)"))))
+    wait_for_state(client, running, submit_pb2.RUNNING)
+    channel.close()
+    server.stop()
+
+    server, channel = restartable(tmp_path)
+    try:
+        client = ArmadaClient(channel)
+        wait_for_state(client, running, submit_pb2.FAILED)
+        assert client.get_job_errors([running]).job_errors[running] == "Pod is unexpectedly missing in Kubernetes"
+        kinds = [kind(m) for m in job_set_events(client, "flyte", "js") if job_of(m) == running]
+        assert kinds == ["submitted", "queued", "leased", "pending", "running", "failed"]
+    finally:
+        channel.close()
+        server.stop()
+
+
+def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tmp_path) -> None:
+    server, channel = restartable(tmp_path)
+    client = ArmadaClient(channel)
+    done = submit_one(client, "flyte", "js", item(pod(python("print('x')"))))
+    wait_for_state(client, done, submit_pb2.SUCCEEDED)
+    waiting = submit_one(client, "flyte", "js", item(pod(cpu="100")))  # fits no node: REJECTED, also ended
+    wait_for_state(client, waiting, submit_pb2.REJECTED)
+    run_id = server.plane.find_job(done).latest_run.id
+    assert server.logs(done) == ["x"]
+    channel.close()
+    server.stop()
+
+    store = SqliteStore(tmp_path, retention_seconds=0)
+    try:
+        saved = store.load()
+        assert saved.jobs == [] and saved.events == []
+        assert [q.name for q in saved.queues] == ["flyte"]  # queues are not jobs: they stay
+        assert store.read_log(run_id) == []
+    finally:
+        store.close()
+
+
+def test_one_server_per_state_folder(tmp_path) -> None:
+    with EmbeddedArmada(state_dir=tmp_path):
+        with pytest.raises(StateDirInUse, match="another armada-flyte dev server uses this state folder"):
+            EmbeddedArmada(state_dir=tmp_path).start()
+
+
+def test_servers_without_a_state_folder_share_nothing() -> None:
+    with EmbeddedArmada() as first:
+        first.create_queue("only-here")
+    with EmbeddedArmada() as second:
+        assert "only-here" not in second.plane.queues
