@@ -27,6 +27,10 @@ NEEDS_KUBERNETES = "runs kubectl against a Kubernetes API inside the pod"
 NEEDS_IMAGES = "needs the image's own programs (the process executor runs commands on the host)"
 NEEDS_GPUS = "needs a node with an nvidia.com/gpu device"
 NEEDS_KUBECONFIG = "the testsuite looks the node up through a kubeconfig before it submits"
+SENDS_NO_NAMESPACE = (
+    "the example sends no namespace, which real Armada refuses too "
+    "(validateHasNamespace, internal/server/submit/validation/submit_request.go)"
+)
 
 TESTSUITE_CASES = {
     "basic/cancel_by_id_1x1": PASSES,
@@ -72,13 +76,13 @@ UNSAFE_CASES = {
 }
 
 PYTHON_CLIENT_EXAMPLES = {
-    "binoculars": "reads the log of a job id given in its environment; run by test_binoculars_example",
-    "cancelling": "the embedded server requires a namespace; the example sends none",
-    "general": "the embedded server requires a namespace; the example sends none",
-    "monitor": "the embedded server requires a namespace; the example sends none",
+    "binoculars": PASSES,  # needs a job id: run by test_armadas_binoculars_example
+    "cancelling": SENDS_NO_NAMESPACE,
+    "general": SENDS_NO_NAMESPACE,
+    "monitor": SENDS_NO_NAMESPACE,
     "preempting": PASSES,
     "queues": PASSES,
-    "simple": "the embedded server requires a namespace; the example sends none",
+    "simple": SENDS_NO_NAMESPACE,
 }
 
 
@@ -153,3 +157,25 @@ def test_armadas_python_client_integration_tests(armada_tools, dev_server):
         cwd=tests,
     )
     assert run.returncode == 0, run.stdout[-4000:]
+
+
+def test_armadas_binoculars_example(armada_tools, dev_server):
+    """The example prints a job's log through Binoculars' API (JobLogClient always asks for namespace default)."""
+    import grpc
+    from armada_client.armada import submit_pb2
+    from armada_client.client import ArmadaClient
+
+    from support.pods import item, pod, python, submit_one
+    from support.waiting import wait_for_state
+
+    with grpc.insecure_channel(dev_server) as channel:
+        client = ArmadaClient(channel)
+        client.create_queue(client.create_queue_request(name="binoculars-example", priority_factor=1))
+        job_id = submit_one(client, "binoculars-example", "logs", item(pod(python("print('hello from the pod')"))))
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=60)
+    host, port = dev_server.rsplit(":", 1)
+    script = pathlib.Path(armada_tools["ARMADA_PYTHON_CLIENT"], "examples", "binoculars.py")
+    env = {**os.environ, "BINOCULARS_SERVER": host, "BINOCULARS_PORT": port, "JOB_ID": job_id, "DISABLE_SSL": "1"}
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "hello from the pod" in run.stdout
