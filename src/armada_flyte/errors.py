@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+MAX_SHOWN_VALUE = 200
+"""Characters of a bad value an error message shows: a hostile input must not make a huge message."""
+
 
 class ArmadaFlyteError(Exception):
     """Base of every error this package raises on purpose."""
+
+
+def shown(value: object, limit: int = MAX_SHOWN_VALUE) -> str:
+    """`repr(value)` cut to `limit` characters (and safe for values whose repr itself fails)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # e.g. an int past Python's 4,300-digit limit
+        text = f"<a {type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class InvalidConfig(ArmadaFlyteError, ValueError):
@@ -16,7 +28,7 @@ class InvalidConfig(ArmadaFlyteError, ValueError):
         self.field = field
         self.value = value
         self.fix = fix
-        super().__init__(f"{field}={value!r} is invalid: {fix}")
+        super().__init__(f"{field}={shown(value)} is invalid: {fix[:2000]}")
 
 
 def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (), known: str = "") -> InvalidConfig:
@@ -35,6 +47,7 @@ def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (
     if first["type"] == "missing":
         value, fix = None, f"add the field {first['loc'][-1]!r}"
     elif first["type"] == "extra_forbidden":
+        value = "<not shown>"  # an unknown key may be a typo'd secret (`auth_tokne: ...`)
         fix = f"{fix}: remove this unknown field" + (f" (known: {known})" if known else "")
     return InvalidConfig(field, value, fix)
 

@@ -8,8 +8,9 @@ written, not as a pod the cluster refuses later. The objects built from these ru
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, localcontext
 
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label carrying a node's CPU architecture."""
@@ -20,6 +21,9 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|)$")
 
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""Largest amount (in base units) a quantity may have: Kubernetes keeps quantities in an int64."""
+_MAX_QUANTITY_TEXT = 64
 _BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _DECIMAL_SUFFIX = {
@@ -107,21 +111,41 @@ def dns_subdomain_problem(name: str) -> str | None:
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
-    """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units; ValueError if malformed."""
+    """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units; ValueError if
+    malformed, not finite, or beyond what Kubernetes can hold (`MAX_QUANTITY`)."""
+    example = "(e.g. '500m', '2', '4Gi')"
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a quantity")
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
-    if not match:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
+        raise ValueError(f"{value!r} is not a quantity {example}")
+    if isinstance(value, int):
+        if abs(value) > MAX_QUANTITY:
+            raise ValueError(f"the number is larger than {MAX_QUANTITY}, the most Kubernetes can hold")
+        return Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite quantity {example}")
+        return _bounded(Decimal(repr(value)), value)
+    if not isinstance(value, str):
+        raise ValueError(f"a {type(value).__name__} is not a Kubernetes quantity {example}")
+    if len(value) > _MAX_QUANTITY_TEXT:
+        raise ValueError(f"{value[:20]!r}... is longer than {_MAX_QUANTITY_TEXT} characters; write it as {example}")
+    match = _QUANTITY.match(value.strip())
+    if not match or match.group(1).count(".") > 1 or not any(c.isdigit() for c in match.group(1)):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity {example}")
     number, suffix = match.groups()
-    try:
+    with localcontext() as context:
+        context.traps = {signal: False for signal in context.traps}  # overflow: Infinity, then refused
         base = Decimal(number)
-    except InvalidOperation as exc:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')") from exc
-    if suffix in _BINARY_SUFFIX:
-        return base * _BINARY_SUFFIX[suffix]
-    if suffix and suffix[0] in "eE":
-        return base * (Decimal(10) ** int(suffix[1:]))
-    return base * Decimal(_DECIMAL_SUFFIX[suffix])
+        if suffix in _BINARY_SUFFIX:
+            amount = base * _BINARY_SUFFIX[suffix]
+        elif suffix and suffix[0] in "eE":
+            exponent = int(suffix[1:])
+            amount = base.scaleb(exponent) if abs(exponent) < 10**6 else base.scaleb(10**6 if exponent > 0 else -(10**6))
+        else:
+            amount = base * Decimal(_DECIMAL_SUFFIX[suffix])
+    return _bounded(amount, value)
+
+
+def _bounded(amount: Decimal, value: object) -> Decimal:
+    if not amount.is_finite() or abs(amount) > MAX_QUANTITY:
+        raise ValueError(f"{value!r} is larger than {MAX_QUANTITY}, the most Kubernetes can hold")
+    return amount

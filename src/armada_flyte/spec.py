@@ -8,6 +8,7 @@ parses it back into one typed object, validated once at its boundary. Pure: no F
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -92,8 +93,9 @@ class ArmadaConfig:
         if self.namespace is not None and (problem := dns_label_problem(self.namespace)):
             raise InvalidConfig("ArmadaConfig.namespace", self.namespace, problem)
         if self.priority is not None:
-            if isinstance(self.priority, bool) or not isinstance(self.priority, (int, float)) or self.priority < 0:
-                raise InvalidConfig("ArmadaConfig.priority", self.priority, "use a number >= 0")
+            priority = self.priority
+            if isinstance(priority, bool) or not isinstance(priority, (int, float)) or not _finite(priority) or priority < 0:
+                raise InvalidConfig("ArmadaConfig.priority", priority, "use a finite number >= 0")
         for name in ("cpu", "memory"):
             value = getattr(self, name)
             if value is None:
@@ -106,6 +108,13 @@ class ArmadaConfig:
                 raise InvalidConfig(f"ArmadaConfig.{name}", value, "use a positive quantity")
             object.__setattr__(self, name, str(value))
         _check_gang(self)
+
+
+def _finite(number: int | float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _check_optional_text(config: ArmadaConfig, name: str) -> None:

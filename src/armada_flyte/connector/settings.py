@@ -8,19 +8,25 @@ working; everything else is `ARMADA_FLYTE_<SETTING>`. Resolved lazily, on first 
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import pathlib
 import re
-from typing import Any, Optional
+import shlex
+from typing import Annotated, Any, Optional
+from urllib.parse import urlparse
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
 
+from armada_flyte.config_file import read_yaml
 from armada_flyte.connector.namespaces import check_namespace_template
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.errors import InvalidConfig, invalid_config_from
@@ -34,6 +40,51 @@ def _env(name: str, *legacy: str) -> Any:
     return AliasChoices(name, f"ARMADA_FLYTE_{name.upper()}", *legacy)
 
 
+TextList = Annotated[tuple[str, ...], NoDecode]
+"""A list setting; from the environment either a JSON list or comma-separated (`a:5000,b:5000`)."""
+_TOKEN_TEXT = re.compile(r"[\x21-\x7e]+")
+"""What an HTTP header (and so gRPC metadata) can carry in a bearer token: printable ASCII, no spaces."""
+
+
+def _text_list(value: Any, split: Any = None) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ValueError("write a JSON list of strings, e.g. [\"a\", \"b\"], or a comma-separated list") from None
+    parts = split(text) if split else text.split(",")
+    return tuple(part.strip() for part in parts if part.strip())
+
+
+def is_loopback_target(target: str) -> bool:
+    """Whether a gRPC target (`host:port`, `dns:///host:port`, `[::1]:port`) is on this machine."""
+    host = target.split("///", 1)[-1]
+    if host.startswith("["):
+        host = host[1:].split("]", 1)[0]
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _SafeYamlSource(YamlConfigSettingsSource):
+    """pydantic-settings' YAML source, reading the one file with the project's bounded loader (which
+    also says when it is missing or a directory, where pydantic-settings would skip it)."""
+
+    def _read_files(self, files: Any, deep_merge: bool = False) -> dict[str, Any]:
+        return read_yaml(str(files), CONFIG_FILE_ENV, "point it at the connector's YAML settings file")
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return self._read_files(file_path)
+
+
 class ConnectorConfig(BaseSettings):
     """Where Armada and the blob store are, how to reach them, and how the connector behaves."""
 
@@ -45,12 +96,32 @@ class ConnectorConfig(BaseSettings):
     """Use TLS to Armada (plaintext only when this is false)."""
     armada_ca_cert: Optional[pathlib.Path] = None
     """CA bundle for Armada's TLS certificate (system roots when unset)."""
+    armada_allow_plaintext_auth: bool = False
+    """Send credentials over plaintext gRPC to an Armada that is not on this machine (off: refused)."""
     auth_token: Optional[SecretStr] = None
     """Bearer token sent as `authorization: Bearer ...`."""
     auth_username: Optional[str] = None
     """Basic-auth user (with auth_password)."""
     auth_password: Optional[SecretStr] = None
     """Basic-auth password (with auth_username)."""
+    oidc_token_url: Optional[str] = None
+    """OAuth2 token endpoint for the client-credentials flow (or give oidc_provider_url)."""
+    oidc_provider_url: Optional[str] = None
+    """OIDC issuer whose discovery document names the token endpoint (armadactl's providerUrl)."""
+    oidc_client_id: Optional[str] = None
+    """Client id for the client-credentials flow."""
+    oidc_client_secret: Optional[SecretStr] = None
+    """Client secret (or oidc_client_secret_file)."""
+    oidc_client_secret_file: Optional[pathlib.Path] = None
+    """File holding the client secret, e.g. a mounted Kubernetes Secret; re-read at each refresh."""
+    oidc_scopes: TextList = ()
+    """Scopes asked for (comma-separated from the environment)."""
+    auth_exec_cmd: Optional[str] = None
+    """Command printing a bearer token on stdout, as armadactl's execAuth (e.g. a cloud CLI)."""
+    auth_exec_args: TextList = ()
+    """Arguments of auth_exec_cmd (from the environment: a JSON list, or split like a shell)."""
+    auth_exec_cache_seconds: float = Field(60.0, ge=0)
+    """How long a token the command printed is reused (0: run it for every call, as armadactl does)."""
     binoculars_url: Optional[str] = None
     """Armada's Binoculars (log) service, host:port; unset: the Armada URL (the embedded server serves both)."""
 
@@ -119,7 +190,7 @@ class ConnectorConfig(BaseSettings):
     """Refuse submission when the registry can't be reached (else: warn and submit)."""
     image_platform_cache_seconds: float = Field(300.0, ge=0)
     """How long an image's platforms are remembered (0: ask the registry every time)."""
-    registry_insecure_hosts: tuple[str, ...] = ()
+    registry_insecure_hosts: TextList = ()
     """Registries reached over plain HTTP (e.g. 127.0.0.1:5000)."""
 
     namespace_template: Optional[str] = None
@@ -133,20 +204,80 @@ class ConnectorConfig(BaseSettings):
 
     Fields: job_id, queue, job_set_id."""
 
+    @field_validator("registry_insecure_hosts", "oidc_scopes", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return _text_list(value)
+
+    @field_validator("auth_exec_args", mode="before")
+    @classmethod
+    def _shell_words(cls, value: Any) -> Any:
+        return _text_list(value, shlex.split)
+
+    @field_validator("auth_token", mode="after")
+    @classmethod
+    def _header_safe(cls, token: Optional[SecretStr]) -> Optional[SecretStr]:
+        if token is None:
+            return None
+        text = token.get_secret_value().strip()  # a token file's trailing newline is no part of it
+        if not _TOKEN_TEXT.fullmatch(text):
+            raise ValueError(
+                "a bearer token is printable ASCII without spaces or line breaks; check how it was pasted or mounted"
+            )
+        return SecretStr(text)
+
     @model_validator(mode="after")
     def _check(self) -> ConnectorConfig:
         if self.node_groups_file is not None and self.node_groups_preset is not None:
             raise ValueError("set node_groups_file or node_groups_preset, not both")
         if (self.auth_username is None) != (self.auth_password is None):
             raise ValueError("auth_username and auth_password go together")
-        if self.auth_token is not None and self.auth_username is not None:
-            raise ValueError("use auth_token or auth_username/auth_password, not both")
+        methods = [name for name, used in self._auth_methods().items() if used]
+        if len(methods) > 1:
+            several = "not both" if len(methods) == 2 else "not several"
+            raise ValueError(f"use one way to authenticate to Armada ({' or '.join(methods)}), {several}")
         if self.armada_ca_cert is not None and not self.armada_tls:
             raise ValueError("armada_ca_cert needs armada_tls=true")
         self._check_pod_blob_credentials()
         if self.namespace_template is not None:
             check_namespace_template(self.namespace_template)
+        self._check_oidc()
+        if methods and not self.armada_tls and not self.armada_allow_plaintext_auth:
+            if not is_loopback_target(self.armada_url):
+                raise ValueError(
+                    f"{methods[0]} would be sent in the clear to {self.armada_url}: set armada_tls=true "
+                    "(ARMADA_FLYTE_ARMADA_TLS), or, if the network is private, accept that explicitly with "
+                    "armada_allow_plaintext_auth=true (ARMADA_FLYTE_ARMADA_ALLOW_PLAINTEXT_AUTH)"
+                )
         return self
+
+    def _auth_methods(self) -> dict[str, bool]:
+        return {
+            "auth_token": self.auth_token is not None,
+            "auth_username/auth_password": self.auth_username is not None,
+            "oidc_client_id (client credentials)": self.oidc_client_id is not None,
+            "auth_exec_cmd": self.auth_exec_cmd is not None,
+        }
+
+    def _check_oidc(self) -> None:
+        oidc = (self.oidc_token_url, self.oidc_provider_url, self.oidc_client_secret, self.oidc_client_secret_file)
+        if self.oidc_client_id is None:
+            if any(value is not None for value in oidc):
+                raise ValueError("the client-credentials flow needs oidc_client_id too")
+            return
+        if (self.oidc_token_url is None) == (self.oidc_provider_url is None):
+            raise ValueError("the client-credentials flow needs one of oidc_token_url or oidc_provider_url")
+        if (self.oidc_client_secret is None) == (self.oidc_client_secret_file is None):
+            raise ValueError("give the client secret once: oidc_client_secret or oidc_client_secret_file")
+        url = self.oidc_token_url or self.oidc_provider_url or ""
+        parsed = urlparse(url)
+        if parsed.scheme not in ("https", "http") or not parsed.hostname:
+            raise ValueError(f"{url[:200]!r} is not an http(s) URL of the identity provider")
+        if parsed.scheme == "http" and not is_loopback_target(parsed.hostname) and not self.armada_allow_plaintext_auth:
+            raise ValueError(
+                f"the client secret would be sent in the clear to {parsed.hostname}: use an https:// URL, "
+                "or set armada_allow_plaintext_auth=true"
+            )
 
     def _check_pod_blob_credentials(self) -> None:
         """The pods' blob credentials come from a Secret or the service account, never as values."""
@@ -180,9 +311,7 @@ class ConnectorConfig(BaseSettings):
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         config_file = os.environ.get(CONFIG_FILE_ENV)
         if config_file:
-            if not pathlib.Path(config_file).is_file():
-                raise InvalidConfig(CONFIG_FILE_ENV, config_file, "the file does not exist")
-            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=config_file))
+            sources.append(_SafeYamlSource(settings_cls, yaml_file=config_file))
         return tuple(sources)
 
     def node_groups(self) -> NodeGroups:

@@ -27,6 +27,9 @@ _REQUIRED_RESOURCES = ("cpu", "memory")
 DEFAULT_EPHEMERAL_STORAGE = "1Ti"
 """A node's local disk when the cluster file names none: every Kubernetes node reports one, and
 Armada gives every container 8Gi of it by default, so it must be there to schedule anything."""
+MAX_NODES_PER_GROUP = 1000
+MAX_NODES = 5000
+"""Each simulated node is an object in the server's memory; real test clusters are far smaller."""
 _KNOWN_KEYS = "pool, namespaces, errorCategories, node_groups; per group: name, nodes, labels, taints, allocatable"
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
@@ -55,6 +58,8 @@ class ClusterNodeGroup(BaseModel):
     def _nodes(cls, nodes: int) -> int:
         if nodes < 1:
             raise ValueError("give each node group at least 1 node (or remove the group)")
+        if nodes > MAX_NODES_PER_GROUP:
+            raise ValueError(f"the embedded server simulates at most {MAX_NODES_PER_GROUP} nodes per group")
         return nodes
 
     @field_validator("labels")
@@ -126,6 +131,8 @@ class _ClusterFile(BaseModel):
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"node group names must be unique; rename the repeated {', '.join(repeated)}")
+        if sum(g.nodes for g in self.node_groups) > MAX_NODES:
+            raise ValueError(f"the embedded server simulates at most {MAX_NODES} nodes in all; use fewer")
         return self
 
 
