@@ -99,7 +99,9 @@ def read_yaml(path: str | pathlib.Path, field: str, missing_fix: str) -> dict[st
     except OSError as exc:
         raise InvalidConfig(field, where, f"the file could not be read ({exc.strerror or exc})") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise InvalidConfig(field, where, f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB; is it the right one?")
+        raise InvalidConfig(
+            field, where, f"the file is larger than {MAX_FILE_BYTES // 2**20} MiB; is it the right one?"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

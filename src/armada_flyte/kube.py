@@ -139,7 +139,9 @@ def parse_quantity(value: str | int | float) -> Decimal:
             amount = base * _BINARY_SUFFIX[suffix]
         elif suffix and suffix[0] in "eE":
             exponent = int(suffix[1:])
-            amount = base.scaleb(exponent) if abs(exponent) < 10**6 else base.scaleb(10**6 if exponent > 0 else -(10**6))
+            amount = (
+                base.scaleb(exponent) if abs(exponent) < 10**6 else base.scaleb(10**6 if exponent > 0 else -(10**6))
+            )
         else:
             amount = base * Decimal(_DECIMAL_SUFFIX[suffix])
     return _bounded(amount, value)

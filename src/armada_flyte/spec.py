@@ -94,7 +94,12 @@ class ArmadaConfig:
             raise InvalidConfig("ArmadaConfig.namespace", self.namespace, problem)
         if self.priority is not None:
             priority = self.priority
-            if isinstance(priority, bool) or not isinstance(priority, (int, float)) or not _finite(priority) or priority < 0:
+            if (
+                isinstance(priority, bool)
+                or not isinstance(priority, (int, float))
+                or not _finite(priority)
+                or priority < 0
+            ):
                 raise InvalidConfig("ArmadaConfig.priority", priority, "use a finite number >= 0")
         for name in ("cpu", "memory"):
             value = getattr(self, name)

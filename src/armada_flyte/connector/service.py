@@ -322,7 +322,6 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         node = details.node if details else ""
         info["node"] = node
         task_error = None
-        unread = ""
         if state in (JobState.SUCCEEDED, JobState.FAILED):
             try:
                 task_error = await read_task_error(
@@ -335,8 +334,22 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                     return JobOutcome(
                         TaskExecution.RUNNING, state, f"Armada job {meta.job_id} ended; {exc}; retrying", info=info
                     )
-                log.warning("job %s: %s; reporting Armada's state alone", meta.job_id, exc)
-                unread = f" (its error file could not be read: {exc})"
+                # Unknown is not success: a system failure Flyte may retry, never SUCCEEDED.
+                log.warning("job %s: the blob store could not be read: %s", meta.job_id, exc)
+                message = (
+                    f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but the blob store could not be read "
+                    f"to learn whether the task raised ({exc}) within error_read_grace_seconds="
+                    f"{settings.error_read_grace_seconds:g}; check the blob store (blob_endpoint) and retry"
+                )
+                info["error"] = {
+                    "code": "BlobStoreUnreadable",
+                    "kind": "SYSTEM",
+                    "recoverable": True,
+                    "message": message,
+                }
+                return JobOutcome(
+                    TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node=node, info=info
+                )
         reason = ""
         if state in (JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED) and task_error is None:
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
@@ -354,7 +367,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 message = _explained(crash, message, info)
             return JobOutcome(phase, state, message, task_error, node, info)
         if state == JobState.SUCCEEDED:
-            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded{unread}", None, node, info)
+            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded", None, node, info)
         if state == JobState.PREEMPTED:
             message = f"Preempted: Armada {where} was preempted" + (f": {reason}" if reason else "")
             info["error"] = {"code": "Preempted", "kind": "SYSTEM", "recoverable": True, "message": message}

@@ -54,7 +54,7 @@ def _text_list(value: Any, split: Any = None) -> Any:
         try:
             return json.loads(text)
         except ValueError:
-            raise ValueError("write a JSON list of strings, e.g. [\"a\", \"b\"], or a comma-separated list") from None
+            raise ValueError('write a JSON list of strings, e.g. ["a", "b"], or a comma-separated list') from None
     parts = split(text) if split else text.split(",")
     return tuple(part.strip() for part in parts if part.strip())
 

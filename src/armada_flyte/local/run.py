@@ -209,9 +209,8 @@ def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
     if outcome.task_error is not None:
         error = outcome.task_error
         raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
-    raise RuntimeSystemError(
-        outcome.info.get("armada_state", "ArmadaJobFailed"), f"task {task_name}: {outcome.message}"
-    )
+    code = (outcome.info.get("error") or {}).get("code") or outcome.info.get("armada_state", "ArmadaJobFailed")
+    raise RuntimeSystemError(code, f"task {task_name}: {outcome.message}")
 
 
 async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
