@@ -170,7 +170,7 @@ class InvalidImageReference(RegistryError, ValueError):
     def __init__(self, reference: str, problem: str):
         self.reference = reference
         super().__init__(
-            f"{reference!r} is not an image reference: {problem}. "
+            f"{shown(reference)} is not an image reference: {problem[:300]}. "
             f"Write it as [registry/]repository[:tag][@sha256:digest], "
             f"e.g. ghcr.io/org/app:1.2 or 127.0.0.1:5000/app@sha256:..."
         )
@@ -183,7 +183,7 @@ class ImageNotFound(RegistryError, LookupError):
         self.reference = reference
         suffix = f" ({detail})" if detail else ""
         super().__init__(
-            f"image {reference!r} was not found in its registry{suffix}. "
+            f"image {shown(reference)} was not found in its registry{suffix}. "
             f"Check the repository name and tag, and push the image before running tasks with it "
             f"(`docker buildx build --platform linux/amd64,linux/arm64 --push -t {reference} ...`)."
         )

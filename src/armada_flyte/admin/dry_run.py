@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pathlib
+import re
 import sys
 from typing import Any
 
@@ -19,6 +20,7 @@ from armada_flyte.connector.pod import RunIdentity
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.task.flyte_internals import get_proto_task
 
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PLACEHOLDER_BUNDLE = "s3://bucket/code/bundle.tgz"
 _PLACEHOLDER_OUTPUTS = "s3://bucket/raw/dry-run/a0/0"
 
@@ -26,11 +28,19 @@ _PLACEHOLDER_OUTPUTS = "s3://bucket/raw/dry-run/a0/0"
 def load_task(reference: str, root_dir: pathlib.Path) -> Any:
     """The task named `module:attribute`, imported with `root_dir` on the path."""
     module_name, _, attribute = reference.partition(":")
-    if not module_name or not attribute:
+    if not _DOTTED.fullmatch(module_name) or not attribute.isidentifier():
         raise InvalidConfig("TASK", reference, "name it as module:task, e.g. examples.multiarch:train")
     sys.path.insert(0, str(root_dir))
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise InvalidConfig(
+            "TASK", reference, f"no module {exc.name or module_name!r} under {root_dir}; check the name or --root"
+        ) from None
+    except Exception as exc:  # the user's module itself failed to import: say where, not a traceback
+        raise InvalidConfig(
+            "TASK", reference, f"importing {module_name} failed: {type(exc).__name__}: {str(exc)[:500]}"
+        ) from None
     finally:
         sys.path.remove(str(root_dir))
     task = getattr(module, attribute, None)

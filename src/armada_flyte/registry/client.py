@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import ssl
+import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import httpx
@@ -19,9 +20,11 @@ import httpx
 from armada_flyte.errors import (
     ImageNotFound,
     RegistryAuthFailed,
+    RegistryError,
     RegistryProtocolError,
     RegistryUnreachable,
 )
+from armada_flyte.registry.bounded_http import Answer, BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_get
 from armada_flyte.registry.credentials import RegistryCredentials, credentials_from_docker_config
 from armada_flyte.registry.platforms import (
     INDEX_MEDIA_TYPES,
@@ -30,7 +33,7 @@ from armada_flyte.registry.platforms import (
     Platform,
     index_platforms,
 )
-from armada_flyte.registry.reference import ImageReference
+from armada_flyte.registry.reference import DIGEST, ImageReference
 
 _SCHEMA1_MEDIA_TYPES = (
     "application/vnd.docker.distribution.manifest.v1+prettyjws",
@@ -38,10 +41,18 @@ _SCHEMA1_MEDIA_TYPES = (
 )
 _ACCEPT = ", ".join((*INDEX_MEDIA_TYPES, *MANIFEST_MEDIA_TYPES))
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))')
-_MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+_TOKEN = re.compile(r"[\x21-\x7e]{1,16384}")
+"""A token we can send back in an Authorization header: printable ASCII."""
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 """The distribution spec lets registries refuse manifests over 4 MiB; anything bigger is not one."""
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""An image config names layers' digests and the build history: kilobytes, rarely more."""
+MAX_TOKEN_ANSWER_BYTES = 1024 * 1024
+_MAX_DETAIL = 300
+"""Characters of a registry's own words quoted in our errors."""
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
+"""Bound on one whole lookup (every request it makes), not on each read."""
 
 
 class RegistryClient:
@@ -64,6 +75,7 @@ class RegistryClient:
         self._insecure_hosts = frozenset(insecure_hosts)
         self._credentials = dict(credentials or {})
         self._use_docker_config = use_docker_config
+        self._timeout = timeout
         self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=True)
         self._authorization: dict[tuple[str, str], str] = {}
 
@@ -77,35 +89,49 @@ class RegistryClient:
         self._http.close()
 
     def platforms(self, reference: Union[str, ImageReference]) -> ImagePlatforms:
-        """The platforms `reference` resolves to; raises ImageNotFound, RegistryAuthFailed, RegistryUnreachable."""
+        """The platforms `reference` resolves to, within the client's timeout for the whole lookup.
+
+        Raises only `RegistryError`s: InvalidImageReference, ImageNotFound, RegistryAuthFailed,
+        RegistryUnreachable, RegistryProtocolError, whatever the registry sends.
+        """
         ref = reference if isinstance(reference, ImageReference) else ImageReference.parse(reference)
-        response = self._get(ref, f"manifests/{ref.manifest_reference}", accept=_ACCEPT)
-        body = response.content
-        if len(body) > _MAX_MANIFEST_BYTES:
-            raise RegistryProtocolError(ref.registry, f"the manifest of {ref} is larger than 4 MiB")
+        deadline = time.monotonic() + self._timeout
+        try:
+            return self._platforms(ref, deadline)
+        except RegistryError:
+            raise
+        except (ValueError, TypeError, AttributeError, KeyError, RecursionError, UnicodeError, OverflowError) as exc:
+            # a shape of answer the checks below did not foresee: still "could not read", never a crash
+            raise RegistryProtocolError(ref.registry, f"unexpected answer for {ref} ({type(exc).__name__})") from exc
+
+    def _platforms(self, ref: ImageReference, deadline: float) -> ImagePlatforms:
+        answer = self._get(ref, f"manifests/{ref.manifest_reference}", _ACCEPT, MAX_MANIFEST_BYTES, deadline)
+        body = answer.body
         digest = "sha256:" + hashlib.sha256(body).hexdigest()
         if ref.digest and ref.digest.startswith("sha256:") and ref.digest.lower() != digest:
             raise RegistryProtocolError(ref.registry, f"the manifest served for {ref} has digest {digest}")
         manifest = _json_object(body, ref.registry, f"manifest of {ref}")
-        media_type = _media_type(response, manifest)
+        media_type = _media_type(answer, manifest)
 
         if media_type in INDEX_MEDIA_TYPES or (not media_type and "manifests" in manifest):
             platforms = index_platforms(_entries(manifest, ref))
         elif media_type in MANIFEST_MEDIA_TYPES or (not media_type and "config" in manifest):
-            platforms = self._config_platform(ref, manifest)
+            platforms = self._config_platform(ref, manifest, deadline)
         elif media_type in _SCHEMA1_MEDIA_TYPES:
-            platforms = (Platform("linux", str(manifest.get("architecture", ""))),)
+            architecture = manifest.get("architecture")
+            platforms = (Platform("linux", architecture),) if isinstance(architecture, str) and architecture else ()
         else:
-            raise RegistryProtocolError(ref.registry, f"{ref} is a {media_type or 'document'} with no platforms")
+            raise RegistryProtocolError(ref.registry, f"{ref} is a {_clip(media_type) or 'document'} with no platforms")
         return ImagePlatforms(reference=str(ref), digest=digest, media_type=media_type, platforms=platforms)
 
-    def _config_platform(self, ref: ImageReference, manifest: dict[str, Any]) -> tuple[Platform, ...]:
+    def _config_platform(self, ref: ImageReference, manifest: dict[str, Any], deadline: float) -> tuple[Platform, ...]:
         """A single manifest names its platform only in its config blob."""
         config = manifest.get("config")
-        if not isinstance(config, dict) or not isinstance(config.get("digest"), str):
-            raise RegistryProtocolError(ref.registry, f"the manifest of {ref} has no config descriptor")
-        response = self._get(ref, f"blobs/{config['digest']}", accept="application/json, */*")
-        image_config = _json_object(response.content, ref.registry, f"config blob of {ref}")
+        digest = config.get("digest") if isinstance(config, dict) else None
+        if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+            raise RegistryProtocolError(ref.registry, f"the manifest of {ref} has no usable config descriptor")
+        answer = self._get(ref, f"blobs/{digest}", "application/json, */*", MAX_CONFIG_BYTES, deadline)
+        image_config = _json_object(answer.body, ref.registry, f"config blob of {ref}")
         platform = Platform.from_oci(image_config)
         return () if platform.is_unknown else (platform,)
 
@@ -115,45 +141,72 @@ class RegistryClient:
         plain = ref.is_loopback() or host in self._insecure_hosts or hostname in self._insecure_hosts
         return f"{'http' if plain else 'https'}://{host}/v2/{ref.repository}/"
 
-    def _get(self, ref: ImageReference, path: str, accept: str) -> httpx.Response:
+    def _get(self, ref: ImageReference, path: str, accept: str, limit: int, deadline: float) -> Answer:
         """GET under the repository, authorising on the registry's challenge; errors become typed errors."""
         url = self._base_url(ref) + path
         key = (ref.api_host, ref.repository)
-        response = self._send(ref, url, accept, self._authorization.get(key))
-        if response.status_code == 401:
-            self._authorization[key] = self._answer_challenge(ref, response)
-            response = self._send(ref, url, accept, self._authorization[key])
-            if response.status_code == 401:
+        answer = self._send(ref, url, accept, self._authorization.get(key), limit, deadline)
+        if answer.status == 401:
+            self._authorization[key] = self._answer_challenge(ref, answer, deadline)
+            answer = self._send(ref, url, accept, self._authorization[key], limit, deadline)
+            if answer.status == 401:
                 self._authorization.pop(key, None)
-                raise RegistryAuthFailed(ref.registry, str(ref), self._refusal(ref, response))
-        if response.status_code == 403:
-            raise RegistryAuthFailed(ref.registry, str(ref), "access denied" + _error_detail(response, ": "))
-        if response.status_code == 404:
-            raise ImageNotFound(str(ref), _error_detail(response))
-        if response.status_code == 429:
+                raise RegistryAuthFailed(ref.registry, str(ref), self._refusal(ref, answer))
+        if answer.status == 403:
+            raise RegistryAuthFailed(ref.registry, str(ref), "access denied" + _error_detail(answer, ": "))
+        if answer.status == 404:
+            raise ImageNotFound(str(ref), _error_detail(answer))
+        if answer.status == 429:
             raise RegistryUnreachable(
                 ref.registry,
                 "it is rate-limiting requests (HTTP 429)",
                 hint="Retry later, or log in (`docker login`) to get a higher limit.",
             )
-        if response.status_code >= 500:
-            raise RegistryUnreachable(ref.registry, f"it answered HTTP {response.status_code}")
-        if response.status_code != 200:
-            raise RegistryProtocolError(
-                ref.registry, f"HTTP {response.status_code} for {url}{_error_detail(response, ': ')}"
-            )
-        return response
+        if answer.status >= 500:
+            raise RegistryUnreachable(ref.registry, f"it answered HTTP {answer.status}")
+        if answer.status != 200:
+            raise RegistryProtocolError(ref.registry, f"HTTP {answer.status} for {url}{_error_detail(answer, ': ')}")
+        return answer
 
-    def _send(self, ref: ImageReference, url: str, accept: str, authorization: Optional[str]) -> httpx.Response:
+    def _send(
+        self,
+        ref: ImageReference,
+        url: str,
+        accept: str,
+        authorization: Optional[str],
+        limit: int,
+        deadline: float,
+        *,
+        params: Optional[Mapping[str, str]] = None,
+        auth: Any = None,
+        what: str = "it",
+    ) -> Answer:
+        """One bounded GET; a non-200 answer's body is kept only as far as an error message needs."""
         headers = {"Accept": accept}
         if authorization:
             headers["Authorization"] = authorization
         try:
-            return self._http.get(url, headers=headers)
+            answer = bounded_get(
+                self._http, url, limit=limit, deadline=deadline, headers=headers, params=params, auth=auth
+            )
+        except DeadlinePassed:
+            raise RegistryUnreachable(
+                ref.registry, f"{what} did not answer {url} within {self._timeout:g}s (the bound on a whole lookup)"
+            ) from None
+        except BodyTooLarge:
+            raise RegistryProtocolError(
+                ref.registry, f"the answer for {url} is larger than {limit // 1024} KiB"
+            ) from None
+        except UnreadableBody as exc:
+            raise RegistryProtocolError(ref.registry, f"{url}: {exc}") from None
+        except httpx.TimeoutException:
+            raise RegistryUnreachable(ref.registry, f"{what} did not answer {url} within {self._timeout:g}s") from None
         except httpx.TransportError as exc:
-            raise _unreachable(ref.registry, url, exc) from exc
-        except httpx.HTTPError as exc:  # redirect loops, undecodable bodies, ...
-            raise RegistryProtocolError(ref.registry, f"{url}: {exc}") from exc
+            raise _unreachable(ref.registry, url, exc, what=what) from exc
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.CookieConflict, UnicodeError, ValueError) as exc:
+            # redirect loops, URLs or headers that can't be sent, ...
+            raise RegistryProtocolError(ref.registry, f"{_clip(url)}: {_clip(str(exc))}") from None
+        return answer
 
     def _credentials_for(self, ref: ImageReference) -> Optional[RegistryCredentials]:
         if ref.registry in self._credentials:
@@ -162,9 +215,9 @@ class RegistryClient:
             return credentials_from_docker_config(ref.registry)
         return None
 
-    def _answer_challenge(self, ref: ImageReference, response: httpx.Response) -> str:
+    def _answer_challenge(self, ref: ImageReference, answer: Answer, deadline: float) -> str:
         """Turn a 401's WWW-Authenticate challenge into an Authorization header value."""
-        scheme, params = parse_challenge(response.headers.get("www-authenticate", ""))
+        scheme, params = parse_challenge(answer.headers.get("www-authenticate", ""))
         credentials = self._credentials_for(ref)
         if scheme == "basic":
             if credentials is None:
@@ -173,56 +226,70 @@ class RegistryClient:
                 )
             return basic_authorization(credentials)
         if scheme == "bearer":
-            return "Bearer " + self._fetch_token(ref, params, credentials)
+            return "Bearer " + self._fetch_token(ref, params, credentials, deadline)
         raise RegistryAuthFailed(
-            ref.registry, str(ref), f"it asks for {scheme or 'an unnamed'} authentication, which is not supported"
+            ref.registry,
+            str(ref),
+            f"it asks for {_clip(scheme, 40) or 'an unnamed'} authentication, which is not supported",
         )
 
     def _fetch_token(
-        self, ref: ImageReference, params: Mapping[str, str], credentials: Optional[RegistryCredentials]
+        self,
+        ref: ImageReference,
+        params: Mapping[str, str],
+        credentials: Optional[RegistryCredentials],
+        deadline: float,
     ) -> str:
         """The token dance: ask the realm for a pull token for this repository (with credentials if we have them)."""
         realm = params.get("realm")
         if not realm or not realm.startswith(("https://", "http://")):
-            raise RegistryProtocolError(ref.registry, f"its bearer challenge names no usable realm ({realm!r})")
+            raise RegistryProtocolError(
+                ref.registry, f"its bearer challenge names no usable realm ({_clip(repr(realm))})"
+            )
+        realm_text = _clip(realm)
         if realm.startswith("http://") and credentials is not None and not self._base_url(ref).startswith("http://"):
             # A registry reached over TLS must not have our password sent in the clear.
             raise RegistryProtocolError(
-                ref.registry, f"its token service {realm} is plain HTTP; credentials are only sent over HTTPS"
+                ref.registry, f"its token service {realm_text} is plain HTTP; credentials are only sent over HTTPS"
             )
         query = {"scope": params.get("scope") or f"repository:{ref.repository}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
         auth = httpx.BasicAuth(credentials.username, credentials.password) if credentials else None
-        try:
-            answer = self._http.get(realm, params=query, auth=auth)
-        except httpx.TransportError as exc:
-            raise _unreachable(ref.registry, realm, exc, what="its token service") from exc
-        except httpx.HTTPError as exc:
-            raise RegistryProtocolError(ref.registry, f"its token service {realm}: {exc}") from exc
-        if answer.status_code in (401, 403):
+        answer = self._send(
+            ref,
+            realm,
+            "application/json",
+            None,
+            MAX_TOKEN_ANSWER_BYTES,
+            deadline,
+            params=query,
+            auth=auth,
+            what="its token service",
+        )
+        if answer.status in (401, 403):
             who = (
                 f"the credentials for {credentials.username!r} were refused"
                 if credentials
                 else "it refused anonymous access"
             )
-            raise RegistryAuthFailed(ref.registry, str(ref), f"its token service {realm}: {who}")
-        if answer.status_code != 200:
-            raise RegistryUnreachable(ref.registry, f"its token service {realm} answered HTTP {answer.status_code}")
-        document = _json_object(answer.content, ref.registry, "token service answer")
+            raise RegistryAuthFailed(ref.registry, str(ref), f"its token service {realm_text}: {who}")
+        if answer.status != 200:
+            raise RegistryUnreachable(ref.registry, f"its token service {realm_text} answered HTTP {answer.status}")
+        document = _json_object(answer.body, ref.registry, "token service answer")
         token = document.get("token") or document.get("access_token")
-        if not isinstance(token, str) or not token:
-            raise RegistryProtocolError(ref.registry, f"its token service {realm} returned no token")
+        if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+            raise RegistryProtocolError(ref.registry, f"its token service {realm_text} returned no usable token")
         return token
 
-    def _refusal(self, ref: ImageReference, response: httpx.Response) -> str:
+    def _refusal(self, ref: ImageReference, answer: Answer) -> str:
         credentials = self._credentials_for(ref)
         who = (
             f"the credentials for {credentials.username!r} were refused"
             if credentials
             else "it needs credentials and none were found"
         )
-        return who + _error_detail(response, " - ")
+        return who + _error_detail(answer, " - ")
 
 
 def basic_authorization(credentials: RegistryCredentials) -> str:
@@ -242,11 +309,11 @@ def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
     return scheme.lower(), params
 
 
-def _media_type(response: httpx.Response, manifest: Mapping[str, Any]) -> str:
+def _media_type(answer: Answer, manifest: Mapping[str, Any]) -> str:
     declared = manifest.get("mediaType")
     if isinstance(declared, str) and declared:
         return declared
-    header = response.headers.get("content-type", "").split(";", 1)[0].strip()
+    header = answer.headers.get("content-type", "").split(";", 1)[0].strip()
     return "" if header in ("application/json", "text/plain", "") else header
 
 
@@ -260,25 +327,41 @@ def _entries(index: Mapping[str, Any], ref: ImageReference) -> list[Mapping[str,
 def _json_object(body: bytes, registry: str, what: str) -> dict[str, Any]:
     try:
         document = json.loads(body)
-    except ValueError as exc:
-        raise RegistryProtocolError(registry, f"the {what} is not JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than the stack
+        raise RegistryProtocolError(
+            registry, f"the {what} is not JSON ({_clip(str(exc) or type(exc).__name__)})"
+        ) from None
     if not isinstance(document, dict):
         raise RegistryProtocolError(registry, f"the {what} is not a JSON object")
     return document
 
 
-def _error_detail(response: httpx.Response, prefix: str = "") -> str:
+def _error_detail(answer: Answer, prefix: str = "") -> str:
     """The registry's own error codes and messages, e.g. `MANIFEST_UNKNOWN: manifest unknown`."""
     try:
-        errors = response.json().get("errors") or []
-        text = "; ".join(f"{e.get('code', '?')}: {e.get('message', '')}".rstrip(": ") for e in errors)
-    except (ValueError, AttributeError):
-        text = ""
+        document = json.loads(answer.body)
+    except (ValueError, RecursionError):
+        return ""
+    errors = document.get("errors") if isinstance(document, dict) else None
+    if not isinstance(errors, list):
+        return ""
+    parts = []
+    for error in errors[:5]:
+        if isinstance(error, dict):
+            code, message = error.get("code", "?"), error.get("message", "")
+            parts.append(f"{code if isinstance(code, str) else '?'}: {message if isinstance(message, str) else ''}")
+    text = _clip("; ".join(part.rstrip(": ") for part in parts))
     return prefix + text if text else ""
 
 
+def _clip(text: str, limit: int = _MAX_DETAIL) -> str:
+    """A registry's text, printable and short, for quoting in an error."""
+    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _unreachable(registry: str, url: str, exc: httpx.TransportError, what: str = "it") -> RegistryUnreachable:
-    detail = f"{what} did not answer at {url} ({type(exc).__name__}: {exc or 'no details'})"
+    detail = f"{what} did not answer at {_clip(url)} ({type(exc).__name__}: {_clip(str(exc)) or 'no details'})"
     if "SSL" in str(exc) or "certificate" in str(exc).lower():
         return RegistryUnreachable(
             registry,

@@ -36,8 +36,12 @@ class Platform:
     @classmethod
     def from_oci(cls, data: Mapping[str, Any]) -> Platform:
         """Read the `platform` object of an index entry, or an image config's os/architecture."""
-        variant = data.get("variant") or None
-        return cls(os=str(data.get("os") or ""), architecture=str(data.get("architecture") or ""), variant=variant)
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value[:64] if isinstance(value, str) else ""  # anything else is not a platform field
+
+        return cls(os=text("os"), architecture=text("architecture"), variant=text("variant") or None)
 
     @classmethod
     def parse(cls, text: str) -> Platform:
@@ -92,10 +96,11 @@ def index_platforms(entries: Iterable[Mapping[str, Any]]) -> tuple[Platform, ...
     """Platforms of an index's `manifests` entries, skipping attestations and duplicates, in a stable order."""
     found: set[Platform] = set()
     for entry in entries:
-        annotations = entry.get("annotations") or {}
-        if annotations.get(_ATTESTATION_ANNOTATION) == "attestation-manifest":
+        annotations = entry.get("annotations")
+        if isinstance(annotations, Mapping) and annotations.get(_ATTESTATION_ANNOTATION) == "attestation-manifest":
             continue
-        platform = Platform.from_oci(entry.get("platform") or {})
+        platform_data = entry.get("platform")
+        platform = Platform.from_oci(platform_data if isinstance(platform_data, Mapping) else {})
         if not platform.is_unknown:
             found.add(platform)
     return tuple(sorted(found))

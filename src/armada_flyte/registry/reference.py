@@ -17,10 +17,12 @@ DOCKER_HUB = "docker.io"
 """How Docker Hub is named in references and credentials."""
 DOCKER_HUB_API = "registry-1.docker.io"
 """Where Docker Hub's registry API answers."""
+MAX_REFERENCE = 1024
+"""Docker caps a repository name at 255 characters; with registry, tag and digest this is plenty."""
 
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
+DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
 _HOST = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
 )
@@ -40,6 +42,10 @@ class ImageReference:
     def parse(cls, text: str) -> ImageReference:
         """Split a reference into its parts, applying Docker's defaults, or fail saying what is wrong."""
         original = text
+        if not isinstance(text, str):
+            raise InvalidImageReference(str(type(text).__name__), "an image reference is text")
+        if len(text) > MAX_REFERENCE:
+            raise InvalidImageReference(text, f"it is longer than {MAX_REFERENCE} characters")
         text = text.strip()
         if not text:
             raise InvalidImageReference(original, "it is empty")
@@ -49,7 +55,7 @@ class ImageReference:
         digest: Optional[str] = None
         if "@" in text:
             text, digest = text.split("@", 1)
-            if not _DIGEST.fullmatch(digest):
+            if not DIGEST.fullmatch(digest):
                 raise InvalidImageReference(original, f"{digest!r} is not a digest like sha256:<64 hex digits>")
 
         registry, _, remainder = text.partition("/")
