@@ -7,7 +7,6 @@ the event loop that made it, so one channel is kept per loop.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import random
 import weakref
@@ -29,6 +28,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf import json_format
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
+from armada_flyte.connector.auth import credentials_for
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.submit_batch import SubmitBatcher
@@ -61,6 +61,7 @@ class ArmadaApi:
 
     def __init__(self, settings: ConnectorConfig):
         self._settings = settings
+        self._credentials = credentials_for(settings)
         self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
             weakref.WeakKeyDictionary()
         )
@@ -81,40 +82,47 @@ class ArmadaApi:
         return channels[target]
 
     def auth_metadata(self) -> list[tuple[str, str]]:
-        """The `authorization` header for the configured credentials (empty: none)."""
-        s = self._settings
-        if s.auth_token is not None:
-            return [("authorization", f"Bearer {s.auth_token.get_secret_value()}")]
-        if s.auth_username is not None and s.auth_password is not None:
-            raw = f"{s.auth_username}:{s.auth_password.get_secret_value()}".encode()
-            return [("authorization", "basic " + base64.b64encode(raw).decode())]
-        return []
+        """The `authorization` header for the configured credentials (empty: none); may block to fetch a token."""
+        header = self._credentials.header()
+        return [("authorization", header)] if header else []
 
-    async def _call(self, what: str, make_call: Callable[[], Awaitable[T]]) -> T:
-        """Run one RPC, retrying transient failures with jittered backoff, a bounded number of times."""
+    async def _kw(self) -> dict[str, Any]:
+        header = self._credentials.cached()
+        if header is None:
+            header = await asyncio.to_thread(self._credentials.header)
+        metadata = [("authorization", header)] if header else []
+        return {"metadata": metadata, "timeout": self._settings.grpc_timeout_seconds}
+
+    async def _call(self, what: str, make_call: Callable[[dict[str, Any]], Awaitable[T]]) -> T:
+        """Run one RPC, retrying transient failures with jittered backoff, a bounded number of times.
+
+        A refused token is fetched again once (it may have been revoked or expired early)."""
         attempts = self._settings.grpc_retries + 1
-        for attempt in range(attempts):
+        refreshed = False
+        attempt = 0
+        while True:
             try:
-                return await make_call()
+                return await make_call(await self._kw())
             except grpc.aio.AioRpcError as exc:
                 code = exc.code()
-                if code in _TRANSIENT and attempt + 1 < attempts:
-                    delay = min(2.0, 0.1 * 2**attempt) * (0.5 + random.random() / 2)
+                if code == grpc.StatusCode.UNAUTHENTICATED and not refreshed and self._credentials.invalidate():
+                    refreshed = True
+                    log.info("Armada %s: UNAUTHENTICATED; fetching a new token and retrying once", what)
+                    continue
+                attempt += 1
+                if code in _TRANSIENT and attempt < attempts:
+                    delay = min(2.0, 0.1 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
                     log.warning("Armada %s: %s (%s); retrying in %.2fs", what, code.name, exc.details(), delay)
                     await asyncio.sleep(delay)
                     continue
                 raise _translate(what, exc, self._settings.armada_url) from None
-        raise AssertionError("unreachable")
-
-    def _kw(self) -> dict[str, Any]:
-        return {"metadata": self.auth_metadata(), "timeout": self._settings.grpc_timeout_seconds}
 
     # ---- Submit ----
     async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:
         """Submit jobs; returns their ids in order. Refusals raise `SubmissionRefused` with Armada's reason."""
         request = submit_request(queue, job_set_id, jobs)
         stub = submit_pb2_grpc.SubmitStub(self._channel())
-        response = await self._call("SubmitJobs", lambda: stub.SubmitJobs(request, **self._kw()))
+        response = await self._call("SubmitJobs", lambda kw: stub.SubmitJobs(request, **kw))
         ids = []
         for item in response.job_response_items:
             if item.error:  # real Armada never sets it, but other servers might
@@ -135,16 +143,19 @@ class ArmadaApi:
     async def cancel(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
         stub = submit_pb2_grpc.SubmitStub(self._channel())
         request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=[job_id], reason=reason)
-        await self._call("CancelJobs", lambda: stub.CancelJobs(request, **self._kw()))
+        await self._call("CancelJobs", lambda kw: stub.CancelJobs(request, **kw))
 
     # ---- Jobs ----
-    async def _per_chunk(self, what: str, job_ids: list[str], call: Callable[[list[str]], Awaitable[T]]) -> list[T]:
+    async def _per_chunk(
+        self, what: str, job_ids: list[str], call: Callable[[list[str], dict[str, Any]], Awaitable[T]]
+    ) -> list[T]:
         """`call` once per chunk of at most 500 ids (Armada's limit), chunks sent concurrently, each with the
         bounded retry."""
         chunks = _chunks(job_ids)
         if len(chunks) == 1:
-            return [await self._call(what, lambda: call(chunks[0]))]
-        return list(await asyncio.gather(*(self._call(what, lambda chunk=chunk: call(chunk)) for chunk in chunks)))
+            return [await self._call(what, lambda kw: call(chunks[0], kw))]
+        calls = (self._call(what, lambda kw, chunk=chunk: call(chunk, kw)) for chunk in chunks)
+        return list(await asyncio.gather(*calls))
 
     async def status(self, job_ids: list[str]) -> dict[str, int]:
         """JobState of each id (UNKNOWN for ids Armada doesn't know), in calls of at most 500 ids."""
@@ -153,7 +164,7 @@ class ArmadaApi:
         for response in await self._per_chunk(
             "GetJobStatus",
             job_ids,
-            lambda chunk: stub.GetJobStatus(job_pb2.JobStatusRequest(job_ids=chunk), **self._kw()),
+            lambda chunk, kw: stub.GetJobStatus(job_pb2.JobStatusRequest(job_ids=chunk), **kw),
         ):
             states.update(response.job_states)
         return {job_id: states.get(job_id, JobState.UNKNOWN) for job_id in job_ids}
@@ -172,7 +183,7 @@ class ArmadaApi:
         for response in await self._per_chunk(
             "GetJobErrors",
             job_ids,
-            lambda chunk: stub.GetJobErrors(job_pb2.JobErrorsRequest(job_ids=chunk), **self._kw()),
+            lambda chunk, kw: stub.GetJobErrors(job_pb2.JobErrorsRequest(job_ids=chunk), **kw),
         ):
             found.update(response.job_errors)
         return found
@@ -184,9 +195,7 @@ class ArmadaApi:
         for response in await self._per_chunk(
             "GetJobDetails",
             job_ids,
-            lambda chunk: stub.GetJobDetails(
-                job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_run=True), **self._kw()
-            ),
+            lambda chunk, kw: stub.GetJobDetails(job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_run=True), **kw),
         ):
             for job_id, details in response.job_details.items():
                 runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
@@ -222,20 +231,20 @@ class ArmadaApi:
         """The scheduler's text report of its latest round for the job, per pool."""
         stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
         request = reporting_pb2.JobReportRequest(job_id=job_id)
-        return (await self._call("GetJobReport", lambda: stub.GetJobReport(request, **self._kw()))).report
+        return (await self._call("GetJobReport", lambda kw: stub.GetJobReport(request, **kw))).report
 
     async def queue_report(self, queue: str) -> str:
         """The scheduler's text report of its latest round for the queue, per pool."""
         stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
         request = reporting_pb2.QueueReportRequest(queue_name=queue)
-        return (await self._call("GetQueueReport", lambda: stub.GetQueueReport(request, **self._kw()))).report
+        return (await self._call("GetQueueReport", lambda kw: stub.GetQueueReport(request, **kw))).report
 
     # ---- Binoculars ----
     async def logs(self, job_id: str, namespace: str) -> list[str]:
         """The job's container log lines, from Armada's Binoculars log API."""
         stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url))
         request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
-        response = await self._call("Logs", lambda: stub.Logs(request, **self._kw()))
+        response = await self._call("Logs", lambda kw: stub.Logs(request, **kw))
         return [line.line for line in response.log]
 
     async def close(self) -> None:
@@ -346,8 +355,9 @@ def _translate(what: str, exc: grpc.aio.AioRpcError, url: str) -> ArmadaFlyteErr
     code, details = exc.code(), exc.details() or ""
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return ArmadaAuthError(
-            f"Armada at {url} refused our credentials ({what}): {details}. Check ARMADA_FLYTE_AUTH_TOKEN "
-            "or ARMADA_FLYTE_AUTH_USERNAME/ARMADA_FLYTE_AUTH_PASSWORD in the connector's settings."
+            f"Armada at {url} refused our credentials ({what}): {details}. Check ARMADA_FLYTE_AUTH_TOKEN, "
+            "ARMADA_FLYTE_AUTH_USERNAME/ARMADA_FLYTE_AUTH_PASSWORD, the ARMADA_FLYTE_OIDC_* settings or "
+            "ARMADA_FLYTE_AUTH_EXEC_CMD in the connector's settings."
         )
     if code == grpc.StatusCode.PERMISSION_DENIED:
         if "could not find queue" in details:

@@ -1,4 +1,4 @@
-"""One bounded HTTP GET: at most so many bytes (after gzip), finished by a deadline.
+"""One bounded HTTP request: at most so many bytes (after gzip), finished by a deadline.
 
 A registry is someone else's server. Reading its answer whole before checking its size, inflating
 gzip without a limit, or trusting a per-read timeout (a byte every few seconds keeps it alive)
@@ -41,8 +41,14 @@ class Answer:
     truncated: bool = False
 
 
-def bounded_get(
+def bounded_get(client: httpx.Client, url: str, **kwargs: Any) -> Answer:
+    """`bounded_request` with GET."""
+    return bounded_request(client, "GET", url, **kwargs)
+
+
+def bounded_request(
     client: httpx.Client,
+    method: str,
     url: str,
     *,
     limit: int,
@@ -50,9 +56,10 @@ def bounded_get(
     headers: Optional[Mapping[str, str]] = None,
     params: Optional[Mapping[str, str]] = None,
     auth: Any = None,
+    data: Optional[Mapping[str, str]] = None,
     error_limit: int = 64 * 1024,
 ) -> Answer:
-    """GET `url`, reading at most `limit` body bytes by `deadline` (`time.monotonic()`).
+    """`method` `url` (form `data` for a POST), reading at most `limit` body bytes by `deadline` (`time.monotonic()`).
 
     A 200 answer over the limit: `BodyTooLarge`. Any other status keeps the first `error_limit`
     bytes (enough for an error message). Past the deadline: `DeadlinePassed`. httpx's own errors
@@ -63,7 +70,7 @@ def bounded_get(
         raise DeadlinePassed()
     request_headers = {**(headers or {}), "Accept-Encoding": "gzip"}
     with client.stream(
-        "GET", url, headers=request_headers, params=params, auth=auth, timeout=httpx.Timeout(remaining)
+        method, url, headers=request_headers, params=params, auth=auth, data=data, timeout=httpx.Timeout(remaining)
     ) as response:
         watchdog = _Watchdog(response, deadline)
         ok = response.status_code == 200

@@ -16,6 +16,7 @@ from armada_client.client import ArmadaClient
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
 from armada_flyte.connector.armada_api import ArmadaApi, open_channel
 from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.errors import ArmadaAuthError
 
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -24,6 +25,14 @@ def check_armada(url: str, queue: str, settings: ConnectorConfig) -> list[Findin
     """Reachability first; credentials and the queue only if Armada answered at all."""
     try:
         channel = _channel(url, settings)
+    except ArmadaAuthError as exc:  # the token source itself failed (token endpoint, token command)
+        return [
+            problem(
+                "armada.auth",
+                f"could not get credentials for Armada at {url}: {exc}",
+                "fix the credential settings named above; the connector would fail the same way",
+            )
+        ]
     except OSError as exc:
         return [
             problem(
@@ -139,6 +148,10 @@ def _credentials(settings: ConnectorConfig) -> str:
         return "a bearer token (ARMADA_FLYTE_AUTH_TOKEN)"
     if settings.auth_username is not None:
         return f"basic auth as {settings.auth_username!r} (ARMADA_FLYTE_AUTH_USERNAME)"
+    if settings.oidc_client_id is not None:
+        return f"an OIDC client-credentials token for client {settings.oidc_client_id!r} (ARMADA_FLYTE_OIDC_CLIENT_ID)"
+    if settings.auth_exec_cmd is not None:
+        return f"a token printed by {settings.auth_exec_cmd!r} (ARMADA_FLYTE_AUTH_EXEC_CMD)"
     return ""
 
 
