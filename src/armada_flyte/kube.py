@@ -38,6 +38,11 @@ _DECIMAL_SUFFIX = {
 }
 
 
+def _short(text: str) -> str:
+    """`text` quoted for a message, cut where no valid name would reach."""
+    return repr(text) if len(text) <= 80 else repr(text[:80]) + "..."
+
+
 def label_key_problem(key: str) -> str | None:
     """Why `key` is not a valid label key (`[prefix/]name`), or None if it is."""
     if not isinstance(key, str) or not key:
@@ -46,12 +51,10 @@ def label_key_problem(key: str) -> str | None:
     if "/" in key and not prefix:
         return "the prefix before '/' must not be empty"
     if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        return (
-            f"prefix {prefix!r} must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 253 characters"
-        )
+        return f"prefix {_short(prefix)} must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 253 characters"
     if len(name) > 63 or not _QUALIFIED_NAME.match(name):
         return (
-            f"name {name!r} must be at most 63 characters of letters, digits, '-', '_' or '.', "
+            f"name {_short(name)} must be at most 63 characters of letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit"
         )
     return None
@@ -63,7 +66,7 @@ def label_value_problem(value: str) -> str | None:
         return "a label value must be a string"
     if len(value) > 63 or not _LABEL_VALUE.match(value):
         return (
-            f"value {value!r} must be at most 63 characters of letters, digits, '-', '_' or '.', "
+            f"value {_short(value)} must be at most 63 characters of letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit (or empty)"
         )
     return None
@@ -96,9 +99,12 @@ def secret_key_problem(key: str) -> str | None:
 
 def dns_label_problem(name: str) -> str | None:
     """Why `name` is not a DNS-1123 label (namespaces), or None if it is."""
-    if not isinstance(name, str) or len(name) > 63 or not _DNS1123_LABEL.match(name):
+    if not isinstance(name, str):
+        return "a name must be a string of lower-case letters, digits or '-'"
+    if len(name) > 63 or not _DNS1123_LABEL.match(name):
         return (
-            f"{name!r} must be at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit"
+            f"{_short(name)} must be at most 63 lower-case letters, digits or '-', "
+            "starting and ending with a letter or digit"
         )
     return None
 

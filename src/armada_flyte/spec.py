@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, parse_request, sorted_architectures
 from armada_flyte.armada_names import MAX_JOB_SET_ID
-from armada_flyte.errors import InvalidConfig
+from armada_flyte.errors import InvalidConfig, shown
 from armada_flyte.kube import dns_label_problem, label_key_problem, parse_quantity
 
 TASK_TYPE = "armada"
@@ -156,7 +156,7 @@ def _check_gang(config: ArmadaConfig) -> None:
         _check_optional_text(config, "gang_id")
         if config.gang_cardinality is None:
             raise InvalidConfig(
-                "ArmadaConfig.gang_cardinality", None, "set how many jobs make up gang " + repr(config.gang_id)
+                "ArmadaConfig.gang_cardinality", None, "set how many jobs make up gang " + shown(config.gang_id, 80)
             )
     label = config.gang_node_uniformity_label
     if label is not None:
