@@ -51,7 +51,10 @@ def label_key_problem(key: str) -> str | None:
     if "/" in key and not prefix:
         return "the prefix before '/' must not be empty"
     if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        return f"prefix {_short(prefix)} must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 253 characters"
+        return (
+            f"prefix {_short(prefix)} must be a DNS subdomain (lower-case letters, digits, '-', '.'), "
+            "at most 253 characters"
+        )
     if len(name) > 63 or not _QUALIFIED_NAME.match(name):
         return (
             f"name {_short(name)} must be at most 63 characters of letters, digits, '-', '_' or '.', "
