@@ -61,6 +61,21 @@ values = st.recursive(
     max_leaves=8,
 )
 
+dumpable_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), awkward_text),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(awkward_text, children, max_size=3),
+    max_leaves=8,
+)
+"""Like `values`, without integers too long for `str()` (which YAML and JSON writers need)."""
+
+
+def alias_bomb(levels: int = 10, width: int = 9) -> str:
+    """A few hundred bytes of YAML whose aliases expand to width**levels values ("billion laughs")."""
+    lines = ["l0: &l0 [lol]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
 yaml_documents = st.one_of(
     st.text(max_size=200),
     st.binary(max_size=200).map(lambda b: b.decode("latin-1")),

@@ -14,6 +14,7 @@ import yaml
 
 from armada_flyte.admin.doctor.config_checks import describe
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
+from armada_flyte.config_file import MAX_FILE_BYTES, load_bounded
 from armada_flyte.connector.node_groups import PRESETS_DIR, NodeGroups
 from armada_flyte.errors import InvalidConfig
 
@@ -57,15 +58,22 @@ def load_node_groups(file: Optional[pathlib.Path], preset: Optional[str]) -> tup
 
 
 def load_yaml_mapping(path: pathlib.Path, check: str, what: str) -> tuple[Optional[dict[str, Any]], Optional[Finding]]:
-    """A YAML file's top-level mapping, or a finding saying why it can't be used."""
+    """A YAML file's top-level mapping, or a finding saying why it can't be used (read with the
+    project's bounded loader: an alias bomb or a deep nest is a finding, not a hang or a crash)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None, problem(
+                check, f"the {what} {path} is over {MAX_FILE_BYTES // 2**20} MiB", "pass the right file"
+            )
+        data = load_bounded(path.read_text(), path.name)
     except OSError as exc:
         return None, problem(
             check, f"can't read the {what} {path}: {exc.strerror or exc}", f"pass the path of the {what} file"
         )
-    except yaml.YAMLError as exc:
-        return None, problem(check, f"the {what} {path} is not valid YAML: {exc}", "correct the YAML syntax")
+    except UnicodeDecodeError:
+        return None, problem(check, f"the {what} {path} is not UTF-8 text", "save it as UTF-8")
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        return None, problem(check, f"the {what} {path} is not valid YAML: {str(exc)[:400]}", "correct the YAML syntax")
     if not isinstance(data, dict):
         holds = "nothing" if data is None else type(data).__name__
         return None, problem(
