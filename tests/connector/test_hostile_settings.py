@@ -48,7 +48,7 @@ def test_settings_from_any_environment_resolve_or_raise_invalid_config(clean_env
             assert len(str(exc)) < MAX_MESSAGE
 
 
-@_LENIENT
+@settings(_LENIENT, max_examples=30)
 @given(
     st.one_of(yaml_documents, st.dictionaries(st.sampled_from([*FIELDS, "auth_tokne"]), dumpable_values, max_size=4))
 )
