@@ -214,3 +214,17 @@ def test_a_token_with_a_line_break_is_refused_without_showing_it(monkeypatch):
     assert "SENTINEL" not in str(info.value)
     monkeypatch.setenv("ARMADA_FLYTE_AUTH_TOKEN", "abcdef\n")  # a mounted file's trailing newline
     assert resolve_settings().auth_token.get_secret_value() == "abcdef"
+
+
+def test_an_exec_token_gets_a_job_through_the_embedded_servers_own_auth(tmp_path):
+    from armada_flyte.embedded import EmbeddedArmada
+
+    _, script = _token_command(tmp_path, "exec-token-41")
+    with EmbeddedArmada(port=0, queues=("flyte",), auth=("bearer:exec-token-41",)) as armada:
+        armada_flyte.configure(
+            armada_url=armada.url,
+            node_groups_preset="embedded",
+            auth_exec_cmd=sys.executable,
+            auth_exec_args=[str(script)],
+        )
+        assert _submit_and_finish().phase == TaskExecution.SUCCEEDED
