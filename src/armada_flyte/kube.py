@@ -22,7 +22,8 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|)$")
 
 MAX_QUANTITY = Decimal(2**63 - 1)
-"""Largest amount (in base units) a quantity may have: Kubernetes keeps quantities in an int64."""
+"""Largest amount (in base units) of a quantity: Kubernetes caps larger ones to it ("numbers larger
+or more precise will be capped or rounded up", resource.Quantity's documentation)."""
 _MAX_QUANTITY_TEXT = 64
 _BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -120,19 +121,17 @@ def dns_subdomain_problem(name: str) -> str | None:
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
-    """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units; ValueError if
-    malformed, not finite, or beyond what Kubernetes can hold (`MAX_QUANTITY`)."""
+    """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units, capped to
+    +-`MAX_QUANTITY` as Kubernetes caps it; ValueError if malformed or not a finite number."""
     example = "(e.g. '500m', '2', '4Gi')"
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity {example}")
     if isinstance(value, int):
-        if abs(value) > MAX_QUANTITY:
-            raise ValueError(f"the number is larger than {MAX_QUANTITY}, the most Kubernetes can hold")
-        return Decimal(value)
+        return _capped(Decimal(value))
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{value!r} is not a finite quantity {example}")
-        return _bounded(Decimal(repr(value)), value)
+        return _capped(Decimal(repr(value)))
     if not isinstance(value, str):
         raise ValueError(f"a {type(value).__name__} is not a Kubernetes quantity {example}")
     if len(value) > _MAX_QUANTITY_TEXT:
@@ -142,7 +141,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
         raise ValueError(f"{value!r} is not a Kubernetes quantity {example}")
     number, suffix = match.groups()
     with localcontext() as context:
-        context.traps = {signal: False for signal in context.traps}  # overflow: Infinity, then refused
+        context.traps = {signal: False for signal in context.traps}  # overflow: Infinity, then capped
         base = Decimal(number)
         if suffix in _BINARY_SUFFIX:
             amount = base * _BINARY_SUFFIX[suffix]
@@ -153,10 +152,10 @@ def parse_quantity(value: str | int | float) -> Decimal:
             )
         else:
             amount = base * Decimal(_DECIMAL_SUFFIX[suffix])
-    return _bounded(amount, value)
+    return _capped(amount)
 
 
-def _bounded(amount: Decimal, value: object) -> Decimal:
-    if not amount.is_finite() or abs(amount) > MAX_QUANTITY:
-        raise ValueError(f"{value!r} is larger than {MAX_QUANTITY}, the most Kubernetes can hold")
-    return amount
+def _capped(amount: Decimal) -> Decimal:
+    if amount.is_nan():
+        raise ValueError("NaN is not a quantity")
+    return max(-MAX_QUANTITY, min(MAX_QUANTITY, amount))

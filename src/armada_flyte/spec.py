@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, parse_request, sorted_architectures
 from armada_flyte.armada_names import MAX_JOB_SET_ID
 from armada_flyte.errors import InvalidConfig, shown
-from armada_flyte.kube import dns_label_problem, label_key_problem, parse_quantity
+from armada_flyte.kube import MAX_QUANTITY, dns_label_problem, label_key_problem, parse_quantity
 
 TASK_TYPE = "armada"
 """The task type that routes a task to the `armada` connector."""
@@ -111,6 +111,12 @@ class ArmadaConfig:
                 raise InvalidConfig(f"ArmadaConfig.{name}", value, str(exc)) from None
             if quantity <= 0:
                 raise InvalidConfig(f"ArmadaConfig.{name}", value, "use a positive quantity")
+            if quantity >= MAX_QUANTITY:
+                raise InvalidConfig(
+                    f"ArmadaConfig.{name}",
+                    value,
+                    f"no node has that much; Kubernetes caps quantities at {MAX_QUANTITY}",
+                )
             object.__setattr__(self, name, str(value))
         _check_gang(self)
 

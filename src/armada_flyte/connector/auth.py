@@ -33,10 +33,10 @@ _DEFAULT_LIFETIME_SECONDS = 300.0
 
 class CredentialSource(Protocol):
     def cached(self) -> Optional[str]:
-        """The header value if it is known and fresh, without blocking; else None."""
+        """The header value if it is known and fresh ("" for no credentials), without blocking; else None."""
 
-    def header(self) -> Optional[str]:
-        """The header value, fetching a new token if needed (blocking)."""
+    def header(self) -> str:
+        """The header value ("" for no credentials), fetching a new token if needed (blocking)."""
 
     def invalidate(self) -> bool:
         """Forget a cached token; True when a new one may differ (worth retrying a refused call)."""
@@ -45,13 +45,13 @@ class CredentialSource(Protocol):
 class StaticCredentials:
     """`auth_token` or `auth_username`/`auth_password` (or nothing)."""
 
-    def __init__(self, value: Optional[str]):
+    def __init__(self, value: str):
         self._value = value
 
     def cached(self) -> Optional[str]:
         return self._value
 
-    def header(self) -> Optional[str]:
+    def header(self) -> str:
         return self._value
 
     def invalidate(self) -> bool:
@@ -70,7 +70,7 @@ class _Expiring:
         token = self._token
         return f"Bearer {token}" if token is not None and time.monotonic() < self._refresh_at else None
 
-    def header(self) -> Optional[str]:
+    def header(self) -> str:
         with self._lock:
             if (fresh := self.cached()) is not None:
                 return fresh
@@ -232,7 +232,7 @@ def credentials_for(settings: ConnectorConfig) -> CredentialSource:
     if settings.auth_username is not None and settings.auth_password is not None:
         raw = f"{settings.auth_username}:{settings.auth_password.get_secret_value()}".encode()
         return StaticCredentials("basic " + base64.b64encode(raw).decode())
-    return StaticCredentials(None)
+    return StaticCredentials("")
 
 
 def _json_object(body: bytes) -> dict:
