@@ -19,7 +19,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.local.stack import ACCESS_KEY, REGION, SECRET_KEY, LocalBlobServer
+from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, REGION, SECRET_KEY, LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template, run
 from support.c0_service import ARMADA_TASKS, running_c0
@@ -75,7 +75,8 @@ def _assert_system_retryable(phase: int, message: str) -> None:
 
 
 @pytest.fixture
-def store():
+def store(armada):
+    armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
     server = LocalBlobServer().start()
     yield server
     server.stop()
@@ -89,6 +90,7 @@ def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_sys
         blob_endpoint=store.endpoint,
         blob_access_key=ACCESS_KEY,
         blob_secret_key=SECRET_KEY,
+        blob_credentials_secret=BLOB_CREDENTIALS_SECRET,
         error_read_timeout_seconds=0.5,
         error_read_grace_seconds=1,
     )
@@ -123,6 +125,7 @@ def test_through_c0_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_sys
         "FLYTE_BLOB_ENDPOINT": store.endpoint,
         "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
         "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
         "ARMADA_FLYTE_ERROR_READ_TIMEOUT_SECONDS": "0.5",
         "ARMADA_FLYTE_ERROR_READ_GRACE_SECONDS": "1",
     }

@@ -24,7 +24,7 @@ from armada_flyte.connector.armada_api import ArmadaApi
 from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.embedded import EmbeddedArmada
 from armada_flyte.errors import ArmadaFlyteError
-from armada_flyte.local.stack import ACCESS_KEY, LocalBlobServer
+from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template, run
 from support.auth_front import auth_front
@@ -46,8 +46,17 @@ def store():
     server.stop()
 
 
+POD_SECRETS = {BLOB_CREDENTIALS_SECRET: {"access_key_id": ACCESS_KEY, "secret_access_key": BLOB_SECRET}}
+"""The cluster's Secret the pods read the blob keys from (the job spec names it, never the values)."""
+
+
 def _blob(store):
-    return {"blob_endpoint": store.endpoint, "blob_access_key": ACCESS_KEY, "blob_secret_key": BLOB_SECRET}
+    return {
+        "blob_endpoint": store.endpoint,
+        "blob_access_key": ACCESS_KEY,
+        "blob_secret_key": BLOB_SECRET,
+        "blob_credentials_secret": BLOB_CREDENTIALS_SECRET,
+    }
 
 
 def _job_spec(url: str, metadata, job_id: str) -> str:
@@ -115,14 +124,13 @@ def _errors() -> list[str]:
     return texts
 
 
-def _assert_clean(texts, caplog, allowed=()):
+def _assert_clean(texts, caplog):
     logged = [record.getMessage() for record in caplog.records]
     logged += [record.exc_text or "" for record in caplog.records]
     everything = "\n".join([*texts, *logged])
     assert len(caplog.records) > 0  # the run did log: the scan saw something
     for secret in SECRETS:
-        if secret not in allowed:
-            assert secret not in everything, f"{secret} leaked"
+        assert secret not in everything, f"{secret} leaked"
 
 
 @pytest.mark.parametrize("scheme", ["bearer", "basic"])
@@ -130,7 +138,7 @@ def test_static_credentials_never_leak(store, caplog, capsys, monkeypatch, schem
     caplog.set_level(logging.DEBUG)
     spec = f"bearer:{TOKEN}" if scheme == "bearer" else f"basic:ann:{PASSWORD}"
     credentials = {"auth_token": TOKEN} if scheme == "bearer" else {"auth_username": "ann", "auth_password": PASSWORD}
-    with EmbeddedArmada(port=0, queues=("flyte",), auth=(spec,)) as armada:
+    with EmbeddedArmada(port=0, queues=("flyte",), auth=(spec,), secrets=POD_SECRETS) as armada:
         armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", **_blob(store), **credentials)
         for name, value in {**credentials, **_blob(store)}.items():
             monkeypatch.setenv(f"ARMADA_FLYTE_{name.upper()}", value)  # the CLI reads the same from its env
@@ -138,13 +146,16 @@ def test_static_credentials_never_leak(store, caplog, capsys, monkeypatch, schem
         texts, job_spec, _ = _exercise(armada.url)
         texts += _cli_texts(capsys, armada.url)
         texts += _errors()
-    _assert_clean([*texts, job_spec], caplog, allowed=(BLOB_SECRET,))
-    _assert_clean(texts, caplog)
+    assert BLOB_CREDENTIALS_SECRET in job_spec  # the spec's env was scanned: it names the Secret, not its values
+    _assert_clean([*texts, job_spec], caplog)
 
 
 def test_client_credentials_never_leak(store, caplog, capsys, monkeypatch):
     caplog.set_level(logging.DEBUG)
-    with oidc_provider("c0", CLIENT_SECRET) as provider, EmbeddedArmada(port=0, queues=("flyte",)) as armada:
+    with (
+        oidc_provider("c0", CLIENT_SECRET) as provider,
+        EmbeddedArmada(port=0, queues=("flyte",), secrets=POD_SECRETS) as armada,
+    ):
         with auth_front(armada.url, provider.valid) as (url, _):
             settings = {
                 "armada_url": url,
@@ -160,17 +171,5 @@ def test_client_credentials_never_leak(store, caplog, capsys, monkeypatch):
             texts, job_spec, _ = _exercise(url)
             texts += _cli_texts(capsys, url)
             texts += _errors()
-    _assert_clean([*texts, job_spec], caplog, allowed=(BLOB_SECRET,))
-    _assert_clean(texts, caplog)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the blob secret is still a literal env value in the pod spec; moving it to a secretKeyRef is "
-    "another engineer's change (when it lands this passes, and strict xfail says to drop this marker)",
-)
-def test_the_blob_secret_is_not_in_the_armada_job_spec(store):
-    with EmbeddedArmada(port=0, queues=("flyte",)) as armada:
-        armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", **_blob(store))
-        _, job_spec, _ = _exercise(armada.url)
-    assert BLOB_SECRET not in job_spec
+    assert BLOB_CREDENTIALS_SECRET in job_spec  # the spec's env was scanned: it names the Secret, not its values
+    _assert_clean([*texts, job_spec], caplog)
