@@ -92,7 +92,7 @@ def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_sys
         blob_secret_key=SECRET_KEY,
         blob_credentials_secret=BLOB_CREDENTIALS_SECRET,
         error_read_timeout_seconds=0.5,
-        error_read_grace_seconds=1,
+        error_read_grace_seconds=3,  # long enough to see the wait under load, short for the test
     )
 
     async def scenario():
