@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from armada_flyte.admin import dev_command, dry_run_command, image_command
 from armada_flyte.admin.doctor import command as doctor_command
@@ -15,8 +15,15 @@ from armada_flyte.errors import ArmadaFlyteError
 _SUBCOMMANDS = (dev_command, image_command, doctor_command, dry_run_command)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors cut short: it quotes a bad argument whole, however long."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message if len(message) <= 500 else message[:497] + "...")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="armada-flyte",
         description="Run Flyte 2 tasks as Armada jobs on the right CPU architecture.",
     )
