@@ -14,6 +14,9 @@ from typing import Any, Callable, Iterator
 
 import grpc
 
+_STREAMING = frozenset({"GetJobSetEvents", "Watch"})
+"""Armada's server-streaming methods (api.Event); every other method is unary."""
+
 
 class AuthFront:
     def __init__(self, accept: Callable[[str], bool]):
@@ -29,9 +32,9 @@ class _Forward(grpc.GenericRpcHandler):
 
     def service(self, details: grpc.HandlerCallDetails) -> Any:
         method = details.method
-        forward = self._upstream.unary_unary(method)
+        streaming = method.rsplit("/", 1)[-1] in _STREAMING
 
-        def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+        def check(context: grpc.ServicerContext) -> None:
             header = dict(context.invocation_metadata()).get("authorization", "")
             scheme, _, token = header.partition(" ")
             if scheme.lower() == "bearer":
@@ -39,12 +42,24 @@ class _Forward(grpc.GenericRpcHandler):
             if scheme.lower() != "bearer" or not self._front.accept(token):
                 self._front.refused += 1
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "request could not be authenticated")
+
+        def unary(request: bytes, context: grpc.ServicerContext) -> bytes:
+            check(context)
             try:
-                return forward(request, timeout=context.time_remaining())
+                return self._upstream.unary_unary(method)(request, timeout=context.time_remaining())
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details())
 
-        return grpc.unary_unary_rpc_method_handler(handle)
+        def stream(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+            check(context)
+            try:
+                yield from self._upstream.unary_stream(method)(request, timeout=context.time_remaining())
+            except grpc.RpcError as exc:
+                context.abort(exc.code(), exc.details())
+
+        if streaming:
+            return grpc.unary_stream_rpc_method_handler(stream)
+        return grpc.unary_unary_rpc_method_handler(unary)
 
 
 @contextlib.contextmanager
