@@ -45,6 +45,9 @@ from armada_flyte.spec import TASK_TYPE
 
 log = logging.getLogger(__name__)
 
+_DEADLINE_EXCEEDED = "Pod was active on the node longer than the specified deadline"
+"""The kubelet's message when it ends a pod at its activeDeadlineSeconds (reason DeadlineExceeded)."""
+
 PERMANENT_CREATE_ERRORS = (
     InvalidConfig,
     ArchitectureNotOffered,
@@ -372,6 +375,15 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             message = f"Preempted: Armada {where} was preempted" + (f": {reason}" if reason else "")
             info["error"] = {"code": "Preempted", "kind": "SYSTEM", "recoverable": True, "message": message}
             return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", None, node, info)
+        if state == JobState.FAILED and meta.timeout_seconds > 0 and _DEADLINE_EXCEEDED in reason:
+            # The kubelet ended the pod at its activeDeadlineSeconds before our own check saw the run
+            # go over: the same timeout, reported the same way.
+            message = (
+                f"TaskTimeout: Armada {where} exceeded the task's timeout of {meta.timeout_seconds:g}s running "
+                f"(the pod's deadline): {reason}"
+            )
+            info["error"] = {"code": "TaskTimeout", "kind": "USER", "recoverable": True, "message": message}
+            return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, None, node, info)
         label = {
             JobState.REJECTED: "was rejected by Armada",
             JobState.CANCELLED: "was cancelled",
