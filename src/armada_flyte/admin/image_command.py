@@ -65,7 +65,12 @@ def register(subparsers: Any) -> None:
         help=f"comma-separated platforms (default: {','.join(RUNTIME_PLATFORMS)})",
     )
     build.add_argument("--push", action="store_true", help="push the image index to the registry")
-    build.add_argument("--print", action="store_true", dest="print_only", help="print the exact command and exit")
+    build.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_only",
+        help="print the exact commands (the wheel of the checkout, then docker buildx build) and exit",
+    )
     build.add_argument(
         "--python",
         default=DEFAULT_PYTHON_VERSION,
