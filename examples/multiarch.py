@@ -3,6 +3,8 @@
 Run it with the README's first command, or directly:
 
     python examples/multiarch.py            # starts the embedded Armada server and blob store
+    ARMADA_FLYTE_RUNTIME_IMAGE=REGISTRY/armada-flyte-runtime:TAG \
+      python examples/multiarch.py --executor docker   # pods as linux/<arch> containers of that image
     ARMADA_URL=... FLYTE_BLOB_ENDPOINT=... python examples/multiarch.py   # a real cluster
 
 Every task of an `ArmadaConfig` environment runs as an Armada job; the `pipeline` driver runs
@@ -88,9 +90,25 @@ async def pipeline(n: int = 200, epochs: int = 200) -> float:
     return best
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     from armada_flyte.local.journal import print_jobs_table
 
+    parser = argparse.ArgumentParser(description="A multi-architecture Flyte pipeline on Armada.")
+    parser.add_argument(
+        "--executor",
+        choices=("process", "docker"),
+        default="process",
+        help="how the embedded server runs pods: local processes (default), or containers of "
+        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node group arch> (needs Docker, and QEMU binfmt for the other arch)",
+    )
+    executor = parser.parse_args(argv).executor
+    if executor == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
+        parser.error(
+            "--executor docker runs the tasks in ARMADA_FLYTE_RUNTIME_IMAGE: set it to a multi-arch runtime image "
+            "your Docker daemon can pull (docs/admins/runtime-image.md builds one)"
+        )
     root = pathlib.Path(__file__).parent
     if os.environ.get("ARMADA_URL"):
         flyte.init(root_dir=root, storage=flyte.storage.S3.auto())
@@ -99,7 +117,7 @@ def main() -> int:
     else:
         from armada_flyte.local.stack import local_stack
 
-        with local_stack() as stack:
+        with local_stack(executor=executor) as stack:
             print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
             stack.init_flyte(root)
             run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
@@ -107,11 +125,13 @@ def main() -> int:
     best = outputs[0] if isinstance(outputs, tuple) else outputs
     print(f"\npipeline result: best RMSE {float(best):.4f}\n")
     print_jobs_table()
-    if not os.environ.get("ARMADA_URL"):
+    if executor == "docker":
+        print(f"\nThe docker executor ran every pod as a container of {IMAGE} for its node group's platform.")
+    elif not os.environ.get("ARMADA_URL"):
         print(
             f"\nThe embedded server's process executor ran every pod natively on this {platform.machine()} host; "
             "arm64 pods were scheduled on the arm64 node group (see each job's log, or use "
-            "`armada-flyte dev --executor docker` to run them under emulation)."
+            "`./scripts/demo.sh --executor docker` to run them in the runtime image under emulation)."
         )
     return 0
 

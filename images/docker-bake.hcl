@@ -1,5 +1,7 @@
 # Builds the generic task runtime for linux/amd64 and linux/arm64 into one image index.
-# Run from the repository root (paths below are relative to where bake runs):
+# Run from the repository root (paths below are relative to where bake runs), after building
+# the wheel it installs into dist/:
+#   python -m pip wheel --no-deps --wheel-dir dist .
 #   REGISTRY=ghcr.io/my-org TAG=0.1.0-py3.12 PYTHON_VERSION=3.12 \
 #     docker buildx bake -f images/docker-bake.hcl --push
 # `armada-flyte image build` runs the same build with `docker buildx build` and absolute paths.
@@ -33,14 +35,14 @@ group "default" {
 target "runtime" {
   context    = "images"
   dockerfile = "Dockerfile"
-  # Install armada-flyte from this checkout rather than from the package index.
+  # Install armada-flyte from the wheel of this checkout in dist/ rather than from the package index.
   contexts = {
-    "armada-flyte-source" = "."
+    "armada-flyte-wheel" = "dist"
   }
   args = {
     PYTHON_VERSION    = PYTHON_VERSION
     BASE_IMAGE        = BASE_IMAGE
-    ARMADA_FLYTE_FROM = "source"
+    ARMADA_FLYTE_FROM = "wheel"
   }
   platforms = ["linux/amd64", "linux/arm64"]
   tags      = ["${REGISTRY}/${IMAGE}:${TAG}"]

@@ -7,8 +7,8 @@
 #
 #   scripts/image-builder.sh start    start what is not running (idempotent); prints `export` lines
 #   scripts/image-builder.sh env      print the export lines only
-#   scripts/image-builder.sh stop     stop the registry and buildkitd this script started
-#   scripts/image-builder.sh status
+#   scripts/image-builder.sh stop [registry|buildkitd]...   stop them (default: both)
+#   scripts/image-builder.sh status [registry|buildkitd]     prints `NAME: running|stopped` per part
 #
 # Environment: ARMADA_FLYTE_CACHE (default ~/.cache/armada-flyte), ARMADA_FLYTE_REGISTRY_PORT
 # (default 5055), ARMADA_FLYTE_BUILDER (buildx builder name, default armada-flyte).
@@ -164,12 +164,17 @@ case "${1:-start}" in
     ;;
   env) exports ;;
   stop)
-    stop_one buildkitd
-    stop_one registry
-    rm -f "$socket"
+    shift
+    # shellcheck disable=SC2068
+    for name in ${@:-buildkitd registry}; do
+      case "$name" in registry | buildkitd) stop_one "$name" ;; *) echo "image-builder: no part $name" >&2; exit 2 ;; esac
+    done
+    alive "$run_dir/buildkitd.pid" || rm -f "$socket"
     ;;
   status)
-    for name in registry buildkitd; do
+    shift
+    # shellcheck disable=SC2068
+    for name in ${@:-registry buildkitd}; do
       if alive "$run_dir/$name.pid"; then echo "$name: running (pid $(cat "$run_dir/$name.pid"))"; else echo "$name: stopped"; fi
     done
     ;;

@@ -76,10 +76,13 @@ def doctor_json(doctor: Callable[..., tuple[int, str]]) -> Callable[..., tuple[i
 
 @pytest.fixture(autouse=True)
 def _no_connector_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The doctor reads connector settings from the environment: start each test from none."""
+    """The doctor reads connector settings from the environment: start each test from none (the tests' own
+    ARMADA_FLYTE_TEST_* names stay: they name real parts, such as the image builder)."""
     import os
 
     for name in list(os.environ):
+        if name.startswith("ARMADA_FLYTE_TEST_"):
+            continue
         if name.startswith("ARMADA_FLYTE_") or name in (
             "ARMADA_URL",
             "FLYTE_BLOB_ENDPOINT",

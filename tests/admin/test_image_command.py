@@ -100,9 +100,10 @@ def test_inspect_rejects_a_malformed_reference(capsys):
 
 
 def printed(capsys, *flags: str) -> list[str]:
+    """The printed `docker buildx build` command (the last line; a wheel build may come first)."""
     code, out, _ = cli(capsys, "image", "build", "--print", *flags)
     assert code == 0
-    return shlex.split(out)
+    return shlex.split(out.splitlines()[-1])
 
 
 def flag_values(argv: list[str], flag: str) -> list[str]:
@@ -172,12 +173,35 @@ def test_print_every_flag_at_once(capsys):
     assert "PYTHON_VERSION=3.12" in flag_values(argv, "--build-arg")
 
 
-def test_print_from_a_checkout_installs_armada_flyte_from_it(capsys):
+def test_print_from_a_checkout_builds_its_wheel_first_and_installs_that(capsys, tmp_path, monkeypatch):
     checkout = package_checkout()
     assert checkout is not None, "the tests run from an editable install of the checkout"
-    argv = printed(capsys, "--tag", TAG)
-    assert "ARMADA_FLYTE_FROM=source" in flag_values(argv, "--build-arg")
-    assert flag_values(argv, "--build-context") == [f"armada-flyte-source={checkout}"]
+    monkeypatch.setenv("ARMADA_FLYTE_CACHE", str(tmp_path))
+    code, out, _ = cli(capsys, "image", "build", "--print", "--tag", TAG)
+    wheel_line, build_line = out.splitlines()
+    wheel = shlex.split(wheel_line)
+    assert wheel[0] == "SOURCE_DATE_EPOCH=315532800" and wheel[2:5] == ["-m", "pip", "wheel"]
+    assert wheel[-1] == str(checkout) and flag_values(wheel, "--wheel-dir") == [str(tmp_path / "runtime-wheel")]
+    argv = shlex.split(build_line)
+    assert "ARMADA_FLYTE_FROM=wheel" in flag_values(argv, "--build-arg")
+    assert flag_values(argv, "--build-context") == [f"armada-flyte-wheel={tmp_path / 'runtime-wheel'}"]
+    assert not (tmp_path / "runtime-wheel").exists()  # --print runs nothing
+
+
+def test_print_with_a_base_image_and_a_pip_cert(capsys, tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("x")
+    argv = printed(capsys, "--tag", TAG, "--base-image", "127.0.0.1:5055/base:bookworm", "--pip-cert", str(bundle))
+    assert "BASE_IMAGE=127.0.0.1:5055/base:bookworm" in flag_values(argv, "--build-arg")
+    assert flag_values(argv, "--secret") == [f"id=pip-cert,src={bundle}"]
+
+
+def test_print_takes_the_pip_cert_from_the_environment_unless_told_not_to(capsys, tmp_path, monkeypatch):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("x")
+    monkeypatch.setenv("PIP_CERT", str(bundle))
+    assert flag_values(printed(capsys, "--tag", TAG), "--secret") == [f"id=pip-cert,src={bundle}"]
+    assert flag_values(printed(capsys, "--tag", TAG, "--no-pip-cert"), "--secret") == []
 
 
 @pytest.mark.parametrize(
@@ -187,6 +211,8 @@ def test_print_from_a_checkout_installs_armada_flyte_from_it(capsys):
         (("--platform", ","), "--platform"),
         (("--python", "2.7"), "--python"),
         (("--python", "three"), "--python"),
+        (("--pip-cert", "/no/such/bundle.pem"), "--pip-cert"),
+        (("--base-image", "Not A Reference"), "--base-image"),
     ],
 )
 def test_build_rejects_bad_input_naming_the_flag(capsys, flags, complaint):

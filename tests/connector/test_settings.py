@@ -1,8 +1,12 @@
+import pathlib
+import re
+import subprocess
+
 import pytest
 
 import armada_flyte
 from armada_flyte import InvalidConfig
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.settings import check_env_names, resolve_settings
 
 
 def test_reference_design_env_names_still_work(monkeypatch):
@@ -118,3 +122,17 @@ def test_doctor_never_prints_secret_values(monkeypatch, capsys):
     main(["doctor", "--queue", "q"])
     out = capsys.readouterr()
     assert "SECRET" not in out.out + out.err
+
+
+def test_what_the_image_scripts_export_is_no_unknown_setting():
+    """`eval "$(scripts/image-builder.sh start)"` (or prepare-image-parts.sh) exports ARMADA_FLYTE_* names into
+    the shell that then runs the connector and the tests."""
+    scripts = pathlib.Path(__file__).parents[2] / "scripts"
+    exported = subprocess.run(
+        [str(scripts / "image-builder.sh"), "env"], capture_output=True, text=True, check=True
+    ).stdout
+    names = set(re.findall(r"(?m)^export (ARMADA_FLYTE_[A-Z_]+)=", exported))
+    names |= set(re.findall(r"(?m)^export (ARMADA_FLYTE_[A-Z_]+)=", (scripts / "prepare-image-parts.sh").read_text()))
+    names |= set(re.findall(r"\$\{?(ARMADA_FLYTE_[A-Z_]+)", (scripts / "build-runtime-image.sh").read_text()))
+    assert {"ARMADA_FLYTE_REGISTRY", "ARMADA_FLYTE_BUILDER", "ARMADA_FLYTE_IMAGE_PARTS_STARTED"} <= names
+    check_env_names({name: "x" for name in names})

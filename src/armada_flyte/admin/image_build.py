@@ -1,41 +1,45 @@
 """Building the runtime image for several architectures with `docker buildx`.
 
-The Docker SDK can't drive BuildKit's multi-platform builds, so this plans a `docker buildx
-build` command line (printable as is), checks first that buildx and the QEMU emulators for
-foreign architectures are there, and runs it with buildx's own live progress.
+The Docker SDK can't drive BuildKit's multi-platform builds, so this plans the commands (a
+wheel of the checkout, when there is one, then one `docker buildx build`), prints them as they
+run (or only prints them), checks first that buildx, a usable builder and the QEMU emulators
+are there, and runs the build with buildx's own live progress.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
-import platform as host_platform
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-from typing import Callable, Iterable, Optional, Sequence
+import time
+from typing import Mapping, Optional
 
-from armada_flyte.architecture import Architecture, host_architecture
-from armada_flyte.errors import ArmadaFlyteError, InvalidConfig
+from armada_flyte.admin.image_preflight import Runner, preflight_problems
+from armada_flyte.architecture import Architecture
+from armada_flyte.errors import ArmadaFlyteError, InvalidConfig, InvalidImageReference
 from armada_flyte.registry.reference import ImageReference
 from armada_flyte.task.runtime_image import RUNTIME_PLATFORMS, runtime_dockerfile, runtime_image_dir
 
 DEFAULT_PYTHON_VERSION = "3.11"
-SOURCE_CONTEXT = "armada-flyte-source"
-"""Named build context the Dockerfile installs armada-flyte from when ARMADA_FLYTE_FROM=source."""
-BINFMT_DIR = pathlib.Path("/proc/sys/fs/binfmt_misc")
-_QEMU_BINFMT = {Architecture.amd64: "qemu-x86_64", Architecture.arm64: "qemu-aarch64"}
+WHEEL_CONTEXT = "armada-flyte-wheel"
+"""Named build context holding armada-flyte's wheel, which the Dockerfile installs when ARMADA_FLYTE_FROM=wheel."""
+PIP_CERT_SECRET = "pip-cert"
+"""Build secret with the CA bundle pip trusts inside the build (a TLS-inspecting proxy's, for one)."""
+PIP_CERT_ENV = ("PIP_CERT", "SSL_CERT_FILE")
+"""Where the bundle comes from when --pip-cert isn't given: what pip on this machine trusts."""
+WHEEL_EPOCH = "315532800"
+"""SOURCE_DATE_EPOCH of the wheel (1980-01-01): the same checkout gives the same bytes, so BuildKit's cache holds."""
 _PYTHON_VERSION = re.compile(r"3\.[0-9]{1,2}")
-
-Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 class BuildToolMissing(ArmadaFlyteError):
-    """buildx, or the emulation a foreign architecture needs, is not installed; lists each fix."""
+    """buildx, a usable builder, or the emulation a foreign architecture needs is missing; lists each fix."""
 
-    def __init__(self, problems: Sequence[str]):
+    def __init__(self, problems: list[str]):
         self.problems = tuple(problems)
         super().__init__(
             "cannot build the runtime image here:\n" + "\n".join(f"  - {problem}" for problem in self.problems)
@@ -43,17 +47,33 @@ class BuildToolMissing(ArmadaFlyteError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Step:
+    """One command of the build, with the environment variables it adds."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def printable(self) -> str:
+        return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in self.env.items()), shlex.join(self.argv)])
+
+
+@dataclasses.dataclass(frozen=True)
 class BuildRequest:
-    """What to build: tags, platforms, Python version, and where armada-flyte comes from."""
+    """What to build: tags, platforms, Python version and base, and where armada-flyte comes from."""
 
     tags: tuple[str, ...]
     platforms: tuple[str, ...] = RUNTIME_PLATFORMS
     push: bool = False
     python_version: str = DEFAULT_PYTHON_VERSION
     source: Optional[pathlib.Path] = None
-    """A checkout of armada-flyte to install from; None installs it from the package index by version."""
+    """A checkout of armada-flyte: its wheel is built first and installed; None installs it from the index."""
+    wheel_dir: Optional[pathlib.Path] = None
+    """Where the checkout's wheel goes (default: the cache's runtime-wheel folder)."""
     builder: Optional[str] = None
     progress: str = "auto"
+    base_image: Optional[str] = None
+    """A full reference of a Debian-family image with python3 and venv; None uses the official Python image."""
+    pip_cert: Optional[pathlib.Path] = None
 
     def __post_init__(self) -> None:
         if not self.tags:
@@ -64,6 +84,24 @@ class BuildRequest:
             raise InvalidConfig("--platform", "", f"give one or more of {', '.join(RUNTIME_PLATFORMS)}")
         if not _PYTHON_VERSION.fullmatch(self.python_version):
             raise InvalidConfig("--python", self.python_version, "give a Python 3 minor version such as 3.11 or 3.12")
+        if self.base_image is not None:
+            try:
+                ImageReference.parse(self.base_image)
+            except InvalidImageReference as exc:
+                raise InvalidConfig("--base-image", self.base_image, str(exc)) from None
+        if self.pip_cert is not None and not self.pip_cert.is_file():
+            raise InvalidConfig("--pip-cert", str(self.pip_cert), "give a readable PEM bundle of CA certificates")
+
+    @property
+    def wheel_folder(self) -> pathlib.Path:
+        return self.wheel_dir if self.wheel_dir is not None else default_wheel_dir()
+
+    def wheel_step(self) -> Optional[Step]:
+        """`pip wheel` of the checkout, without dependencies (they come from the index in the build)."""
+        if self.source is None:
+            return None
+        argv = (sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(self.wheel_folder))
+        return Step((*argv, str(self.source)), {"SOURCE_DATE_EPOCH": WHEEL_EPOCH})
 
     def command(self) -> list[str]:
         """The exact `docker buildx build` argv; absolute paths, so it runs from any folder."""
@@ -73,11 +111,15 @@ class BuildRequest:
         argv += ["--file", str(runtime_dockerfile())]
         argv += ["--platform", ",".join(self.platforms)]
         argv += ["--build-arg", f"PYTHON_VERSION={self.python_version}"]
+        if self.base_image:
+            argv += ["--build-arg", f"BASE_IMAGE={self.base_image}"]
         if self.source is not None:
-            argv += ["--build-arg", "ARMADA_FLYTE_FROM=source"]
-            argv += ["--build-context", f"{SOURCE_CONTEXT}={self.source}"]
+            argv += ["--build-arg", "ARMADA_FLYTE_FROM=wheel"]
+            argv += ["--build-context", f"{WHEEL_CONTEXT}={self.wheel_folder}"]
         else:
             argv += ["--build-arg", "ARMADA_FLYTE_FROM=index"]
+        if self.pip_cert is not None:
+            argv += ["--secret", f"id={PIP_CERT_SECRET},src={self.pip_cert}"]
         for tag in self.tags:
             argv += ["--tag", tag]
         if self.push:
@@ -88,14 +130,32 @@ class BuildRequest:
         argv.append(str(runtime_image_dir()))
         return argv
 
+    def steps(self) -> list[Step]:
+        wheel = self.wheel_step()
+        return ([wheel] if wheel is not None else []) + [Step(tuple(self.command()))]
+
     def printable(self) -> str:
-        """The command as one shell line."""
-        return shlex.join(self.command())
+        """Every command, one shell line each, in the order they run."""
+        return "\n".join(step.printable() for step in self.steps())
 
     @property
     def stays_in_cache(self) -> bool:
         """A multi-platform build that isn't pushed can't be loaded into Docker's image store."""
         return not self.push and len(self.platforms) > 1
+
+
+def default_wheel_dir() -> pathlib.Path:
+    cache = os.environ.get("ARMADA_FLYTE_CACHE") or str(pathlib.Path.home() / ".cache" / "armada-flyte")
+    return pathlib.Path(cache) / "runtime-wheel"
+
+
+def pip_cert_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[pathlib.Path]:
+    """The CA bundle pip trusts here (PIP_CERT, else SSL_CERT_FILE), if it names a file; else None."""
+    for name in PIP_CERT_ENV:
+        value = environ.get(name)
+        if value and pathlib.Path(value).is_file():
+            return pathlib.Path(value)
+    return None
 
 
 def parse_platforms(text: str) -> tuple[str, ...]:
@@ -123,75 +183,30 @@ def package_checkout() -> Optional[pathlib.Path]:
     return root if declares_us and (root / "src" / "armada_flyte").is_dir() else None
 
 
-def preflight_problems(
-    platforms: Iterable[str],
-    *,
-    check_emulation: bool = True,
-    binfmt_dir: pathlib.Path = BINFMT_DIR,
-    host: Optional[Architecture] = None,
-    runner: Runner = subprocess.run,
-) -> list[str]:
-    """What is missing to build `platforms` here, each with how to add it (empty when all is there)."""
-    if shutil.which("docker") is None:
-        return [
-            "the docker CLI is not on PATH: install Docker (Docker Engine with the buildx plugin, "
-            "or Docker Desktop), then check `docker buildx version`"
-        ]
-    problems = []
-    try:
-        answer = runner(["docker", "buildx", "version"], capture_output=True, text=True, check=False)
-        has_buildx = answer.returncode == 0
-    except OSError:
-        has_buildx = False
-    if not has_buildx:
-        problems.append(
-            "docker buildx is missing (`docker buildx version` fails): install the buildx plugin - "
-            "the docker-buildx-plugin package from Docker's apt/yum repository, docker-buildx on "
-            "Debian 13 or Ubuntu, or the binary from the buildx releases in ~/.docker/cli-plugins/"
-            "docker-buildx - then check `docker buildx version`"
-        )
-    if check_emulation:
-        problems += _emulation_problems(platforms, binfmt_dir, host if host is not None else host_architecture())
-    return problems
-
-
-def _emulation_problems(platforms: Iterable[str], binfmt_dir: pathlib.Path, host: Optional[Architecture]) -> list[str]:
-    problems = []
-    for text in platforms:
-        architecture = Architecture.parse(text)
-        if architecture == host:
-            continue
-        entry = binfmt_dir / _QEMU_BINFMT[architecture]
-        if _binfmt_enabled(entry):
-            continue
-        host_name = host.value if host is not None else host_platform.machine()
-        problems.append(
-            f"building {architecture.platform} on this {host_name} machine needs QEMU emulation, and "
-            f"{entry} is not registered: run `docker run --privileged --rm tonistiigi/binfmt --install "
-            f"{architecture.value}`, or `apt-get install qemu-user-static binfmt-support` on Debian/Ubuntu; "
-            f"or build on a builder with native {architecture.value} nodes (--builder NAME skips this check)"
-        )
-    return problems
-
-
-def _binfmt_enabled(entry: pathlib.Path) -> bool:
-    try:
-        return entry.read_text().splitlines()[:1] == ["enabled"]
-    except (OSError, IndexError):
-        return False
-
-
 def run_build(request: BuildRequest, *, runner: Runner = subprocess.run) -> int:
-    """Check the tools, then run the build with buildx's live progress on this terminal; its exit code."""
-    problems = preflight_problems(request.platforms, check_emulation=request.builder is None, runner=runner)
+    """Check the tools, then run each step with its live output on this terminal; the first failing exit code."""
+    problems = preflight_problems(
+        request.platforms, builder=request.builder, check_emulation=request.builder is None, runner=runner
+    )
     if problems:
         raise BuildToolMissing(problems)
-    print(f"+ {request.printable()}", file=sys.stderr, flush=True)
     if request.stays_in_cache:
-        print(
+        _say(
             "note: without --push a multi-platform image stays in buildx's build cache "
-            "(Docker's image store can't load an image index); add --push to publish it",
-            file=sys.stderr,
-            flush=True,
+            "(Docker's image store can't load an image index); add --push to publish it"
         )
-    return runner(request.command(), check=False).returncode
+    if request.source is not None:
+        request.wheel_folder.mkdir(parents=True, exist_ok=True)
+    for step in request.steps():
+        _say(f"+ {step.printable()}")
+        started = time.monotonic()
+        code = runner(list(step.argv), env={**os.environ, **step.env} if step.env else None, check=False).returncode
+        if code != 0:
+            _say(f"failed with exit code {code} after {time.monotonic() - started:.0f}s")
+            return code
+        _say(f"done in {time.monotonic() - started:.0f}s")
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 from typing import Any
 
@@ -12,6 +13,7 @@ from armada_flyte.admin.image_build import (
     BuildRequest,
     package_checkout,
     parse_platforms,
+    pip_cert_from_environment,
     run_build,
 )
 from armada_flyte.registry.credentials import RegistryCredentials
@@ -50,8 +52,9 @@ def register(subparsers: Any) -> None:
         "build",
         help="build the generic task runtime image for several architectures with docker buildx",
         description="Build images/Dockerfile with docker buildx for every platform into one image index. "
-        "From a checkout (editable install) armada-flyte is installed from the checkout, otherwise "
-        "from the package index at this version.",
+        "From a checkout (editable install) a wheel of the checkout is built first and installed, otherwise "
+        "armada-flyte comes from the package index at this version. Needs buildx and a builder that can build "
+        "every platform: `docker buildx inspect --bootstrap [NAME]` tells.",
     )
     build.add_argument(
         "--tag", required=True, action="append", metavar="REF", help="image reference to tag (repeatable)"
@@ -62,14 +65,36 @@ def register(subparsers: Any) -> None:
         help=f"comma-separated platforms (default: {','.join(RUNTIME_PLATFORMS)})",
     )
     build.add_argument("--push", action="store_true", help="push the image index to the registry")
-    build.add_argument("--print", action="store_true", dest="print_only", help="print the exact command and exit")
+    build.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_only",
+        help="print the exact commands (the wheel of the checkout, then docker buildx build) and exit",
+    )
     build.add_argument(
         "--python",
         default=DEFAULT_PYTHON_VERSION,
         metavar="VERSION",
         help=f"Python version of the base image (default {DEFAULT_PYTHON_VERSION})",
     )
-    build.add_argument("--builder", help="buildx builder to use (skips the local QEMU check: it may have native nodes)")
+    build.add_argument(
+        "--builder",
+        help="buildx builder to use (default: the current one); its platforms are checked instead of local QEMU",
+    )
+    build.add_argument(
+        "--base-image",
+        metavar="REF",
+        help="image Python runs on, any Debian-family image with python3 and its venv module "
+        "(default: the official python:VERSION-slim-bookworm)",
+    )
+    build.add_argument(
+        "--pip-cert",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="CA bundle pip trusts inside the build, given as the build secret pip-cert (default: $PIP_CERT, else "
+        "$SSL_CERT_FILE, when it names a file); behind a TLS-inspecting proxy pass the host's bundle",
+    )
+    build.add_argument("--no-pip-cert", action="store_true", help="give pip no CA bundle of this machine")
     build.add_argument("--progress", default="auto", choices=("auto", "plain", "tty"), help="buildx progress output")
     build.set_defaults(func=_build)
 
@@ -125,6 +150,8 @@ def _build(args: argparse.Namespace) -> int:
         source=package_checkout(),
         builder=args.builder,
         progress=args.progress,
+        base_image=args.base_image,
+        pip_cert=None if args.no_pip_cert else (args.pip_cert or pip_cert_from_environment()),
     )
     if args.print_only:
         print(request.printable())

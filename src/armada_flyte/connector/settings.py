@@ -358,6 +358,15 @@ OTHER_ENV_NAMES = frozenset(
         "ARMADA_FLYTE_REGISTRY_PASSWORD",  # `armada-flyte image inspect --username`
         "ARMADA_FLYTE_RUNTIME_IMAGE",  # examples/multiarch.py
         "ARMADA_FLYTE_RAW_DATA_PATH",  # examples/multiarch.py
+        # the image scripts (scripts/*.sh) and `armada-flyte image build`; `eval "$(scripts/image-builder.sh start)"`
+        # exports some of them into the shell that then runs the connector
+        "ARMADA_FLYTE_CACHE",
+        "ARMADA_FLYTE_REGISTRY",
+        "ARMADA_FLYTE_REGISTRY_PORT",
+        "ARMADA_FLYTE_BUILDER",
+        "ARMADA_FLYTE_CLI",
+        "ARMADA_FLYTE_IMAGE_PARTS",
+        "ARMADA_FLYTE_IMAGE_PARTS_STARTED",
     }
 )
 _TEST_PREFIX = "ARMADA_FLYTE_TEST_"  # the project's own tests
