@@ -13,10 +13,8 @@ import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
-
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import ARMADA_TASKS
 from support.flyte_backend import phases, run_with_retries
 from support.flyte_metadata import execution_metadata
 
@@ -24,20 +22,6 @@ pytestmark = pytest.mark.e2e
 
 PROJECT = pathlib.Path(__file__).parent / "project"
 ARMADA = ARMADA_TASKS
-
-
-@pytest.fixture
-def c0(stack, tmp_path):
-    env = {
-        "ARMADA_URL": stack.armada_url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
-    }
-    with running_c0(env, tmp_path / "c0.log") as stub:
-        yield stub
 
 
 def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blob_store(stack, c0):

@@ -20,10 +20,10 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte.connector.service import ArmadaJobMetadata
 from armada_flyte.local import journal
-from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+from armada_flyte.local.stack import BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import ARMADA_TASKS
 from support.flyte_metadata import execution_metadata
 
 pytestmark = pytest.mark.e2e
@@ -79,20 +79,6 @@ def test_a_local_run_task_reads_its_secrets_and_no_job_spec_holds_a_secret(flyte
     job_ids = [job.job_id for job in journal.jobs()]
     assert len(job_ids) == 1
     assert_no_secret_value_in(received_specs(stack.armada_url, job_ids), [SECRET_KEY, *task_secrets.values()])
-
-
-@pytest.fixture
-def c0(stack, tmp_path):
-    env = {
-        "ARMADA_URL": stack.armada_url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
-    }
-    with running_c0(env, tmp_path / "c0.log") as stub:
-        yield stub
 
 
 def test_a_backend_task_reads_its_secrets_through_c0_and_no_job_spec_holds_a_secret(stack, c0, task_secrets):
