@@ -56,32 +56,10 @@ class ImagePlatformCheck:
         registry has no such image, InvalidImageReference for a malformed reference, and the
         RegistryError that stopped the lookup when `image_check_blocks_when_unreachable` is set.
         """
-        try:
-            platforms = await self.platforms(image)
-        except (ImageNotFound, InvalidImageReference):
-            raise
-        except RegistryError as exc:
-            if self._settings.image_check_blocks_when_unreachable:
-                raise
-            logger.warning(
-                "could not check that image %r of task %r supports %s; submitting anyway: %s",
-                image,
-                task_name,
-                architecture.value,
-                exc,
-            )
-            return
-        if not platforms.platforms:  # e.g. index entries without a platform: the registry can't tell
-            if self._settings.image_check_blocks_when_unreachable:
-                raise ImagePlatformMismatch(task_name, image, [], architecture.value)
-            logger.warning(
-                "image %r of task %r names no platforms; submitting anyway without checking %s",
-                image,
-                task_name,
-                architecture.value,
-            )
-            return
-        if not platforms.supports(architecture):
+        platforms = await self._known_platforms(
+            image, task_name, architecture.value, f"submitting anyway without checking {architecture.value}"
+        )
+        if platforms is not None and not platforms.supports(architecture):
             raise ImagePlatformMismatch(task_name, image, [str(p) for p in platforms.platforms], architecture.value)
 
     async def architectures(self, image: str, task_name: str) -> Optional[ImageArchitectures]:
@@ -90,6 +68,17 @@ class ImagePlatformCheck:
         Fails as `check` does: a missing image or a bad reference always, an unreachable registry (or an
         index naming no platforms) only when `image_check_blocks_when_unreachable` is set.
         """
+        platforms = await self._known_platforms(image, task_name, "any", "it may run on any offered")
+        if platforms is None:
+            return None
+        found = sorted_architectures(a for a in Architecture if platforms.supports(a))
+        return ImageArchitectures(image, found, "its registry, at submission")
+
+    async def _known_platforms(
+        self, image: str, task_name: str, wanted: str, otherwise: str
+    ) -> Optional[ImagePlatforms]:
+        """The image's platforms, or None when the registry can't tell (unreachable, or an index naming
+        no platforms) and the admin lets that pass: then it warns, saying `otherwise`."""
         try:
             platforms = await self.platforms(image)
         except (ImageNotFound, InvalidImageReference):
@@ -98,19 +87,15 @@ class ImagePlatformCheck:
             if self._settings.image_check_blocks_when_unreachable:
                 raise
             logger.warning(
-                "could not read the architectures of image %r of task %r; it may run on any offered: %s",
-                image,
-                task_name,
-                exc,
+                "could not check the platforms of image %r of task %r; %s: %s", image, task_name, otherwise, exc
             )
             return None
-        if not platforms.platforms:
+        if not platforms.platforms:  # e.g. index entries without a platform: the registry can't tell
             if self._settings.image_check_blocks_when_unreachable:
-                raise ImagePlatformMismatch(task_name, image, [], "any")
-            logger.warning("image %r of task %r names no platforms; it may run on any offered", image, task_name)
+                raise ImagePlatformMismatch(task_name, image, [], wanted)
+            logger.warning("image %r of task %r names no platforms; %s", image, task_name, otherwise)
             return None
-        found = sorted_architectures(a for a in Architecture if platforms.supports(a))
-        return ImageArchitectures(image, found, "its registry, at submission")
+        return platforms
 
     async def platforms(self, image: str) -> ImagePlatforms:
         """The image's platforms, from the cache while fresh, else from the registry (off the event loop)."""

@@ -34,6 +34,7 @@ from armada_flyte.embedded.executors.base import (
     RunReporter,
     container_env,
     host_architecture_name,
+    stop_together,
 )
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
@@ -118,11 +119,7 @@ class DockerExecutor(PodThreads[_PodContainer]):
             return None
 
         def stop(grace: float) -> None:
-            stoppers = [threading.Thread(target=_stop, args=(c, grace)) for c in containers]
-            for stopper in stoppers:
-                stopper.start()
-            for stopper in stoppers:
-                stopper.join()
+            stop_together([lambda c=c: _stop(c, grace) for c in containers])
 
         return stop
 

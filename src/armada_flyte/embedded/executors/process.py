@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from armada_flyte.embedded.executors.base import (
     PodThreads,
     RunReporter,
     host_architecture_name,
+    stop_together,
 )
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
 from armada_flyte.embedded.logs import PodLog
@@ -107,15 +107,9 @@ class ProcessExecutor(PodThreads[_PodProcess]):
             return None
 
         def stop(grace: float) -> None:
-            # The containers of a pod stop together, each getting the whole grace period.
-            stoppers = [
-                threading.Thread(target=process_tree.terminate, args=(c.process.pid, grace, _mark(run_id, c.name)))
-                for c in containers
-            ]
-            for stopper in stoppers:
-                stopper.start()
-            for stopper in stoppers:
-                stopper.join()
+            stop_together(
+                [lambda c=c: process_tree.terminate(c.process.pid, grace, _mark(run_id, c.name)) for c in containers]
+            )
 
         return stop
 
