@@ -65,9 +65,6 @@ class ArmadaApi:
         self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
             weakref.WeakKeyDictionary()
         )
-        self._status_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _StatusBatch] = (
-            weakref.WeakKeyDictionary()
-        )
         self._submit_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SubmitBatcher[JobRequest]] = (
             weakref.WeakKeyDictionary()
         )
@@ -169,14 +166,6 @@ class ArmadaApi:
             states.update(response.job_states)
         return {job_id: states.get(job_id, JobState.UNKNOWN) for job_id in job_ids}
 
-    async def status_of(self, job_id: str) -> int:
-        """One job's state; concurrent callers on one loop share a single GetJobStatus call."""
-        loop = asyncio.get_running_loop()
-        batch = self._status_batches.get(loop)
-        if batch is None:
-            batch = self._status_batches[loop] = _StatusBatch(self)
-        return await batch.get(job_id)
-
     async def errors(self, job_ids: list[str]) -> dict[str, str]:
         stub = job_pb2_grpc.JobsStub(self._channel())
         found: dict[str, str] = {}
@@ -251,44 +240,6 @@ class ArmadaApi:
         """Close the running loop's channels (others close with their loops)."""
         for channel in self._channels.pop(asyncio.get_running_loop(), {}).values():
             await channel.close()
-
-
-class _StatusBatch:
-    """Collects the job ids asked for in one loop iteration and answers them with one call."""
-
-    def __init__(self, api: ArmadaApi):
-        self._api = api
-        self._waiting: dict[str, list[asyncio.Future[int]]] = {}
-        self._scheduled = False
-        self._flushing: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
-
-    async def get(self, job_id: str) -> int:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(job_id, []).append(future)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._start_flush)
-        return await future
-
-    def _start_flush(self) -> None:
-        task = asyncio.ensure_future(self._flush())
-        self._flushing.add(task)
-        task.add_done_callback(self._flushing.discard)
-
-    async def _flush(self) -> None:
-        waiting, self._waiting, self._scheduled = self._waiting, {}, False
-        try:
-            states = await self._api.status(list(waiting))
-        except BaseException as exc:  # every waiter sees the failure
-            for futures in waiting.values():
-                for future in futures:
-                    if not future.done():
-                        future.set_exception(exc)
-            return
-        for job_id, futures in waiting.items():
-            for future in futures:
-                if not future.done():
-                    future.set_result(states[job_id])
 
 
 def open_channel(settings: ConnectorConfig, target: str, *, aio: bool) -> Any:
