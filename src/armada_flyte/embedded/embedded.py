@@ -94,7 +94,9 @@ class EmbeddedArmada:
         self.requested_port = port
         self._executor = executor
         self._executor_options = (
-            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes} if executor == "process" else {}
+            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes, "images": cluster.images}
+            if executor == "process"
+            else {}
         )
         self._initial_queues = tuple(queues)
         self._paused = paused
