@@ -62,7 +62,9 @@ if [ -z "$url" ]; then
     echo "armada-testsuite: no armada-flyte CLI found; run scripts/setup-venv.sh or set ARMADA_FLYTE_CMD" >&2
     exit 1
   fi
-  "${cli[@]}" dev --ephemeral --port 0 --no-blob-store --queue e2e-test-queue >"$out/server.log" 2>&1 &
+  # The cluster file lists the images the cases use (the nodes' image catalogue).
+  "${cli[@]}" dev --ephemeral --port 0 --no-blob-store --queue e2e-test-queue \
+    --cluster "$here/armada-testsuite-cluster.yaml" >"$out/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
     url="$(sed -n 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "$out/server.log" | head -n1)"
