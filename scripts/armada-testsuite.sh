@@ -81,6 +81,17 @@ if [ -z "$url" ]; then
     exit 1
   fi
   echo "armada-testsuite: embedded server (pid $server_pid) on $url" >&2
+  # The testsuite GETs every ingress host it is told of at ARMADA_EXECUTOR_INGRESS_URL:PORT with the
+  # host as Host header (Armada's CI: kind's ingress controller on localhost:5001); here the
+  # embedded server's ingress controller routes them.
+  for _ in $(seq 1 50); do
+    ingress="$(sed -n 's|^ingress controller on http://\([^ ]*\).*|\1|p' "$out/server.log" | head -n1)"
+    [ -n "$ingress" ] && break
+    sleep 0.1
+  done
+  if [ -n "$ingress" ]; then
+    export ARMADA_EXECUTOR_INGRESS_URL="http://${ingress%:*}" ARMADA_EXECUTOR_INGRESS_PORT="${ingress##*:}"
+  fi
 fi
 
 # armadactl/testsuite dial with TLS unless told otherwise or the URL names "localhost".
