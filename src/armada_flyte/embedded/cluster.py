@@ -32,7 +32,7 @@ MAX_NODES_PER_GROUP = 1000
 MAX_NODES = 5000
 """Each simulated node is an object in the server's memory; real test clusters are far smaller."""
 _KNOWN_KEYS = (
-    "pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, node_groups; "
+    "pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, node_groups; "
     "per group: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
 )
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -119,6 +119,7 @@ class _ClusterFile(BaseModel):
     errorCategories: ErrorCategories = ErrorCategories()
     images: Optional[List[ImageEntry]] = None
     imagePullFailureGraceSeconds: float = Field(PULL_FAILURE_GRACE_SECONDS, ge=0, le=3600)
+    cpuShares: bool = False
     node_groups: List[ClusterNodeGroup]
 
     @field_validator("namespaces")
@@ -164,8 +165,11 @@ class Cluster:
         namespaces: Iterable[str] = (),
         error_categories: ErrorCategories = ErrorCategories(),
         images: Optional[ImageCatalogue] = None,
+        cpu_shares: bool = False,
     ):
         self.pool = pool
+        self.cpu_shares = cpu_shares
+        """Whether the process executor weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
         self.images = images
         """The images the nodes hold (the process executor runs only those); None: any image runs on the host."""
         self.error_categories = error_categories
@@ -195,7 +199,7 @@ class Cluster:
         if spec.images is not None:
             folder = base if base is not None else pathlib.Path.cwd()
             images = ImageCatalogue.from_entries(spec.images, folder, spec.imagePullFailureGraceSeconds, origin)
-        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images)
+        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images, spec.cpuShares)
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:

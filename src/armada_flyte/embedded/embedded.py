@@ -96,7 +96,12 @@ class EmbeddedArmada:
         self.requested_port = port
         self._executor = executor
         self._executor_options = (
-            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes, "images": cluster.images}
+            {
+                "sandbox_root": sandbox_root,
+                "private_prefixes": private_prefixes,
+                "images": cluster.images,
+                "cpu_shares": cluster.cpu_shares,
+            }
             if executor == "process"
             else {}
         )

@@ -38,6 +38,8 @@ from armada_flyte.embedded.executors.base import (
     host_architecture_name,
     stop_together,
 )
+from armada_flyte.embedded.executors.cpu_shares import cpu_nice
+from armada_flyte.embedded.executors.pod_shim import CPU_NICE
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
 from armada_flyte.embedded.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
 from armada_flyte.embedded.logs import PodLog
@@ -88,9 +90,12 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
         kept_sandboxes: int = 500,
         images: Optional[ImageCatalogue] = None,
+        cpu_shares: bool = False,
     ):
         super().__init__()
         self.images = images
+        self.cpu_shares = cpu_shares
+        """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
         """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
         self._cpu_offsets = itertools.count()
@@ -210,6 +215,8 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
         limits = container_requests(spec)
+        if self.cpu_shares:
+            env[CPU_NICE] = str(cpu_nice(limits.get("cpu", 0)))
         memory_limit = limits.get("memory", 0) // 1000
         read_end, write_end = os.pipe()
         try:
