@@ -20,8 +20,11 @@
 # grows until the kernel's OOM killer picks a victim on the whole machine
 # (basic/failure_oom_1x1 reached 23.9 GB here before the kernel killed it), and
 # categorization/oom writes 256 MiB into the host's /dev/shm. The two
-# stress-ng load cases would run 500 CPU burners at once if stress-ng were
-# installed on the host.
+# stress-ng load cases run 1000 pods x 20 s together: the cluster file
+# (armada-testsuite-cluster.yaml) bounds how many run at once by node memory
+# (about 50 here) and its cpuShares runs their 50m pods at nice 13, but on 2
+# shared cores they still load the machine for about 10 minutes and may miss
+# their 600 s timeout.
 #
 # The tools come from scripts/build-armada-tools.sh (cached after the first build).
 # Every case of Armada's testsuite submits to the queue e2e-test-queue, which its
