@@ -159,3 +159,14 @@ def test_an_unknown_image_field_is_refused() -> None:
     with pytest.raises(InvalidConfig) as raised:
         Cluster.from_mapping(data, "cluster.yaml")
     assert "images.0.entrypiont" in raised.value.field
+
+
+def test_an_image_listed_twice_is_refused() -> None:
+    data = {
+        "images": [{"image": "alpine"}, {"image": "docker.io/library/alpine:latest"}],
+        "node_groups": [node_group("a")],
+    }
+    with pytest.raises(InvalidConfig) as raised:
+        Cluster.from_mapping(data, "cluster.yaml")
+    assert raised.value.field == "cluster.yaml: images.1.image"
+    assert "images.0 is the same image" in raised.value.fix

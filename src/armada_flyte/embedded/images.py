@@ -85,8 +85,16 @@ class ImageCatalogue:
         cls, entries: list[ImageEntry], base: pathlib.Path, grace: float, origin: str = "cluster file"
     ) -> ImageCatalogue:
         """Resolve each entry's folder against `base` (the cluster file's folder); a missing folder is an error."""
-        images = []
+        images: list[Image] = []
+        seen: dict[str, int] = {}
         for index, entry in enumerate(entries):
+            first = seen.setdefault(normalise_reference(entry.image), index)
+            if first != index:
+                raise InvalidConfig(
+                    f"{origin}: images.{index}.image",
+                    entry.image,
+                    f"images.{first} is the same image ({normalise_reference(entry.image)}): list each image once",
+                )
             programs = None
             if entry.path is not None:
                 programs = (base / entry.path).resolve()

@@ -65,7 +65,9 @@ class IngressController:
         self._thread: Optional[threading.Thread] = None
 
     def start(self) -> IngressController:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="ingress", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="ingress", daemon=True
+        )
         self._thread.start()
         return self
 
