@@ -21,6 +21,7 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.embedded.ingress import IngressController
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
@@ -85,6 +86,7 @@ class EmbeddedArmada:
         secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None,
         secrets_file: str | pathlib.Path | None = None,
         state_dir: str | pathlib.Path | None = None,
+        ingress_port: int = 0,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -94,7 +96,14 @@ class EmbeddedArmada:
         self.requested_port = port
         self._executor = executor
         self._executor_options = (
-            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes} if executor == "process" else {}
+            {
+                "sandbox_root": sandbox_root,
+                "private_prefixes": private_prefixes,
+                "images": cluster.images,
+                "cpu_shares": cluster.cpu_shares,
+            }
+            if executor == "process"
+            else {}
         )
         self._initial_queues = tuple(queues)
         self._paused = paused
@@ -114,6 +123,8 @@ class EmbeddedArmada:
         for name, data in (secrets or {}).items():
             self.secrets.put(name, data)
         self.state_dir = pathlib.Path(state_dir).expanduser() if state_dir is not None else None
+        self.requested_ingress_port = ingress_port
+        self._ingress: Optional[IngressController] = None
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[GrpcServer] = None
         self.port = 0
@@ -122,7 +133,9 @@ class EmbeddedArmada:
 
     def start(self) -> EmbeddedArmada:
         store = make_store(self.state_dir)
+        ingress = None
         try:
+            ingress = IngressController(self.requested_ingress_port).start()
             executor = self._executor
             if isinstance(executor, str):
                 executor = make_executor(executor, **self._executor_options)
@@ -134,10 +147,14 @@ class EmbeddedArmada:
                 default_priority_class=self._default_priority_class,
                 secrets=self.secrets,
                 store=store,
+                ingress=ingress,
             )
         except BaseException:
             store.close()
+            if ingress is not None:
+                ingress.stop()
             raise
+        self._ingress = ingress
         plane.start()
         try:
             self._server, self.port = start_grpc_server(
@@ -145,6 +162,7 @@ class EmbeddedArmada:
             )
         except BaseException:
             plane.stop()
+            ingress.stop()
             raise
         self._plane = plane
         for name in self._initial_queues:
@@ -162,6 +180,9 @@ class EmbeddedArmada:
             server.stop(_STOP_GRACE_SECONDS)
         if plane is not None:
             plane.stop()
+        if self._ingress is not None:
+            self._ingress.stop()
+            self._ingress = None
 
     def __enter__(self) -> EmbeddedArmada:
         return self.start()
@@ -173,6 +194,13 @@ class EmbeddedArmada:
     def url(self) -> str:
         """`host:port` for `grpc.insecure_channel`, armada_client and `JobLogClient` alike."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def ingress_url(self) -> str:
+        """`http://127.0.0.1:PORT` of the ingress controller: send a job's ingress host as the Host header."""
+        if self._ingress is None:
+            raise RuntimeError("the embedded Armada is not running; use it in a `with` block or call start()")
+        return f"http://{HOST}:{self._ingress.port}"
 
     @property
     def node_groups(self) -> list[ClusterNodeGroup]:

@@ -133,6 +133,7 @@ def local_stack(
     secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
     secrets_file: Optional[pathlib.Path] = None,
     state_dir: Optional[pathlib.Path] = None,
+    ingress_port: int = 0,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
     both, and every pod, on exit.
@@ -161,6 +162,7 @@ def local_stack(
             secrets=cluster_secrets,
             secrets_file=secrets_file,
             state_dir=state_dir,
+            ingress_port=ingress_port,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:

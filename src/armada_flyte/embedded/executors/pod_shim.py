@@ -9,7 +9,9 @@ It plays containerd's shim for one container, with the standard library only (it
   its descendants and are found and ended with the container;
 - it enforces the container's memory limit: when the resident memory of all the container's
   processes goes over it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
-- it pins the container to its share of CPUs, and, when the server runs as root, starts the
+- it pins the container to its share of CPUs, and, when asked (CPU_NICE in its environment, which the
+  container doesn't see), lowers the container's CPU priority, its session's autogroup included;
+  when the server runs as root, it starts the
   container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
 - when the container's main process ends, the rest of the container is killed, as a container
@@ -33,6 +35,8 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SERVER_GONE = signal.SIGUSR1
 POLL_SECONDS = 0.1
+CPU_NICE = "ARMADA_FLYTE_CPU_NICE"
+"""The nice level the container runs at (set by the process executor, removed before the container starts)."""
 START_FAILED = 128
 """Exit code of a container whose command could not be started (containerd reports 128, StartError)."""
 
@@ -143,6 +147,16 @@ def drop_capabilities():
         _libc.capset(header, (ctypes.c_uint32 * 6)())
 
 
+def lower_priority(nice):
+    """Run at `nice`; the new session's autogroup too, or the kernel would weigh it as any other session."""
+    os.nice(nice)
+    try:
+        with open("/proc/self/autogroup", "w") as autogroup:
+            autogroup.write(str(nice))
+    except OSError:
+        pass  # no autogroups (kernel option off): the nice level alone weighs the processes
+
+
 def start_container(command, cpus, status_fd):
     pid = os.fork()
     if pid:
@@ -150,6 +164,9 @@ def start_container(command, cpus, status_fd):
     try:
         os.close(status_fd)
         os.setsid()
+        nice = int(os.environ.pop(CPU_NICE, "0") or 0)
+        if nice > 0:
+            lower_priority(nice)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(SERVER_GONE, signal.SIG_DFL)
         if cpus and hasattr(os, "sched_setaffinity"):

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -37,7 +38,10 @@ from armada_flyte.embedded.executors.base import (
     host_architecture_name,
     stop_together,
 )
+from armada_flyte.embedded.executors.cpu_shares import cpu_nice
+from armada_flyte.embedded.executors.pod_shim import CPU_NICE
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
+from armada_flyte.embedded.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
 
@@ -47,6 +51,8 @@ _DRAIN_AFTER_EXIT_SECONDS = 2.0
 _SHIM = pathlib.Path(__file__).with_name("pod_shim.py")
 _STOPPED = "the pod was stopped before it started"
 _PR_SET_DUMPABLE = 4
+IMAGE_PULL_FAILED = "ErrImagePull"
+"""The run's end reason when its image could not be pulled (the container's Waiting reason on a kubelet)."""
 
 
 @dataclass
@@ -64,6 +70,8 @@ class _Container:
 @dataclass
 class _PodProcess(PodState):
     containers: list[_Container] = field(default_factory=list)
+    stop_asked: threading.Event = field(default_factory=threading.Event)
+    """Set by a kill, so a pod waiting before its containers start (a failed image pull) ends at once."""
 
 
 def protect_server_environment() -> None:
@@ -81,8 +89,14 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
         kept_sandboxes: int = 500,
+        images: Optional[ImageCatalogue] = None,
+        cpu_shares: bool = False,
     ):
         super().__init__()
+        self.images = images
+        self.cpu_shares = cpu_shares
+        """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
+        """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
         self._cpu_offsets = itertools.count()
         self._owns_root = sandbox_root is None
@@ -102,6 +116,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         return _PodProcess()
 
     def _stopper(self, run_id: str, state: _PodProcess) -> Optional[Callable[[float], None]]:
+        state.stop_asked.set()
         containers = list(state.containers)
         if not containers:
             return None
@@ -132,11 +147,18 @@ class ProcessExecutor(PodThreads[_PodProcess]):
     def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> PodEnd:
         if not reporter.pending(pod.run_id):
             return PodEnd(137, _STOPPED)
+        images = {}
         for container in [*pod.pod.initContainers, *pod.pod.containers]:
-            if not container.command and not container.args:
+            image = self.images.find(container.image) if self.images is not None else None
+            if self.images is not None and image is None:
+                return self._pull_failed(pod, container, state)
+            images[container.name] = image
+            given = [*container.command, *container.args]
+            if not (image.argv(list(container.command), list(container.args)) if image else given):
                 error = (
                     f"container {container.name} has no command or args: the process executor cannot run the "
-                    "image's own entrypoint; give the command in the pod spec, or use the docker executor"
+                    "image's own entrypoint unless the cluster file's images section gives it; give the command "
+                    "in the pod spec, or use the docker executor"
                 )
                 pod.log.write("stderr", error)
                 return PodEnd(128, error, (ContainerEnd(container.name, 128, "StartError", error),))
@@ -152,7 +174,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
-            started = self._start(pod, spec, sandbox, state)
+            started = self._start(pod, spec, sandbox, state, images[spec.name])
             if started is None:
                 return PodEnd(137, _STOPPED, tuple(ends))
             (end,) = self._wait_for(pod, [started])
@@ -161,7 +183,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                 return _failed_pod(ends, end, init=True)
         started_mains = []
         for spec in pod.pod.containers:
-            started = self._start(pod, spec, sandbox, state)
+            started = self._start(pod, spec, sandbox, state, images[spec.name])
             if started is None:
                 self.kill(pod.run_id, 0)
                 break
@@ -175,13 +197,26 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         failed = next((end for end in main_ends if end.exit_code != 0), None)
         return PodEnd(0, "", tuple(ends)) if failed is None else _failed_pod(ends, failed, init=False)
 
-    def _start(self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess) -> Optional[_Container]:
+    def _pull_failed(self, pod: PodLaunch, container: Any, state: _PodProcess) -> PodEnd:
+        """No node holds the container's image: the pod stays pending (ErrImagePull, then ImagePullBackOff)
+        until Armada's executor gives up on it after its pending-pod check's grace period, or it is stopped."""
+        pod.log.note(f"Warning Failed: {pull_failure_message(container.image)}")
+        assert self.images is not None
+        if state.stop_asked.wait(self.images.pull_failure_grace_seconds):
+            return PodEnd(137, _STOPPED)
+        return PodEnd(0, pull_failure_reason(container.image), (), IMAGE_PULL_FAILED)
+
+    def _start(
+        self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess, image: Optional[Image]
+    ) -> Optional[_Container]:
         """Start one container through the shim; None when the pod was stopped first."""
-        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes)
+        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes, image=image)
         place_secret_files(sandbox, pod.secrets.of(spec.name).files)
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
         limits = container_requests(spec)
+        if self.cpu_shares:
+            env[CPU_NICE] = str(cpu_nice(limits.get("cpu", 0)))
         memory_limit = limits.get("memory", 0) // 1000
         read_end, write_end = os.pipe()
         try:
