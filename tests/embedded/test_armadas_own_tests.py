@@ -39,6 +39,7 @@ TESTSUITE_CASES = {
     "basic/failure_1x1": PASSES,
     "basic/failure_errimagepull": NEEDS_IMAGES,
     "basic/failure_namespace": PASSES,
+    "basic/failure_oom_1x1": PASSES,
     "basic/gang": NEEDS_KUBERNETES,
     "basic/ingress": NEEDS_IMAGES + " (busybox nc); no ingress-info event either",
     "basic/jobset_cancel_by_set_1x5": PASSES,
@@ -49,6 +50,7 @@ TESTSUITE_CASES = {
     "basic/submit_2x3": PASSES,
     "basic/submit_fileshare_1x1": PASSES,
     "basic/submit_random_clientid": PASSES,
+    "categorization/oom": PASSES,
     "categorization/user_error": PASSES,
     "gpu/submit_gpu_1x1": NEEDS_GPUS,
     "gpu/submit_gpu_2x3": NEEDS_GPUS,
@@ -69,8 +71,6 @@ TESTSUITE_CASES = {
 
 # Never run here: they would take the shared machine with them (see scripts/armada-testsuite.sh).
 UNSAFE_CASES = {
-    "basic/failure_oom_1x1": "no memory limit on host processes: it grows until the kernel's OOM killer acts",
-    "categorization/oom": "writes 256 MiB into the host's /dev/shm",
     "performance/submit_load_1x500": "runs 500 CPU burners (stress-ng) at once",
     "performance/submit_load_5x100": "runs 500 CPU burners (stress-ng) at once",
 }
