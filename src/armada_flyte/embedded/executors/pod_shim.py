@@ -14,8 +14,8 @@ It plays containerd's shim for one container, with the standard library only (it
   The usage is checked more often while it climbs (every 2 ms when the limit is near), at once
   on every write into those folders (inotify), and once more when the main process ends;
   as a hard stop between checks, no process may map more than the limit + 1 GiB of private
-  writable memory (RLIMIT_DATA), and a process that ends having been resident over the limit
-  also reads OOMKilled;
+  writable memory (RLIMIT_DATA), and a main process that ends having been resident over the
+  limit (its ru_maxrss) also reads OOMKilled;
 - it pins the container to its share of CPUs, and, when the server runs as root, starts the
   container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
