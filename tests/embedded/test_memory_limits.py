@@ -128,7 +128,7 @@ def test_dev_shm_is_the_pods_own_and_a_fast_writer_is_stopped_early(embedded_arm
     assert not pathlib.Path("/dev/shm", name).exists()
     written = (embedded_armada.sandbox_of(job_id) / "dev/shm" / name).stat().st_size
     # The shim checks on every write into /dev/shm; dd writes 256 MiB in a fraction of a second.
-    assert 25 * MiB < written < 128 * MiB
+    assert 16 * MiB < written < 128 * MiB  # its processes count too, so it may stop short of 25 MiB
 
 
 @pytest.mark.embedded_only
