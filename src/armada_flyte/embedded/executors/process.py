@@ -211,6 +211,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
     ) -> Optional[_Container]:
         """Start one container through the shim; None when the pod was stopped first."""
         sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes, image=image)
+        memory_folders = sandbox.memory_folders(spec, _memory_volumes(pod.pod))
         place_secret_files(sandbox, pod.secrets.of(spec.name).files)
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
@@ -233,6 +234,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                         str(os.getpid()),
                         str(memory_limit),
                         self._cpus_for(limits.get("cpu", 0)),
+                        *(str(folder) for folder in memory_folders),
                         "--",
                         *sandbox.argv(spec),
                     ],
@@ -273,6 +275,15 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         return ends
 
 
+def _memory_volumes(pod: Any) -> frozenset[str]:
+    """The pod's emptyDir volumes with medium Memory: tmpfs, charged to the memory of the containers that write it."""
+    return frozenset(
+        volume.name
+        for volume in pod.volumes
+        if volume.volumeSource.HasField("emptyDir") and volume.volumeSource.emptyDir.medium == "Memory"
+    )
+
+
 def _mark(run_id: str, container: str) -> str:
     return f"{run_id}/{container}"
 
@@ -291,7 +302,10 @@ def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
         code = shim_code if shim_code >= 0 else 128 - shim_code
         reason = "Completed" if code == 0 else "Error"
     if reason == "OOMKilled":
-        message = f"the container's processes went over its memory limit ({container.memory_limit} bytes)"
+        message = (
+            f"the container's processes went over its memory limit ({container.memory_limit} bytes, "
+            "counting its files in /dev/shm and Memory emptyDirs)"
+        )
     elif code != 0:
         message = "\n".join(container.stderr) or f"container {container.name} exited with code {code}"
     else:

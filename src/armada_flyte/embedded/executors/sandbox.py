@@ -26,9 +26,13 @@ from armada_flyte.embedded.executors.base import PodLaunch, container_env
 from armada_flyte.embedded.images import Image
 from armada_flyte.embedded.secrets import SecretFile
 
-DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets")
+SHARED_MEMORY = "/dev/shm"
+"""The pod's own tmpfs in a container (the pod sandbox's shm mount), whose pages are charged to the memory
+cgroup of the container that writes them."""
+DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets", SHARED_MEMORY)
 """Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/,
-and Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR)."""
+Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR), and /dev/shm is
+the pod's shared memory."""
 
 _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 """Host settings a pod inherits so text and time behave as the user expects; nothing else leaks in."""
@@ -96,6 +100,14 @@ class Sandbox:
     def _mapped(self, path: str) -> str:
         mapped = str(self.inside(path))
         return mapped + "/" if path.endswith("/") and not mapped.endswith("/") else mapped
+
+    def memory_folders(self, container: Any, memory_volumes: frozenset[str]) -> tuple[pathlib.Path, ...]:
+        """The folders whose files are memory to `container` and count toward its memory limit: the pod's
+        /dev/shm (when it is a private path, or a volume is mounted there) and each Memory emptyDir it mounts."""
+        paths = [mount.mountPath for mount in container.volumeMounts if mount.name in memory_volumes]
+        if SHARED_MEMORY in self.private_prefixes or any(mount == SHARED_MEMORY for mount, _ in self.mounts):
+            paths.append(SHARED_MEMORY)
+        return tuple(dict.fromkeys(self.inside(path) for path in paths))
 
     def argv(self, container: Any) -> list[str]:
         """Kubernetes runs `command` (else the image's ENTRYPOINT) followed by `args` (else, without `command`,
