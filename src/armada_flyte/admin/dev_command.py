@@ -70,6 +70,11 @@ def register(subparsers: Any) -> None:
         help="port on 127.0.0.1 of the ingress controller that routes jobs' ingress hosts to their pods "
         "(default: a free one, printed at start)",
     )
+    parser.add_argument(
+        "--paused",
+        action="store_true",
+        help="hold leases: scheduled jobs stay LEASED and no pod starts (load tests of the API and scheduler)",
+    )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
     state = parser.add_mutually_exclusive_group()
@@ -104,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             executor=args.executor,
             visibility_delay=args.visibility_delay,
+            paused=args.paused,
             blob_store=not args.no_blob_store,
             configure_connector=False,
             auth=tuple(args.auth),
@@ -127,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {line}")
             print(f"state: {state_dir} (kept across restarts)" if state_dir else "state: in memory only (--ephemeral)")
             print(f"queue: {args.queue}")
+            if args.paused:
+                print("paused: scheduled jobs stay LEASED, no pod starts")
             print(f"secrets: {', '.join(stack.server.secrets.names()) or '(none)'}")
             print("node groups:")
             for group in stack.server.node_groups:
