@@ -171,6 +171,8 @@ def main() -> int:
         "full_vs_all_fit": round(ratio, 2),
         "rss_per_queued_job_bytes": round(full["rss_added_mb"] * 1024 * 1024 / max(full["queued"], 1)),
         "longest_gc_pause_ms": gc_pauses["longest_ms"],
+        "longest_gc_pause_ms_by_generation": gc_pauses["by_generation"],
+        "gc_collections": gc_pauses["collections"],
         "targets": {"full_vs_all_fit": "<= 1.5", "get_job_status_p99_ms": "< 5"},
     }
     result["meets_targets"] = {

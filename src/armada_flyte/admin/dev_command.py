@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -93,12 +94,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.embedded.executors.base import host_architecture_name
     from armada_flyte.embedded.secrets import parse_secret_argument
+    from armada_flyte.embedded.server import GIL_SWITCH_SECONDS
     from armada_flyte.embedded.state_store import default_state_dir
     from armada_flyte.local.stack import local_stack
 
     secrets = dict(parse_secret_argument(name, pairs) for name, *pairs in args.secret)
     state_dir = None if args.ephemeral else (args.state_dir or default_state_dir())
 
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)  # this process is only the server: keep its calls' waits short
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
