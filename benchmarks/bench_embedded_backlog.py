@@ -4,7 +4,8 @@
    then to a cluster of 4 nodes that is already full, so all of them queue. Target: the full
    cluster accepts them all within 1.5x of the all-fit time.
 2. While the 100,000 queue up, a prober in a process of its own calls Jobs.GetJobStatus for 500
-   ids without pause. Target: p99 under 5 ms.
+   ids without pause. Target: p99 under 5 ms (on the full cluster). The prober runs in the all-fit
+   round too, so the ratio compares the backlog's cost alone, not the prober's.
 3. Also reported: the server's resident memory per queued job and its longest cyclic-GC pause.
 
 The server is `armada-flyte dev --paused` (nothing runs) with its SQLite state in a temporary
@@ -105,7 +106,7 @@ def probe(url: str, ids: list[str], stop: multiprocessing.synchronize.Event, out
     out.put(latencies)
 
 
-def submit_all(url: str, pid: int, jobs: int, cpu: str, with_probe: bool) -> dict:
+def submit_all(url: str, pid: int, jobs: int, cpu: str, with_probe: bool = True) -> dict:
     client = ArmadaClient(grpc.insecure_channel(url))
     request = items(client, cpu)
     first = [i.job_id for i in client.submit_jobs("flyte", "backlog", request).job_response_items]
@@ -146,6 +147,7 @@ def submit_all(url: str, pid: int, jobs: int, cpu: str, with_probe: bool) -> dic
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--no-probe-all-fit", action="store_true", help="no prober in the all-fit round")
     parser.add_argument("--ephemeral", action="store_true", help="the server keeps its state in memory, not SQLite")
     args = parser.parse_args()
 
@@ -154,10 +156,10 @@ def main() -> int:
         full_dir.mkdir()
         fit_dir.mkdir()
         with dev_server(full_dir, "1", args.ephemeral) as (url, pid, gc_report):
-            full = submit_all(url, pid, args.jobs, "1", with_probe=True)
+            full = submit_all(url, pid, args.jobs, "1")
         gc_pauses = json.loads(gc_report.read_text())
         with dev_server(fit_dir, "100000", args.ephemeral) as (url, pid, _):
-            all_fit = submit_all(url, pid, args.jobs, "10m", with_probe=False)
+            all_fit = submit_all(url, pid, args.jobs, "10m", with_probe=not args.no_probe_all_fit)
 
     ratio = full["submit_seconds"] / all_fit["submit_seconds"]
     result = {
