@@ -169,7 +169,9 @@ def creates_only(count: int, rounds: int) -> dict:
             for _ in range(rounds):
                 for task_type, seen in figures.items():
                     c0_before, here_before = cpu_seconds(pid), time.process_time()
+                    submits_before = armada.calls.count("SubmitJobs")
                     rate, _, failed = creates(stub, task_type, first, count)
+                    seen.setdefault("submit_calls", []).append(armada.calls.count("SubmitJobs") - submits_before)
                     first += count
                     seen.setdefault("rate", []).append(rate)
                     seen.setdefault("c0_cpu_ms", []).append((cpu_seconds(pid) - c0_before) * 1000 / count)
@@ -189,6 +191,7 @@ def creates_only(count: int, rounds: int) -> dict:
         "bench_cpu_ms_per_create": round(statistics.median(real["bench_cpu_ms"]), 3),
         "noop_bench_cpu_ms_per_create": round(statistics.median(noop["bench_cpu_ms"]), 3),
         "failed_creates": sum(noop["failed"]) + sum(real["failed"]),
+        "items_per_submit_call": round(count / statistics.median(real["submit_calls"]), 1),
         "rates": {"noop": [round(r) for r in noop["rate"]], "armada": [round(r) for r in real["rate"]]},
     }
 
