@@ -83,6 +83,12 @@ def concurrently(start: Callable[[int], grpc.Future], count: int, limit: int) ->
     return time.perf_counter() - began, calls
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system), from /proc: what a create costs, whatever the load."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[bytes], int]:
     """Create `count` tasks (runs of 100); returns creates/s, the resource metas, and how many failed."""
     category_template = template(task_type)
@@ -149,11 +155,58 @@ def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
     }
 
 
+def creates_only(count: int, rounds: int) -> dict:
+    """The creates figure alone, no-op and armada alternating `rounds` times in one c0, with the CPU
+    each create cost c0 and this process (the benchmark's client and the embedded server)."""
+    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+        env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+        with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
+            stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
+            creates(stub, "armada", 0, 200)
+            creates(stub, "noop", 0, 200)
+            figures: dict[str, dict[str, list[float]]] = {"noop": {}, "armada": {}}
+            first = 200
+            for _ in range(rounds):
+                for task_type, seen in figures.items():
+                    c0_before, here_before = cpu_seconds(pid), time.process_time()
+                    submits_before = armada.calls.count("SubmitJobs")
+                    rate, _, failed = creates(stub, task_type, first, count)
+                    seen.setdefault("submit_calls", []).append(armada.calls.count("SubmitJobs") - submits_before)
+                    first += count
+                    seen.setdefault("rate", []).append(rate)
+                    seen.setdefault("c0_cpu_ms", []).append((cpu_seconds(pid) - c0_before) * 1000 / count)
+                    seen.setdefault("bench_cpu_ms", []).append((time.process_time() - here_before) * 1000 / count)
+                    seen.setdefault("failed", []).append(failed)
+    noop, real = figures["noop"], figures["armada"]
+    noop_rate, armada_rate = statistics.median(noop["rate"]), statistics.median(real["rate"])
+    return {
+        "benchmark": "creates through c0 (medians of the rounds)",
+        "creates": count,
+        "rounds": rounds,
+        "creates_per_second": round(armada_rate),
+        "noop_creates_per_second": round(noop_rate),
+        "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
+        "c0_cpu_ms_per_create": round(statistics.median(real["c0_cpu_ms"]), 3),
+        "noop_c0_cpu_ms_per_create": round(statistics.median(noop["c0_cpu_ms"]), 3),
+        "bench_cpu_ms_per_create": round(statistics.median(real["bench_cpu_ms"]), 3),
+        "noop_bench_cpu_ms_per_create": round(statistics.median(noop["bench_cpu_ms"]), 3),
+        "failed_creates": sum(noop["failed"]) + sum(real["failed"]),
+        "items_per_submit_call": round(count / statistics.median(real["submit_calls"]), 1),
+        "rates": {"noop": [round(r) for r in noop["rate"]], "armada": [round(r) for r in real["rate"]]},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=3000)
     parser.add_argument("--memory-in-flight", type=int, default=10_000)
+    parser.add_argument(
+        "--only-creates", type=int, default=0, metavar="ROUNDS", help="only the creates figure, ROUNDS times each"
+    )
     args = parser.parse_args()
+    if args.only_creates:
+        print(json.dumps(creates_only(args.creates, args.only_creates), indent=2))
+        return 0
 
     with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}

@@ -81,3 +81,57 @@ def test_batches_are_per_job_set_and_capped(paused_armada):
     assert paused_armada.calls.count("SubmitJobs") == 4  # 2 job sets x 50 creates, 25 per call
     for job_id, n in zip(ids, range(100)):
         assert paused_armada.job(job_id).job_set == f"set-{n % 2}"
+
+
+def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
+    from armada_flyte.connector.submit_batch import SubmitBatcher
+
+    sent: list[int] = []
+    release = asyncio.Event()
+
+    async def send(queue: str, job_set: str, items: list[int]) -> list[str]:
+        sent.append(len(items))
+        if len(sent) == 1:
+            await release.wait()  # the first call is slow to return
+        return [f"id-{item}" for item in items]
+
+    async def scenario() -> list[str]:
+        batcher = SubmitBatcher(send, window=0.01, max_items=100)
+        first = asyncio.ensure_future(batcher.submit("q", "s", 0))
+        while not sent:
+            await asyncio.sleep(0.005)
+        later = [asyncio.ensure_future(batcher.submit("q", "s", n)) for n in range(1, 31)]
+        other_set = await batcher.submit("q", "other", 99)  # another job set never waits on this one's call
+        await asyncio.sleep(0.05)  # well past the window: the 30 wait for the call in flight
+        assert sent == [1, 1] and other_set == "id-99"
+        release.set()
+        return [await first, *[await f for f in later]]
+
+    ids = asyncio.run(scenario())
+    assert ids == [f"id-{n}" for n in range(31)]
+    assert sent == [1, 1, 30]
+
+
+def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
+    from armada_flyte.connector.submit_batch import SubmitBatcher
+
+    sent: list[int] = []
+    release = asyncio.Event()
+
+    async def send(queue: str, job_set: str, items: list[int]) -> list[str]:
+        sent.append(len(items))
+        if len(sent) == 1:
+            await release.wait()
+        return [str(item) for item in items]
+
+    async def scenario() -> None:
+        batcher = SubmitBatcher(send, window=0.01, max_items=10)
+        first = asyncio.ensure_future(batcher.submit("q", "s", 0))
+        while not sent:
+            await asyncio.sleep(0.005)
+        full = await asyncio.gather(*(batcher.submit("q", "s", n) for n in range(1, 11)))
+        assert full == [str(n) for n in range(1, 11)] and sent == [1, 10]
+        release.set()
+        assert await first == "0"
+
+    asyncio.run(scenario())

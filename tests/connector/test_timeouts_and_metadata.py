@@ -115,6 +115,16 @@ def test_metadata_decodes_leniently_unknown_keys_ignored_missing_ones_defaulted(
     assert (retyped.submitted_at, retyped.timeout_seconds) == (12.5, 0.0)
 
 
+def test_metadata_is_written_as_the_sdk_writes_it():
+    from dataclasses import asdict
+
+    meta = ArmadaJobMetadata(
+        job_id="j1", queue="flyte", submitted_at=12.5, gang_cardinality=3, task="t\u00e9", refusal='say "no"'
+    )
+    assert meta.encode() == json.dumps(asdict(meta)).encode("utf-8")  # flyte.connectors ResourceMeta.encode
+    assert ArmadaJobMetadata.decode(meta.encode()) == meta
+
+
 def test_c0_serves_get_and_delete_with_metadata_of_an_older_and_a_newer_connector(c0, client):
     meta = json.loads(_create(c0, python_template(SLEEPER), "versions"))
     older = json.dumps({k: meta[k] for k in OLDER_FIELDS}).encode()

@@ -32,7 +32,13 @@ from armada_flyte.connector.auth import credentials_for
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.submit_batch import SubmitBatcher
-from armada_flyte.errors import ArmadaAuthError, ArmadaFlyteError, ArmadaUnavailable, SubmissionRefused
+from armada_flyte.errors import (
+    ArmadaAuthError,
+    ArmadaFlyteError,
+    ArmadaUnavailable,
+    InvalidConfig,
+    SubmissionRefused,
+)
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 
@@ -41,6 +47,7 @@ log = logging.getLogger(__name__)
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 T = TypeVar("T")
+ItemBatcher = SubmitBatcher[submit_pb2.JobSubmitRequestItem]
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class ArmadaApi:
         self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
             weakref.WeakKeyDictionary()
         )
-        self._submit_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SubmitBatcher[JobRequest]] = (
+        self._submit_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ItemBatcher] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -117,7 +124,11 @@ class ArmadaApi:
     # ---- Submit ----
     async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:
         """Submit jobs; returns their ids in order. Refusals raise `SubmissionRefused` with Armada's reason."""
-        request = submit_request(queue, job_set_id, jobs)
+        return await self._submit_items(queue, job_set_id, [submit_item(job) for job in jobs])
+
+    async def _submit_items(self, queue: str, job_set_id: str, items: list[Any]) -> list[str]:
+        """Send request items (`submit_item`) as one SubmitJobs call."""
+        request = submit_pb2.JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=items)
         stub = submit_pb2_grpc.SubmitStub(self._channel())
         response = await self._call("SubmitJobs", lambda kw: stub.SubmitJobs(request, **kw))
         ids = []
@@ -128,14 +139,18 @@ class ArmadaApi:
         return ids
 
     async def submit_one(self, queue: str, job_set_id: str, job: JobRequest) -> str:
-        """Submit one job; concurrent calls for the same queue and job set share one SubmitJobs call."""
+        """Submit one job; concurrent calls for the same queue and job set share one SubmitJobs call.
+
+        The job becomes its request item here, in its own create: a pod spec Kubernetes can't take
+        fails this create alone, never the others of its batch."""
+        item = submit_item(job)
         loop = asyncio.get_running_loop()
         batcher = self._submit_batches.get(loop)
         if batcher is None:
             s = self._settings
-            batcher = SubmitBatcher(self.submit, s.submit_batch_window_seconds, s.submit_batch_max_items)
+            batcher = SubmitBatcher(self._submit_items, s.submit_batch_window_seconds, s.submit_batch_max_items)
             self._submit_batches[loop] = batcher
-        return await batcher.submit(queue, job_set_id, job)
+        return await batcher.submit(queue, job_set_id, item)
 
     async def cancel(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
         stub = submit_pb2_grpc.SubmitStub(self._channel())
@@ -271,21 +286,43 @@ def _chunks(ids: list[str]) -> list[list[str]]:
 def submit_request(queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> submit_pb2.JobSubmitRequest:
     """The SubmitJobs request for `jobs`, exactly as sent (also what a dry run prints)."""
     return submit_pb2.JobSubmitRequest(
-        queue=queue, job_set_id=job_set_id, job_request_items=[_item(job) for job in jobs]
+        queue=queue, job_set_id=job_set_id, job_request_items=[submit_item(job) for job in jobs]
     )
 
 
-def _item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
-    pod_spec = json_format.ParseDict(_quantities(job.pod_spec), core_v1.PodSpec())
+def submit_item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
+    """One job as Armada's request item. Raises `InvalidConfig` for a pod spec Kubernetes' PodSpec can't hold."""
     return submit_pb2.JobSubmitRequestItem(
         priority=job.priority,
         namespace=job.namespace,
         client_id=job.client_id,
         labels=job.labels,
         annotations=job.annotations,
-        pod_spec=pod_spec,
+        pod_spec=pod_spec_message(job.pod_spec),
         external_job_uri=job.external_job_uri,
     )
+
+
+def pod_spec_message(pod_spec: dict[str, Any]) -> core_v1.PodSpec:
+    """The pod spec (Kubernetes' JSON field names) as the PodSpec proto.
+
+    The message constructor builds it in C, about 15x faster than json_format, and where both accept
+    the dict they build the same message. The constructor is the stricter: no whole float for an int
+    field (a pod template's JSON holds numbers as floats), no int as a string; for those json_format
+    decides, as it always did."""
+    values = _quantities(pod_spec)
+    try:
+        return core_v1.PodSpec(**values)
+    except Exception:  # any refusal: json_format gives the answer, or the error
+        pass
+    try:
+        return json_format.ParseDict(values, core_v1.PodSpec())
+    except json_format.ParseError as exc:
+        raise InvalidConfig(
+            "pod_template",
+            str(exc).split(" Available Fields")[0],
+            "Kubernetes' PodSpec has no such field or takes no such value; fix the task's pod template",
+        ) from None
 
 
 def _quantities(pod_spec: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ submit and print exactly the same job.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional
 
@@ -36,6 +38,8 @@ from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.spec import SubmissionSpec
 
 DECLARED_BY_FLYTE = "its flyte.Image platform, at registration"
+DECISIONS_CACHED = 256
+"""How many templates' decisions `plan_job` keeps (least recently used first out)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,85 @@ def plan_job(
     `image_in_registry`: for `architecture="any"`, the image's architectures as its registry lists them.
     """
     context = context or ExecutionContext.of(None, task_template)
+    spec, template, resolved, placement = _decisions(task_template, node_groups, context, image_in_registry)
+    job = build_job_request(template, spec, resolved, placement, identity, output_prefix, blob_store, extra_env)
+    security = task_template.security_context if task_template.HasField("security_context") else None
+    blob_env = {entry["name"] for entry in blob_store.pod_env()}
+    apply_secret_mounts(job.pod_spec, secret_mounts(security, secret_env_prefix), reserved_env=blob_env | set(BLOB_ENV))
+    pod_spec = with_accelerator_resource(job.pod_spec, placement.accelerator_resource)
+    pod_spec = with_shared_memory(pod_spec, shared_memory(task_template))
+    namespace, namespace_source = job_namespace(spec, context, identity, namespace_template)
+    job = with_context(replace(job, pod_spec=pod_spec), context, namespace)
+    job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
+    return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source)
+
+
+@dataclass(frozen=True)
+class _Decisions:
+    """What a template decides before any run's identity enters: the same for every create of a task."""
+
+    node_groups: NodeGroups
+    """Held, so the id in the cache key stays this object's."""
+    spec: SubmissionSpec
+    template: TemplatePod
+    """Read from the template without its container args (the backend renders them per run)."""
+    resolved: ResolvedArchitecture
+    placement: Placement
+
+
+_cache: OrderedDict[tuple[bytes, int, bool], _Decisions] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _decisions(
+    task_template: Any,
+    node_groups: NodeGroups,
+    context: ExecutionContext,
+    image_in_registry: Optional[ImageArchitectures],
+) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement]:
+    """The task's spec, pod, architecture and placement. Parsing `custom` and the container costs more
+    than the rest of a create, and a task's every create repeats it, so a plain container's decisions
+    are kept by the template's content without its args (per node groups and capacity class); a pod
+    template (its args sit inside its pod spec) and a registry's answer are decided afresh each time.
+    Nothing that raised is kept: the same template raises again."""
+    if task_template.HasField("k8s_pod") or image_in_registry is not None:
+        return _decide(task_template, task_template, node_groups, context.interruptible, image_in_registry)
+    args = list(task_template.container.args)
+    without_args = task_template
+    if args:
+        without_args = type(task_template)()
+        without_args.CopyFrom(task_template)
+        del without_args.container.args[:]
+    key = (without_args.SerializeToString(deterministic=True), id(node_groups), context.interruptible)
+    with _cache_lock:
+        kept = _cache.get(key)
+        if kept is not None:
+            _cache.move_to_end(key)
+    if kept is None:
+        spec, template, resolved, placement = _decide(
+            without_args, task_template, node_groups, context.interruptible, None
+        )
+        kept = _Decisions(node_groups, spec, template, resolved, placement)
+        with _cache_lock:
+            _cache[key] = kept
+            while len(_cache) > DECISIONS_CACHED:
+                _cache.popitem(last=False)
+    template = kept.template
+    if args:
+        template = replace(template, container={**template.container, "args": args})
+    return kept.spec, template, kept.resolved, kept.placement
+
+
+def _decide(
+    pod_source: Any,
+    task_template: Any,
+    node_groups: NodeGroups,
+    interruptible: bool,
+    image_in_registry: Optional[ImageArchitectures],
+) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement]:
+    """Parse and place: the pod from `pod_source` (the template, or it without its container args)."""
     spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
-    template = TemplatePod.of(task_template)
+    template = TemplatePod.of(pod_source)
     images = []
     if spec.image_architectures:
         images.append(ImageArchitectures(template.image, spec.image_architectures, DECLARED_BY_FLYTE))
@@ -93,17 +174,8 @@ def plan_job(
     _check_gang_stays_on_one_architecture(spec, resolved)
     gpus = container_resources(template.container, spec)["requests"].get(GPU_RESOURCE, "")
     accelerator = accelerator_request(task_template, gpus)
-    placement = placement_for(resolved, node_groups, template.pod_spec, accelerator, context.interruptible)
-    job = build_job_request(template, spec, resolved, placement, identity, output_prefix, blob_store, extra_env)
-    security = task_template.security_context if task_template.HasField("security_context") else None
-    blob_env = {entry["name"] for entry in blob_store.pod_env()}
-    apply_secret_mounts(job.pod_spec, secret_mounts(security, secret_env_prefix), reserved_env=blob_env | set(BLOB_ENV))
-    pod_spec = with_accelerator_resource(job.pod_spec, placement.accelerator_resource)
-    pod_spec = with_shared_memory(pod_spec, shared_memory(task_template))
-    namespace, namespace_source = job_namespace(spec, context, identity, namespace_template)
-    job = with_context(replace(job, pod_spec=pod_spec), context, namespace)
-    job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
-    return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source)
+    placement = placement_for(resolved, node_groups, template.pod_spec, accelerator, interruptible)
+    return spec, template, resolved, placement
 
 
 def _check_gang_stays_on_one_architecture(spec: SubmissionSpec, resolved: ResolvedArchitecture) -> None:

@@ -1,0 +1,120 @@
+"""`plan_job` keeps what a plain container's template decides (spec, pod, architecture, placement)
+by the template's content without its args: what it hands back is what deciding afresh gives,
+each create keeps its own args and identity, and nothing that raised is kept."""
+
+from __future__ import annotations
+
+import pytest
+from flyteidl2.core import tasks_pb2
+
+from armada_flyte import ArmadaConfig
+from armada_flyte.connector import plan as plan_module
+from armada_flyte.connector.blob import BlobSettings
+from armada_flyte.connector.execution_context import ExecutionContext
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.plan import DECISIONS_CACHED, plan_job
+from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.errors import InvalidConfig
+
+from support.armada_templates import python_template
+
+A0_ARGS = ["a0", "--inputs", "s3://b/{{.runName}}/in.pb", "--outputs-path", "s3://b/{{.runName}}/{{.actionName}}"]
+
+
+def a0_template(config: ArmadaConfig = ArmadaConfig(), args: list[str] = A0_ARGS) -> tasks_pb2.TaskTemplate:
+    template = python_template("print(1)", config)
+    del template.container.command[:]
+    template.container.args.extend(args)
+    template.metadata.timeout.seconds = 90
+    return template
+
+
+def gpu_shm_template() -> tasks_pb2.TaskTemplate:
+    template = a0_template()
+    template.container.resources.requests.add(name=tasks_pb2.Resources.GPU, value="1")
+    template.extended_resources.gpu_accelerator.device = "nvidia-tesla-a100"
+    template.extended_resources.shared_memory.CopyFrom(
+        tasks_pb2.SharedMemory(mount_path="/dev/shm", mount_name="flyte-shm", size_limit="1Gi")
+    )
+    return template
+
+
+def identity(n: int) -> RunIdentity:
+    return RunIdentity(project="p", domain="d", run=f"r{n}", action=f"a{n}", attempt=n % 2, task="t")
+
+
+def plan(template, groups, n: int, interruptible: bool = False):
+    context = ExecutionContext(namespace="team", interruptible=interruptible, from_backend=True)
+    return plan_job(template, groups, identity(n), f"s3://b/raw/{n}", BlobSettings(), {"N": str(n)}, context=context)
+
+
+TEMPLATES = {
+    "a0": lambda: a0_template(),
+    "pinned": lambda: a0_template(ArmadaConfig(architecture="arm64", priority=3.0)),
+    "any": lambda: a0_template(ArmadaConfig(architecture="any")),
+    "gang": lambda: a0_template(ArmadaConfig(gang_id="g", gang_cardinality=2)),
+    "gpu+shm": gpu_shm_template,
+    "plain command": lambda: python_template("print(2)"),
+}
+
+
+@pytest.mark.parametrize("interruptible", [False, True])
+@pytest.mark.parametrize("name", list(TEMPLATES))
+def test_kept_decisions_are_what_deciding_afresh_gives(name, interruptible):
+    groups = NodeGroups.preset("gke")
+    template = TEMPLATES[name]()
+    plans = [plan(template, groups, n, interruptible) for n in range(3)]  # the first decides, the others reuse
+    fresh = plan_module._decide(template, template, groups, interruptible, None)  # the whole template, uncached
+    for n, made in enumerate(plans):
+        assert (made.spec, made.template, made.resolved, made.placement) == fresh
+        assert made.job.labels["flyte.org/run"] == f"r{n}"
+        assert {"name": "N", "value": str(n)} in made.job.pod_spec["containers"][0]["env"]
+    assert plans[1].job == plan(template, groups, 1, interruptible).job
+
+
+def test_each_create_keeps_its_own_rendered_args():
+    groups = NodeGroups.preset("gke")
+    plan_module._cache.clear()
+    first = a0_template(args=["a0", "--inputs", "s3://b/run-1/in.pb", "--outputs-path", "s3://b/run-1/a0"])
+    second = a0_template(args=["a0", "--inputs", "s3://b/run-2/in.pb", "--outputs-path", "s3://b/run-2/a0"])
+    one, two = plan(first, groups, 1), plan(second, groups, 2)
+    assert len(plan_module._cache) == 1  # one task: its args differ per run, its decisions don't
+    assert "s3://b/run-1/in.pb" in one.job.pod_spec["containers"][0]["args"]
+    assert "s3://b/run-2/in.pb" in two.job.pod_spec["containers"][0]["args"]
+    assert one.job.outputs_path == "s3://b/run-1/a0" and two.job.outputs_path == "s3://b/run-2/a0"
+    assert list(first.container.args)[1:3] == ["--inputs", "s3://b/run-1/in.pb"]  # the caller's template untouched
+
+
+def test_other_node_groups_decide_again():
+    template = a0_template(ArmadaConfig(architecture="arm64"))
+    gke, aks = NodeGroups.preset("gke"), NodeGroups.preset("aks")
+    on_gke, on_aks = plan(template, gke, 1), plan(template, aks, 1)
+    assert on_gke.placement == plan_module._decide(template, template, gke, False, None)[3]
+    assert on_aks.placement == plan_module._decide(template, template, aks, False, None)[3]
+    assert on_gke.placement != on_aks.placement  # GKE taints its arm64 nodes; AKS doesn't
+
+
+def test_the_cache_is_bounded():
+    groups = NodeGroups.preset("gke")
+    for n in range(DECISIONS_CACHED + 20):
+        template = a0_template()
+        template.id.name = f"task-{n}"
+        plan(template, groups, n)
+    assert len(plan_module._cache) == DECISIONS_CACHED
+
+
+def test_a_template_that_raised_raises_again():
+    groups = NodeGroups.preset("gke")
+    template = a0_template()
+    del template.container.resources.limits[:]  # no cpu, no memory
+    for _ in range(2):
+        with pytest.raises(InvalidConfig, match="resources.cpu"):
+            plan(template, groups, 1)
+
+
+def test_the_capacity_class_decides_again():
+    groups, template = NodeGroups.preset("gke"), a0_template()
+    steady, spot = plan(template, groups, 1), plan(template, groups, 2, interruptible=True)
+    assert steady.placement == plan_module._decide(template, template, groups, False, None)[3]
+    assert spot.placement == plan_module._decide(template, template, groups, True, None)[3]
+    assert steady.placement != spot.placement
