@@ -8,6 +8,9 @@
 #
 # Environment:
 #   ARMADA_URL          host:port of a running server; unset: start `armada-flyte dev`
+#                       (then KUBECONFIG must name that cluster, for the node/* cases)
+#   ARMADA_TESTSUITE_CLUSTER  cluster file for the started server
+#                       (default: scripts/armada-testsuite-cluster.yaml)
 #   ARMADA_FLYTE_CMD    command that runs the CLI (default: armada-flyte on PATH, else
 #                       .venv/bin/armada-flyte of this checkout)
 #   OUT_DIR             where logs and JUnit reports go (default: a new temp dir)
@@ -62,7 +65,12 @@ if [ -z "$url" ]; then
     echo "armada-testsuite: no armada-flyte CLI found; run scripts/setup-venv.sh or set ARMADA_FLYTE_CMD" >&2
     exit 1
   fi
-  "${cli[@]}" dev --ephemeral --port 0 --no-blob-store --queue e2e-test-queue >"$out/server.log" 2>&1 &
+  # The cluster file adds what the cases expect of the cluster (the node/* cases' node-ops node);
+  # the testsuite reads nodes through the kubeconfig of the server's Kubernetes API.
+  export KUBECONFIG="$out/kubeconfig"
+  "${cli[@]}" dev --ephemeral --port 0 --no-blob-store --queue e2e-test-queue \
+    --cluster "${ARMADA_TESTSUITE_CLUSTER:-$here/armada-testsuite-cluster.yaml}" --kubeconfig "$KUBECONFIG" \
+    >"$out/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
     url="$(sed -n 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "$out/server.log" | head -n1)"

@@ -30,7 +30,11 @@ Armada gives every container 8Gi of it by default, so it must be there to schedu
 MAX_NODES_PER_GROUP = 1000
 MAX_NODES = 5000
 """Each simulated node is an object in the server's memory; real test clusters are far smaller."""
-_KNOWN_KEYS = "pool, namespaces, errorCategories, node_groups; per group: name, nodes, labels, taints, allocatable"
+DEFAULT_EXECUTOR = "embedded"
+"""The executor (Armada's cluster id) the nodes belong to when the cluster file names none."""
+_KNOWN_KEYS = (
+    "executor, pool, namespaces, errorCategories, node_groups; per group: name, nodes, labels, taints, allocatable"
+)
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
 
@@ -110,10 +114,20 @@ class ClusterNodeGroup(BaseModel):
 class _ClusterFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    executor: str = DEFAULT_EXECUTOR
     pool: str = "default"
     namespaces: List[str] = []
     errorCategories: ErrorCategories = ErrorCategories()
     node_groups: List[ClusterNodeGroup]
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, executor: str) -> str:
+        if not executor:
+            raise ValueError("name the executor (Armada's cluster id), e.g. local-cluster, or leave the key out")
+        if problem := label_value_problem(executor):
+            raise ValueError(f"executor {executor!r}: {problem}")
+        return executor
 
     @field_validator("namespaces")
     @classmethod
@@ -146,6 +160,8 @@ class Node:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, int] = field(repr=False)
+    executor: str = DEFAULT_EXECUTOR
+    """The Armada executor (cluster id) that runs the node's pods."""
 
 
 class Cluster:
@@ -157,7 +173,9 @@ class Cluster:
         pool: str = "default",
         namespaces: Iterable[str] = (),
         error_categories: ErrorCategories = ErrorCategories(),
+        executor: str = DEFAULT_EXECUTOR,
     ):
+        self.executor = executor
         self.pool = pool
         self.error_categories = error_categories
         """How its executor categorizes failed pods (Armada's executor `errorCategories`)."""
@@ -168,7 +186,9 @@ class Cluster:
             for n in range(group.nodes):
                 name = f"{group.name}-{n}"
                 labels = {**group.labels, HOSTNAME_LABEL: name}
-                node = Node(len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity))
+                node = Node(
+                    len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity), executor
+                )
                 self.nodes.append(node)
         self.total: dict[str, int] = {}
         for node in self.nodes:
@@ -181,7 +201,7 @@ class Cluster:
             spec = _ClusterFile.model_validate(data)
         except ValidationError as exc:
             raise invalid_config_from(exc, origin, known=_KNOWN_KEYS) from None
-        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories)
+        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, spec.executor)
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:
