@@ -158,6 +158,22 @@ def test_a_running_pod_is_listed_with_armadas_metadata(armada):
     wait_until(lambda: not get(server, "/api/v1/pods", labelSelector=f"armada_job_id={job_id}")[1]["items"])
 
 
+def test_kubectl_prints_pods_with_their_status(armada):
+    server, client = armada
+    kubectl = _kubectl()
+    job_id = submit_one(client, "conformance", "kube-view", item(sleeper(cpu="100m"), namespace=NAMESPACE))
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    shown = subprocess.run(
+        [kubectl, "get", "po", "-n", NAMESPACE, "-o", "wide"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    assert row.split()[:4] == [f"armada-{job_id}-0", "1/1", "Running", "0"]
+    assert row.split()[5:] == ["127.0.0.1", server.job(job_id).node]
+
+
 def test_a_finished_pod_stays_for_a_while_with_its_phase(armada):
     server, client = armada
     job_id = submit_one(client, "conformance", "kube-view", item(pod(["true"]), namespace=NAMESPACE))

@@ -3,10 +3,11 @@
 Enough of the core v1 API for client-go and kubectl to find nodes, namespaces, pods and
 services: `/version`, the discovery documents (`/api`, `/api/v1`, `/apis`), and list and get of
 those four resources, with `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace)
-as the API server reads them. Answers are JSON; errors are `Status` objects with Kubernetes'
-codes and reasons. Everything else is refused: writes (405: this cluster is changed only through
-Armada), watches and other resources (404). There is no TLS and no authentication, as the
-embedded gRPC server's default; it listens on 127.0.0.1 only.
+as the API server reads them. Answers are JSON (as Tables when kubectl asks for them, to print);
+errors are `Status` objects with Kubernetes' codes and reasons. Everything else is refused:
+writes and watches (405: this cluster is changed only through Armada), other resources (404).
+There is no TLS and no authentication, as the embedded gRPC server's default; it listens on
+127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from armada_flyte.embedded import kube_resources
 from armada_flyte.embedded.control_plane import ControlPlane
+from armada_flyte.embedded.kube_tables import table, wants_table
 from armada_flyte.embedded.label_selector import BadSelector, matches, parse_selector
 from armada_flyte.errors import InvalidConfig
 
@@ -57,8 +59,9 @@ class KubeApi:
             return [kube_resources.pod_object(job, run) for job, run in pods]
         return [service for job, run in pods for service in kube_resources.service_objects(job, run)]
 
-    def answer(self, path: str, query: dict[str, str]) -> dict[str, Any]:
-        """The JSON answer to GET `path`; raises ApiError with Kubernetes' status otherwise."""
+    def answer(self, path: str, query: dict[str, str], accept: str = "") -> dict[str, Any]:
+        """The JSON answer to GET `path` (a Table when `accept` asks for one, as kubectl does to print);
+        raises ApiError with Kubernetes' status otherwise."""
         parts = [p for p in path.split("/") if p]
         if query.get("watch") in ("true", "1"):
             raise ApiError(405, "MethodNotAllowed", "the embedded cluster's read-only API does not serve watches")
@@ -84,8 +87,10 @@ class KubeApi:
             found = next((o for o in items if o["metadata"]["name"] == name), None)
             if found is None:
                 raise ApiError(404, "NotFound", f'{resource} "{name}" not found', {"name": name, "kind": resource})
-            return found
+            return table(resource, [found]) if wants_table(accept) else found
         items = _selected(items, query)
+        if wants_table(accept):
+            return table(resource, items)
         return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
 
 
@@ -151,7 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
         try:
-            self._send(200, self.server.api.answer(url.path, query))
+            self._send(200, self.server.api.answer(url.path, query, self.headers.get("Accept", "")))
         except ApiError as exc:
             self._send(exc.code, _status(exc))
 
