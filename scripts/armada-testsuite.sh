@@ -100,6 +100,15 @@ is_unsafe() {
   return 1
 }
 
+# Armada's own CI runs the node cases one at a time (magefiles/ci.go TestSuite): each cancels or
+# preempts every job of e2e-test-queue on the one node-ops node, the other case's jobs too.
+ONE_AT_A_TIME_FOLDERS=(node)
+one_at_a_time() {
+  local d
+  for d in "${ONE_AT_A_TIME_FOLDERS[@]}"; do [ "$d" = "$1" ] && return 0; done
+  return 1
+}
+
 # The testsuite takes a comma-separated list of globs; a folder with a skipped
 # case becomes the list of its other cases.
 case_list() {
@@ -127,7 +136,7 @@ fi
 patterns=()
 for target in "${targets[@]}"; do
   if [ -d "$ARMADA_TESTCASES/$target" ]; then
-    if [ "${PER_CASE:-0}" = 1 ]; then
+    if [ "${PER_CASE:-0}" = 1 ] || one_at_a_time "$target"; then
       for f in "$ARMADA_TESTCASES/$target"/*.yaml; do
         [ -e "$f" ] || continue
         name="$target/$(basename "$f" .yaml)"
