@@ -102,6 +102,20 @@ def test_a_container_over_its_memory_limit_is_oomkilled(client, queue, job_set):
     assert (status.reason, status.exitCode) == ("OOMKilled", 137)
 
 
+def test_file_backed_pages_do_not_count_against_the_memory_limit(client, queue, job_set):
+    """A cgroup reclaims clean file pages (a big binary's text, a mapped file) before it OOM-kills,
+    so a container that maps and reads a 128 MiB file runs under a 64Mi limit on a cluster."""
+    reader = (
+        "import mmap, os\n"
+        "with open('big', 'wb') as f: f.truncate(128 * 2**20)\n"
+        "with open('big', 'rb') as f:\n"
+        "    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+        "    total = sum(m[i] for i in range(0, len(m), 4096))\n"  # every page resident: RssFile ~128 MiB
+    )
+    job_id = submit_one(client, queue, job_set, item(pod(python(reader), memory="64Mi")))
+    wait_for_state(client, job_id, SUCCEEDED, timeout=60)
+
+
 def test_active_deadline_seconds_kills_the_pod(client, queue, job_set):
     spec = pod(python("import time; time.sleep(120)"))
     spec.activeDeadlineSeconds = 1

@@ -8,7 +8,7 @@ It plays containerd's shim for one container, with the standard library only (it
 - it is the container's child subreaper, so processes that detach (double fork, setsid) stay
   its descendants and are found and ended with the container;
 - it enforces the container's memory limit: when the resident memory of all the container's
-  processes goes over it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
+  processes (anonymous and shared; not file-backed pages, which a cgroup reclaims) goes over it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
 - it pins the container to its share of CPUs, and, when the server runs as root, starts the
   container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
@@ -101,12 +101,16 @@ _HAS_CHILD_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def resident_bytes(pids):
-    page = os.sysconf("SC_PAGE_SIZE")
+    """The processes' resident anonymous and shared-memory pages: what a cgroup's memory limit cannot
+    reclaim (no swap), so what gets a container OOM-killed. File-backed pages (program text, mapped
+    files) are left out: under its limit the kernel drops those before it kills anything."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/statm", "rb") as statm:
-                total += int(statm.read().split()[1]) * page
+            with open(f"/proc/{pid}/status", "rb") as status:
+                for line in status:
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                        total += int(line.split()[1]) * 1024
         except (OSError, IndexError, ValueError):
             continue
     return total
