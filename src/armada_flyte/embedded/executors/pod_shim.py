@@ -8,7 +8,8 @@ It plays containerd's shim for one container, with the standard library only (it
 - it is the container's child subreaper, so processes that detach (double fork, setsid) stay
   its descendants and are found and ended with the container;
 - it enforces the container's memory limit: when the resident memory of all the container's
-  processes (anonymous and shared; not file-backed pages, which a cgroup reclaims) goes over it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
+  processes (anonymous and shared; not file-backed pages, which a cgroup reclaims) goes over
+  it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
 - it pins the container to its share of CPUs, and, when the server runs as root, starts the
   container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
