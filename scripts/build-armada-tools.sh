@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Build Armada's own command-line tools (armadactl, testsuite) from Armada's
-# Go module at a pinned release, and cache them per version.
+# Build Armada's own command-line tools (armadactl, testsuite) and its e2e
+# armadactl tests (a Go test binary) from Armada's Go module at a pinned
+# release, and cache them per version.
 #
 #   scripts/build-armada-tools.sh            # prints the bin dir on stdout
 #   scripts/build-armada-tools.sh --env      # prints shell assignments instead:
 #                                            #   ARMADA_TOOLS_DIR, ARMADA_TOOLS_BIN,
-#                                            #   ARMADA_TESTCASES, ARMADA_VERSION
+#                                            #   ARMADA_TESTCASES, ARMADA_VERSION,
+#                                            #   ARMADA_PYTHON_CLIENT, ARMADA_E2E_ARMADACTL_TEST
 #   eval "$(scripts/build-armada-tools.sh --env)"
 #
 # Cache layout (ARMADA_FLYTE_CACHE defaults to ~/.cache/armada-flyte):
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/bin/{armadactl,testsuite}
+#   $ARMADA_FLYTE_CACHE/armada-tools/<version>/bin/armadactl-e2e.test
+#                                  (`go test -c ./e2e/armadactl_test`; added to a cache
+#                                   built before it existed without rebuilding the rest)
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/testcases/   (Armada's YAML cases)
 #   $ARMADA_FLYTE_CACHE/armada-tools/<version>/python-client/{examples,integration}/
 #                                                            (its Python client's examples and tests)
@@ -33,7 +38,7 @@ mode=bin
 case "${1:-}" in
   "") ;;
   --env) mode=env ;;
-  -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
   *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
 esac
 
@@ -44,16 +49,22 @@ say() { echo "build-armada-tools: $*" >&2; }
 
 answer() {
   if [ "$mode" = env ]; then
-    printf 'ARMADA_VERSION=%q\nARMADA_TOOLS_DIR=%q\nARMADA_TOOLS_BIN=%q\nARMADA_TESTCASES=%q\nARMADA_PYTHON_CLIENT=%q\n' \
-      "$ARMADA_VERSION" "$dest" "$dest/bin" "$dest/testcases" "$dest/python-client"
+    printf 'ARMADA_VERSION=%q\nARMADA_TOOLS_DIR=%q\nARMADA_TOOLS_BIN=%q\nARMADA_TESTCASES=%q\nARMADA_PYTHON_CLIENT=%q\nARMADA_E2E_ARMADACTL_TEST=%q\n' \
+      "$ARMADA_VERSION" "$dest" "$dest/bin" "$dest/testcases" "$dest/python-client" "$dest/bin/$E2E_TEST"
   else
     echo "$dest/bin"
   fi
 }
 
-is_complete() {
+E2E_TEST=armadactl-e2e.test
+
+has_tools() {
   [ -f "$dest/BUILD-INFO" ] && [ -x "$dest/bin/armadactl" ] \
     && [ -x "$dest/bin/testsuite" ] && [ -d "$dest/testcases" ] && [ -d "$dest/python-client" ]
+}
+
+is_complete() {
+  has_tools && [ -x "$dest/bin/$E2E_TEST" ]
 }
 
 if is_complete; then
@@ -109,12 +120,29 @@ src="$work/armada"
 cp -R "$moddir" "$src"
 chmod -R u+w "$src"
 
+build_e2e_test() {  # into $1
+  say "building the e2e armadactl tests (go test -c ./e2e/armadactl_test)"
+  (cd "$src" && "$GO" test -c -trimpath -ldflags="-s -w" -o "$1/$E2E_TEST" ./e2e/armadactl_test)
+}
+
+if has_tools; then
+  # A cache from before the e2e test binary: add it beside the tools.
+  mkdir -p "$stage/bin"
+  build_e2e_test "$stage/bin"
+  mv "$stage/bin/$E2E_TEST" "$dest/bin/$E2E_TEST"
+  echo "e2e_test_added_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$dest/BUILD-INFO"
+  say "added $E2E_TEST in $(($(date +%s) - start))s: $dest"
+  answer
+  exit 0
+fi
+
 say "building armadactl and testsuite ($("$GO" version | awk '{print $3}'); this takes minutes on 2 cores)"
 mkdir -p "$stage/bin"
 (
   cd "$src"
   "$GO" build -trimpath -ldflags="-s -w" -o "$stage/bin/" ./cmd/armadactl ./cmd/testsuite
 )
+build_e2e_test "$stage/bin"
 
 cp -R "$src/testsuite/testcases" "$stage/testcases"
 mkdir -p "$stage/python-client"

@@ -62,6 +62,14 @@ def register(subparsers: Any) -> None:
         metavar="basic:USER:PASSWORD|bearer:TOKEN",
         help="require these credentials on every call, as Armada does (repeat for more; default: no auth)",
     )
+    parser.add_argument(
+        "--ingress-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="port on 127.0.0.1 of the ingress controller that routes jobs' ingress hosts to their pods "
+        "(default: a free one, printed at start)",
+    )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
     parser.add_argument(
@@ -111,12 +119,14 @@ def run(args: argparse.Namespace) -> int:
             secrets_file=args.secrets_file,
             state_dir=state_dir,
             kubeconfig=args.kubeconfig,
+            ingress_port=args.ingress_port,
         ) as stack:
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
             )
             shown = f"; {security}" if security else ""
             print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
+            print(f"ingress controller on {stack.server.ingress_url} (routes jobs' ingress hosts to their pods)")
             if stack.blob_endpoint:
                 print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")
             print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")

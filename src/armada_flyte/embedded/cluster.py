@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from armada_flyte.config_file import read_yaml
 from armada_flyte.embedded.error_categories import ErrorCategories
+from armada_flyte.embedded.images import PULL_FAILURE_GRACE_SECONDS, ImageCatalogue, ImageEntry
 from armada_flyte.embedded.resources import format_amount, milli
 from armada_flyte.errors import invalid_config_from
 from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem
@@ -33,7 +34,8 @@ MAX_NODES = 5000
 DEFAULT_EXECUTOR = "embedded"
 """The executor (Armada's cluster id) the nodes belong to when the cluster file names none."""
 _KNOWN_KEYS = (
-    "executor, pool, namespaces, errorCategories, node_groups; per group: name, nodes, labels, taints, allocatable"
+    "executor, pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, node_groups; "
+    "per group: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
 )
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
@@ -118,6 +120,9 @@ class _ClusterFile(BaseModel):
     pool: str = "default"
     namespaces: List[str] = []
     errorCategories: ErrorCategories = ErrorCategories()
+    images: Optional[List[ImageEntry]] = None
+    imagePullFailureGraceSeconds: float = Field(PULL_FAILURE_GRACE_SECONDS, ge=0, le=3600)
+    cpuShares: bool = False
     node_groups: List[ClusterNodeGroup]
 
     @field_validator("executor")
@@ -173,10 +178,16 @@ class Cluster:
         pool: str = "default",
         namespaces: Iterable[str] = (),
         error_categories: ErrorCategories = ErrorCategories(),
+        images: Optional[ImageCatalogue] = None,
+        cpu_shares: bool = False,
         executor: str = DEFAULT_EXECUTOR,
     ):
         self.executor = executor
         self.pool = pool
+        self.cpu_shares = cpu_shares
+        """Whether the process executor weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
+        self.images = images
+        """The images the nodes hold (the process executor runs only those); None: any image runs on the host."""
         self.error_categories = error_categories
         """How its executor categorizes failed pods (Armada's executor `errorCategories`)."""
         self.namespaces = frozenset([*BUILT_IN_NAMESPACES, *namespaces])
@@ -196,17 +207,24 @@ class Cluster:
                 self.total[name] = self.total.get(name, 0) + amount
 
     @classmethod
-    def from_mapping(cls, data: Any, origin: str = "cluster file") -> Cluster:
+    def from_mapping(cls, data: Any, origin: str = "cluster file", base: pathlib.Path | None = None) -> Cluster:
+        """`base` is the folder image program folders are relative to (the cluster file's; default: the current one)."""
         try:
             spec = _ClusterFile.model_validate(data)
         except ValidationError as exc:
             raise invalid_config_from(exc, origin, known=_KNOWN_KEYS) from None
-        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, spec.executor)
+        images = None
+        if spec.images is not None:
+            folder = base if base is not None else pathlib.Path.cwd()
+            images = ImageCatalogue.from_entries(spec.images, folder, spec.imagePullFailureGraceSeconds, origin)
+        return cls(
+            spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images, spec.cpuShares, spec.executor
+        )
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:
         data = read_yaml(path, "cluster", "pass a cluster YAML (see docs/embedded-server.md)")
-        return cls.from_mapping(data, str(path))
+        return cls.from_mapping(data, str(path), pathlib.Path(path).resolve().parent)
 
     @classmethod
     def default(cls) -> Cluster:

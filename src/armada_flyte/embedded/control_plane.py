@@ -29,6 +29,7 @@ from armada_flyte.embedded.error_categories import (
 from armada_flyte.embedded.events import EventLog, EventRecord
 from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.gc_freeze import GcFreezer
+from armada_flyte.embedded.ingress import IngressController, ingress_host, ingress_ports
 from armada_flyte.embedded.job_set_rules import (
     cancellable_states,
     check_job_set,
@@ -72,8 +73,11 @@ class ControlPlane:
         secrets: Optional[SecretStore] = None,
         default_priority_class: str = DEFAULT_PRIORITY_CLASS,
         store: Optional[StateStore] = None,
+        ingress: Optional[IngressController] = None,
     ):
         self.cluster = cluster
+        self.ingress = ingress
+        """Routes the hosts of running jobs' ingresses to their pods; None: ingress info is still sent."""
         self.default_priority_class = default_priority_class
         self.executor = executor
         self.secrets = secrets if secrets is not None else SecretStore()
@@ -796,7 +800,22 @@ class ControlPlane:
                 run.started_at = now
                 self.events.append("running", run.job, pool=pool, **pod_event_fields(run))
             run.job.move_to(state, now)
+            if state == JobState.RUNNING:
+                self._report_ingress(run)
             return True
+
+    def _report_ingress(self, run: Run) -> None:
+        """A running pod with ingresses: Armada's executor sends their hosts once the pod runs
+        (`attemptToReportIngressInfoEvent` in internal/executor/service/job_state_reporter.go)."""
+        ports = ingress_ports(run.job.item, run.job.pod)
+        if not ports:
+            return
+        addresses = {port: ingress_host(name, port, run.pod_name, run.job.namespace) for name, port in ports}
+        run.ingress_hosts = tuple(addresses.items())
+        if self.ingress is not None:
+            for port, host in run.ingress_hosts:
+                self.ingress.add(host, port)
+        self.events.append("ingress_info", run.job, **pod_event_fields(run), ingress_addresses=addresses)
 
     def _stop_run(self, job: Job) -> list[tuple[str, float]]:
         """What must be killed to stop the job's run; a run the executor never got just gives its capacity back."""
@@ -815,6 +834,9 @@ class ControlPlane:
             self.executor.kill(run_id, grace)
 
     def _release(self, run: Run) -> None:
+        if self.ingress is not None:
+            for _, host in run.ingress_hosts:
+                self.ingress.remove(host)
         if run.holds_capacity:
             run.holds_capacity = False
             self.scheduler.release(run.job, run.node.index)

@@ -25,6 +25,7 @@ from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.kube_api import KubeApiServer
 from armada_flyte.embedded.kubeconfig import write_kubeconfig
+from armada_flyte.embedded.ingress import IngressController
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
@@ -94,6 +95,7 @@ class EmbeddedArmada:
         state_dir: str | pathlib.Path | None = None,
         kubeconfig: str | pathlib.Path | None = None,
         kube_api_port: int = 0,
+        ingress_port: int = 0,
     ):
         if cluster is None:
             cluster = Cluster.default()
@@ -103,7 +105,14 @@ class EmbeddedArmada:
         self.requested_port = port
         self._executor = executor
         self._executor_options = (
-            {"sandbox_root": sandbox_root, "private_prefixes": private_prefixes} if executor == "process" else {}
+            {
+                "sandbox_root": sandbox_root,
+                "private_prefixes": private_prefixes,
+                "images": cluster.images,
+                "cpu_shares": cluster.cpu_shares,
+            }
+            if executor == "process"
+            else {}
         )
         self._initial_queues = tuple(queues)
         self._paused = paused
@@ -129,6 +138,8 @@ class EmbeddedArmada:
         self._kube_tmp: Optional[pathlib.Path] = None
         self.kubeconfig: Optional[pathlib.Path] = None
         """The kubeconfig file of the cluster's Kubernetes API, while the server runs."""
+        self.requested_ingress_port = ingress_port
+        self._ingress: Optional[IngressController] = None
         self._plane: Optional[ControlPlane] = None
         self._server: Optional[GrpcServer] = None
         self.port = 0
@@ -137,7 +148,9 @@ class EmbeddedArmada:
 
     def start(self) -> EmbeddedArmada:
         store = make_store(self.state_dir)
+        ingress = None
         try:
+            ingress = IngressController(self.requested_ingress_port).start()
             executor = self._executor
             if isinstance(executor, str):
                 executor = make_executor(executor, **self._executor_options)
@@ -149,15 +162,20 @@ class EmbeddedArmada:
                 default_priority_class=self._default_priority_class,
                 secrets=self.secrets,
                 store=store,
+                ingress=ingress,
             )
         except BaseException:
             store.close()
+            if ingress is not None:
+                ingress.stop()
             raise
+        self._ingress = ingress
         try:
             self._start_kube_api(plane)
         except BaseException:
             plane.stop()
             self._stop_kube_api()
+            ingress.stop()
             raise
         plane.start()
         try:
@@ -167,6 +185,7 @@ class EmbeddedArmada:
         except BaseException:
             plane.stop()
             self._stop_kube_api()
+            ingress.stop()
             raise
         self._plane = plane
         for name in self._initial_queues:
@@ -185,6 +204,9 @@ class EmbeddedArmada:
         if plane is not None:
             plane.stop()
         self._stop_kube_api()
+        if self._ingress is not None:
+            self._ingress.stop()
+            self._ingress = None
 
     def _start_kube_api(self, plane: ControlPlane) -> None:
         """Serve the cluster's Kubernetes API and write its kubeconfig; process pods get one of their own."""
@@ -225,6 +247,13 @@ class EmbeddedArmada:
     def url(self) -> str:
         """`host:port` for `grpc.insecure_channel`, armada_client and `JobLogClient` alike."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def ingress_url(self) -> str:
+        """`http://127.0.0.1:PORT` of the ingress controller: send a job's ingress host as the Host header."""
+        if self._ingress is None:
+            raise RuntimeError("the embedded Armada is not running; use it in a `with` block or call start()")
+        return f"http://{HOST}:{self._ingress.port}"
 
     @property
     def node_groups(self) -> list[ClusterNodeGroup]:

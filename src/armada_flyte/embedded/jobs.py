@@ -83,6 +83,8 @@ class Run:
     lost: bool = False
     """The pod was lost or its lease returned: the executor's report of its end no longer counts."""
     log: PodLog = field(default_factory=PodLog)
+    ingress_hosts: tuple[tuple[int, str], ...] = ()
+    """(container port, host) of the pod's ingresses, reported once it ran."""
 
     @property
     def pod_name(self) -> str:

@@ -36,6 +36,7 @@ EVENT_TYPES = {
     "reprioritizing": event_pb2.JobReprioritizingEvent,
     "reprioritized": event_pb2.JobReprioritizedEvent,
     "lease_returned": event_pb2.JobLeaseReturnedEvent,
+    "ingress_info": event_pb2.JobIngressInfoEvent,
 }
 """Each event kind (the field name in Armada's `EventMessage` oneof) and its message type."""
 

@@ -134,6 +134,7 @@ def local_stack(
     secrets_file: Optional[pathlib.Path] = None,
     state_dir: Optional[pathlib.Path] = None,
     kubeconfig: Optional[pathlib.Path] = None,
+    ingress_port: int = 0,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
     both, and every pod, on exit.
@@ -164,6 +165,7 @@ def local_stack(
             secrets_file=secrets_file,
             state_dir=state_dir,
             kubeconfig=kubeconfig,
+            ingress_port=ingress_port,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:

@@ -7,22 +7,34 @@ It plays containerd's shim for one container, with the standard library only (it
   ends (even on SIGKILL), and it then kills every process of the container;
 - it is the container's child subreaper, so processes that detach (double fork, setsid) stay
   its descendants and are found and ended with the container;
-- it enforces the container's memory limit: when the resident memory of all the container's
-  processes (anonymous and shared; not file-backed pages, which a cgroup reclaims) goes over
-  it, they are killed (SIGKILL, exit code 137) and the end reads OOMKilled;
-- it pins the container to its share of CPUs, and, when the server runs as root, starts the
+- it enforces the container's memory limit as the container's memory cgroup would: the usage is
+  the resident anonymous memory of all the container's processes (file-backed pages, such as
+  program text, are left out: the kernel reclaims those before it OOM-kills) plus the bytes of
+  its memory-backed folders (the pod's /dev/shm, Memory emptyDirs: tmpfs pages are charged to the container);
+  over the limit, every process is killed (SIGKILL, exit code 137) and the end reads OOMKilled.
+  The usage is checked more often while it climbs (every 2 ms when the limit is near), at once
+  on every write into those folders (inotify), and once more when the main process ends;
+  as a hard stop between checks, no process may map more than the limit + 1 GiB of private
+  writable memory (RLIMIT_DATA), and a main process that ends having been resident over the
+  limit (its ru_maxrss) also reads OOMKilled;
+- it pins the container to its share of CPUs, and, when asked (CPU_NICE in its environment, which the
+  container doesn't see), lowers the container's CPU priority, its session's autogroup included;
+  when the server runs as root, it starts the
   container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
 - when the container's main process ends, the rest of the container is killed, as a container
   runtime does, and the end ("<exit code> <reason>") is written to the status file descriptor.
 
-Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST -- COMMAND [ARG...]
-(0 for no memory limit, "-" for no CPU pinning).
+Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST [MEMORY_FOLDER...] -- COMMAND [ARG...]
+(0 for no memory limit, "-" for no CPU pinning; MEMORY_FOLDERs count toward the memory usage).
 """
 
 import ctypes
 import os
+import resource
+import select
 import signal
+import struct
 import sys
 import time
 
@@ -33,7 +45,20 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SERVER_GONE = signal.SIGUSR1
-POLL_SECONDS = 0.1
+SLOWEST_CHECK_SECONDS = 0.1
+CPU_NICE = "ARMADA_FLYTE_CPU_NICE"
+"""The nice level the container runs at (set by the process executor, removed before the container starts)."""
+FASTEST_CHECK_SECONDS = 0.002
+DATA_HEADROOM_BYTES = 1 << 30
+"""How far past its memory limit one process may map private writable memory (RLIMIT_DATA): a hard stop for
+growth faster than the checks, with room for memory that is mapped but never touched (thread stacks, arenas)."""
+BASELINE_MARGIN_BYTES = 1 << 20
+"""What the forked shim may add to its resident size before the exec."""
+MAXRSS_UNIT = 1024 if sys.platform.startswith("linux") else 1
+"""ru_maxrss is in KiB on Linux (bytes on macOS)."""
+IN_MODIFY, IN_MOVED_TO, IN_CREATE, IN_Q_OVERFLOW, IN_IGNORED, IN_ISDIR = 0x2, 0x80, 0x100, 0x4000, 0x8000, 0x40000000
+IN_NONBLOCK_CLOEXEC = os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_EVENT_HEADER = struct.Struct("iIII")
 START_FAILED = 128
 """Exit code of a container whose command could not be started (containerd reports 128, StartError)."""
 
@@ -51,6 +76,10 @@ def _on_server_gone(signum, frame):
 def _on_term(signum, frame):
     global _forward_term
     _forward_term = True
+
+
+def _on_child(signum, frame):
+    """Nothing to do: the signal's byte on the wakeup pipe wakes the supervisor."""
 
 
 def descendants():
@@ -102,19 +131,144 @@ _HAS_CHILD_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def resident_bytes(pids):
-    """The processes' resident anonymous and shared-memory pages: what a cgroup's memory limit cannot
-    reclaim (no swap), so what gets a container OOM-killed. File-backed pages (program text, mapped
-    files) are left out: under its limit the kernel drops those before it kills anything."""
+    """The resident anonymous memory of `pids`, quickly (pages shared between them, such as after a fork, count
+    twice). File-backed pages (program text, mapped files) are left out: under a cgroup's limit the kernel
+    reclaims those before it kills anything; tmpfs pages are counted by `folder_bytes`."""
+    page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/status", "rb") as status:
-                for line in status:
-                    if line.startswith((b"RssAnon:", b"RssShmem:")):
-                        total += int(line.split()[1]) * 1024
+            with open(f"/proc/{pid}/statm", "rb") as statm:
+                fields = statm.read().split()
+                total += (int(fields[1]) - int(fields[2])) * page  # resident - shared (file and shmem)
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def proportional_bytes(pids):
+    """The resident memory of `pids` with each shared page split between its sharers (Pss), as a memory cgroup
+    charges a page once; slower than `resident_bytes`, so only asked when that one is over the limit."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+                lines = {line.split(b":")[0]: line for line in rollup}
+            # anonymous pages only, as `resident_bytes` (older kernels have no Pss_Anon: all of Pss)
+            total += int(lines.get(b"Pss_Anon", lines[b"Pss"]).split()[1]) * 1024
+        except (OSError, KeyError, IndexError, ValueError):
+            total += resident_bytes([pid])
+    return total
+
+
+def folder_bytes(folders):
+    """Bytes allocated to the files under `folders` (blocks, so a sparse file counts what it holds), each file once."""
+    seen, total = set(), 0
+    todo = list(folders)
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    if (info.st_dev, info.st_ino) not in seen:
+                        seen.add((info.st_dev, info.st_ino))
+                        total += info.st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+class FolderWrites:
+    """An inotify watch on folders and every folder below them: readable when a file in them is written."""
+
+    def __init__(self, folders):
+        init = getattr(_libc, "inotify_init1", None)
+        self.fd = init(IN_NONBLOCK_CLOEXEC) if init else -1
+        self.folders = folders
+        self._watched = {}
+        for folder in folders:
+            self._watch_tree(folder)
+
+    def _watch_tree(self, folder):
+        if self.fd < 0:
+            return
+        for path, _, _ in os.walk(folder):
+            wd = _libc.inotify_add_watch(self.fd, os.fsencode(path), IN_MODIFY | IN_CREATE | IN_MOVED_TO)
+            if wd >= 0:
+                self._watched[wd] = path
+
+    def drain(self):
+        """Read the pending events; new folders get watched too."""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            offset = 0
+            while offset + _EVENT_HEADER.size <= len(data):
+                wd, mask, _, length = _EVENT_HEADER.unpack_from(data, offset)
+                name = data[offset + _EVENT_HEADER.size : offset + _EVENT_HEADER.size + length].rstrip(b"\0")
+                offset += _EVENT_HEADER.size + length
+                if mask & IN_Q_OVERFLOW:
+                    for folder in self.folders:
+                        self._watch_tree(folder)  # events were lost: folders made meanwhile may be unwatched
+                elif mask & IN_IGNORED:
+                    self._watched.pop(wd, None)
+                elif mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO) and wd in self._watched:
+                    self._watch_tree(os.path.join(self._watched[wd], os.fsdecode(name)))
+
+
+class MemoryWatch:
+    """The container's memory usage against its limit, checked more often the faster it nears the limit."""
+
+    def __init__(self, limit, folders):
+        self.limit = limit
+        self.folders = folders
+        self.writes = FolderWrites(folders) if folders else None
+        self.peak = 0
+        """The main process's largest resident size, known once it has ended (ru_maxrss)."""
+        self.interval = FASTEST_CHECK_SECONDS
+        self.next_check = 0.0
+        self._last = None
+        """(time, usage) of the last check."""
+
+    def over_limit(self):
+        pids = descendants()
+        in_folders = folder_bytes(self.folders)
+        usage = resident_bytes(pids) + in_folders
+        now = time.monotonic()
+        self._pace(now, usage)
+        if max(usage, self.peak) <= self.limit:
+            return False
+        return max(proportional_bytes(pids) + in_folders, self.peak) > self.limit
+
+    def _pace(self, now, usage):
+        """Next check after a quarter of the time the usage, growing as since the last check, takes to the limit."""
+        if self._last is not None:
+            then, before = self._last
+            rate = (usage - before) / max(now - then, 1e-6)
+            self.interval = (self.limit - usage) / rate / 4 if rate > 0 else self.interval * 2
+            self.interval = min(SLOWEST_CHECK_SECONDS, max(FASTEST_CHECK_SECONDS, self.interval))
+        self._last = (now, usage)
+        self.next_check = now + self.interval
+
+    def check_soon(self):
+        """After a write into a memory folder: check now, but no sooner than the fastest checks allow."""
+        checked_at = self._last[0] if self._last else 0.0
+        self.next_check = min(self.next_check, checked_at + FASTEST_CHECK_SECONDS)
+
+    def main_ended(self, rusage, baseline):
+        """Take the main process's peak, when it is its own: at exec the kernel keeps the forking process's
+        resident size as the new program's starting peak, so up to `baseline` it may be the shim's."""
+        peak = rusage.ru_maxrss * MAXRSS_UNIT
+        if peak > baseline:
+            self.peak = peak
 
 
 def signal_all(signum):
@@ -148,17 +302,49 @@ def drop_capabilities():
         _libc.capset(header, (ctypes.c_uint32 * 6)())
 
 
-def start_container(command, cpus, status_fd):
+def lower_priority(nice):
+    """Run at `nice`; the new session's autogroup too, or the kernel would weigh it as any other session."""
+    os.nice(nice)
+    try:
+        with open("/proc/self/autogroup", "w") as autogroup:
+            autogroup.write(str(nice))
+    except OSError:
+        pass  # no autogroups (kernel option off): the nice level alone weighs the processes
+
+
+def limit_data(memory_limit):
+    """Cap every process's private writable memory at the memory limit + DATA_HEADROOM_BYTES (never above the
+    current hard limit), soft and hard, so the container can't lift it."""
+    cap = memory_limit + DATA_HEADROOM_BYTES
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+
+
+def start_container(command, cpus, memory_limit, status_fd):
+    """Fork and exec the container's command; returns its pid once the exec is done (or has failed)."""
+    exec_read, exec_write = os.pipe()  # both close-on-exec: EOF on the read end means the exec happened
     pid = os.fork()
     if pid:
+        os.close(exec_write)
+        os.read(exec_read, 1)
+        os.close(exec_read)
         return pid
     try:
         os.close(status_fd)
+        os.close(exec_read)
         os.setsid()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(SERVER_GONE, signal.SIG_DFL)
+        nice = int(os.environ.pop(CPU_NICE, "0") or 0)
+        if nice > 0:
+            lower_priority(nice)
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cpus)
+        if memory_limit and _HAS_PROC:
+            limit_data(memory_limit)
         if os.geteuid() == 0 and sys.platform.startswith("linux"):
             drop_capabilities()
         os.execvp(command[0], command)
@@ -173,8 +359,11 @@ def exit_code_of(status):
     return os.WEXITSTATUS(status)
 
 
-def supervise(main_pid, memory_limit):
-    """Wait for the container's main process; (exit code, reason)."""
+def supervise(main_pid, watch, wakeup_fd, baseline):
+    """Wait for the container's main process; (exit code, reason).
+
+    The end reads OOMKilled also when the main process ends having been resident over the limit between two
+    checks (or, refused more memory by the RLIMIT_DATA stop, ends by itself)."""
     global _forward_term
     while True:
         if _server_gone:
@@ -184,32 +373,63 @@ def supervise(main_pid, memory_limit):
             signal_all(signal.SIGTERM)
         try:
             while True:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
                 if pid == 0:
                     break
                 if pid == main_pid:
                     code = exit_code_of(status)
+                    if watch:
+                        watch.main_ended(rusage, baseline)
+                        if watch.over_limit():
+                            return 137, "OOMKilled"
                     return code, "Completed" if code == 0 else "Error"
         except ChildProcessError:
             return 137, "Error"
-        if memory_limit and _HAS_PROC and resident_bytes(descendants()) > memory_limit:
+        if watch and time.monotonic() >= watch.next_check and watch.over_limit():
             signal_all(signal.SIGKILL)
             return 137, "OOMKilled"
-        time.sleep(POLL_SECONDS)
+        wait_for_news(watch, wakeup_fd)
+
+
+def wait_for_news(watch, wakeup_fd):
+    """Sleep until a signal (a child ended, a stop), a write into a memory folder, or the next check is due."""
+    readable = [wakeup_fd]
+    writes = watch.writes if watch else None
+    if writes is not None and writes.fd >= 0:
+        readable.append(writes.fd)
+    timeout = SLOWEST_CHECK_SECONDS if watch is None else max(0.0, watch.next_check - time.monotonic())
+    ready, _, _ = select.select(readable, [], [], timeout)
+    if wakeup_fd in ready:
+        try:
+            os.read(wakeup_fd, 4096)
+        except (BlockingIOError, InterruptedError):
+            pass
+    if writes is not None and writes.fd in ready:
+        writes.drain()
+        watch.check_soon()
 
 
 def main(argv):
     status_fd, server_pid, memory_limit = int(argv[1]), int(argv[2]), int(argv[3])
     cpus = {int(c) for c in argv[4].split(",")} if argv[4] != "-" else set()
-    command = argv[6:]
+    separator = argv.index("--")
+    memory_folders = argv[5:separator]
+    command = argv[separator + 1 :]
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_read, False)
+    os.set_blocking(wakeup_write, False)
+    signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
     signal.signal(SERVER_GONE, _on_server_gone)
     signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGCHLD, _on_child)
     _prctl(PR_SET_PDEATHSIG, int(SERVER_GONE), 0, 0, 0)
     if os.getppid() != server_pid:
         return 137  # the server died before the death signal was armed
     _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    main_pid = start_container(command, cpus, status_fd)
-    code, reason = supervise(main_pid, memory_limit)
+    watch = MemoryWatch(memory_limit, memory_folders) if memory_limit and _HAS_PROC else None
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAXRSS_UNIT + BASELINE_MARGIN_BYTES
+    main_pid = start_container(command, cpus, memory_limit, status_fd)
+    code, reason = supervise(main_pid, watch, wakeup_read, baseline)
     reap_everything()
     try:
         os.write(status_fd, f"{code} {reason}\n".encode())

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -37,12 +38,15 @@ from armada_flyte.embedded.executors.base import (
     host_architecture_name,
     stop_together,
 )
+from armada_flyte.embedded.executors.cpu_shares import cpu_nice
+from armada_flyte.embedded.executors.pod_shim import CPU_NICE
 from armada_flyte.embedded.executors.sandbox import (
     DEFAULT_PRIVATE_PREFIXES,
     Sandbox,
     place_secret_files,
     place_service_account,
 )
+from armada_flyte.embedded.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
 
@@ -52,6 +56,8 @@ _DRAIN_AFTER_EXIT_SECONDS = 2.0
 _SHIM = pathlib.Path(__file__).with_name("pod_shim.py")
 _STOPPED = "the pod was stopped before it started"
 _PR_SET_DUMPABLE = 4
+IMAGE_PULL_FAILED = "ErrImagePull"
+"""The run's end reason when its image could not be pulled (the container's Waiting reason on a kubelet)."""
 
 
 @dataclass
@@ -69,6 +75,8 @@ class _Container:
 @dataclass
 class _PodProcess(PodState):
     containers: list[_Container] = field(default_factory=list)
+    stop_asked: threading.Event = field(default_factory=threading.Event)
+    """Set by a kill, so a pod waiting before its containers start (a failed image pull) ends at once."""
 
 
 def protect_server_environment() -> None:
@@ -86,8 +94,14 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         sandbox_root: str | pathlib.Path | None = None,
         private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES,
         kept_sandboxes: int = 500,
+        images: Optional[ImageCatalogue] = None,
+        cpu_shares: bool = False,
     ):
         super().__init__()
+        self.images = images
+        self.cpu_shares = cpu_shares
+        """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
+        """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
         self._cpu_offsets = itertools.count()
         self._owns_root = sandbox_root is None
@@ -109,6 +123,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         return _PodProcess()
 
     def _stopper(self, run_id: str, state: _PodProcess) -> Optional[Callable[[float], None]]:
+        state.stop_asked.set()
         containers = list(state.containers)
         if not containers:
             return None
@@ -139,11 +154,18 @@ class ProcessExecutor(PodThreads[_PodProcess]):
     def _run_pod(self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess) -> PodEnd:
         if not reporter.pending(pod.run_id):
             return PodEnd(137, _STOPPED)
+        images = {}
         for container in [*pod.pod.initContainers, *pod.pod.containers]:
-            if not container.command and not container.args:
+            image = self.images.find(container.image) if self.images is not None else None
+            if self.images is not None and image is None:
+                return self._pull_failed(pod, container, state)
+            images[container.name] = image
+            given = [*container.command, *container.args]
+            if not (image.argv(list(container.command), list(container.args)) if image else given):
                 error = (
                     f"container {container.name} has no command or args: the process executor cannot run the "
-                    "image's own entrypoint; give the command in the pod spec, or use the docker executor"
+                    "image's own entrypoint unless the cluster file's images section gives it; give the command "
+                    "in the pod spec, or use the docker executor"
                 )
                 pod.log.write("stderr", error)
                 return PodEnd(128, error, (ContainerEnd(container.name, 128, "StartError", error),))
@@ -160,7 +182,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         place_service_account(sandbox, pod.namespace, self.kube_api_url)
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
-            started = self._start(pod, spec, sandbox, state)
+            started = self._start(pod, spec, sandbox, state, images[spec.name])
             if started is None:
                 return PodEnd(137, _STOPPED, tuple(ends))
             (end,) = self._wait_for(pod, [started])
@@ -169,7 +191,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                 return _failed_pod(ends, end, init=True)
         started_mains = []
         for spec in pod.pod.containers:
-            started = self._start(pod, spec, sandbox, state)
+            started = self._start(pod, spec, sandbox, state, images[spec.name])
             if started is None:
                 self.kill(pod.run_id, 0)
                 break
@@ -183,13 +205,27 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         failed = next((end for end in main_ends if end.exit_code != 0), None)
         return PodEnd(0, "", tuple(ends)) if failed is None else _failed_pod(ends, failed, init=False)
 
-    def _start(self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess) -> Optional[_Container]:
+    def _pull_failed(self, pod: PodLaunch, container: Any, state: _PodProcess) -> PodEnd:
+        """No node holds the container's image: the pod stays pending (ErrImagePull, then ImagePullBackOff)
+        until Armada's executor gives up on it after its pending-pod check's grace period, or it is stopped."""
+        pod.log.note(f"Warning Failed: {pull_failure_message(container.image)}")
+        assert self.images is not None
+        if state.stop_asked.wait(self.images.pull_failure_grace_seconds):
+            return PodEnd(137, _STOPPED)
+        return PodEnd(0, pull_failure_reason(container.image), (), IMAGE_PULL_FAILED)
+
+    def _start(
+        self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess, image: Optional[Image]
+    ) -> Optional[_Container]:
         """Start one container through the shim; None when the pod was stopped first."""
-        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes)
+        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes, image=image)
+        memory_folders = sandbox.memory_folders(spec, _memory_volumes(pod.pod))
         place_secret_files(sandbox, pod.secrets.of(spec.name).files)
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
         limits = container_requests(spec)
+        if self.cpu_shares:
+            env[CPU_NICE] = str(cpu_nice(limits.get("cpu", 0)))
         memory_limit = limits.get("memory", 0) // 1000
         read_end, write_end = os.pipe()
         try:
@@ -206,6 +242,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                         str(os.getpid()),
                         str(memory_limit),
                         self._cpus_for(limits.get("cpu", 0)),
+                        *(str(folder) for folder in memory_folders),
                         "--",
                         *sandbox.argv(spec),
                     ],
@@ -246,6 +283,15 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         return ends
 
 
+def _memory_volumes(pod: Any) -> frozenset[str]:
+    """The pod's emptyDir volumes with medium Memory: tmpfs, charged to the memory of the containers that write it."""
+    return frozenset(
+        volume.name
+        for volume in pod.volumes
+        if volume.volumeSource.HasField("emptyDir") and volume.volumeSource.emptyDir.medium == "Memory"
+    )
+
+
 def _mark(run_id: str, container: str) -> str:
     return f"{run_id}/{container}"
 
@@ -264,7 +310,10 @@ def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
         code = shim_code if shim_code >= 0 else 128 - shim_code
         reason = "Completed" if code == 0 else "Error"
     if reason == "OOMKilled":
-        message = f"the container's processes went over its memory limit ({container.memory_limit} bytes)"
+        message = (
+            f"the container's processes went over its memory limit ({container.memory_limit} bytes, "
+            "counting its files in /dev/shm and Memory emptyDirs)"
+        )
     elif code != 0:
         message = "\n".join(container.stderr) or f"container {container.name} exited with code {code}"
     else:

@@ -20,17 +20,22 @@ import posixpath
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from armada_flyte.embedded.executors.base import PodLaunch, container_env
+from armada_flyte.embedded.images import Image
 from armada_flyte.embedded.kubeconfig import write_kubeconfig
 from armada_flyte.embedded.secrets import SecretFile
 
+SHARED_MEMORY = "/dev/shm"
+"""The pod's own tmpfs in a container (the pod sandbox's shm mount), whose pages are charged to the memory
+cgroup of the container that writes them."""
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets", SERVICE_ACCOUNT_DIR)
+DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets", SHARED_MEMORY, SERVICE_ACCOUNT_DIR)
 """Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/,
-Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR), and
-Kubernetes mounts the pod's service account (its namespace file) under SERVICE_ACCOUNT_DIR."""
+Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR), /dev/shm is
+the pod's shared memory, and Kubernetes mounts the pod's service account (its namespace file) under
+SERVICE_ACCOUNT_DIR."""
 
 _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 """Host settings a pod inherits so text and time behave as the user expects; nothing else leaks in."""
@@ -42,6 +47,8 @@ class Sandbox:
     private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES
     mounts: tuple[tuple[str, str], ...] = field(default=())
     """(mount path, folder inside the sandbox) of the container's volume mounts, longest mount path first."""
+    image: Optional[Image] = None
+    """The container's image from the cluster's catalogue (None without one): its programs and ENTRYPOINT/CMD."""
 
     @classmethod
     def create(cls, root: pathlib.Path, private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES) -> Sandbox:
@@ -50,8 +57,10 @@ class Sandbox:
             folder.mkdir(parents=True, exist_ok=True)
         return sandbox
 
-    def for_container(self, container: Any, skip_volumes: frozenset[str] = frozenset()) -> Sandbox:
-        """This sandbox as `container` sees it: its volume mounts mapped to the pod's volume folders.
+    def for_container(
+        self, container: Any, skip_volumes: frozenset[str] = frozenset(), image: Optional[Image] = None
+    ) -> Sandbox:
+        """This sandbox as `container` sees it: its volume mounts mapped to the pod's volume folders, and its image.
 
         Volumes in `skip_volumes` (secret volumes, whose files are placed at their mount paths) stay
         at their private paths."""
@@ -65,7 +74,7 @@ class Sandbox:
             self.inside(folder).mkdir(parents=True, exist_ok=True)
             mounts.append((_clean(mount.mountPath), folder))
         mounts.sort(key=lambda m: len(m[0]), reverse=True)
-        return replace(self, mounts=tuple(mounts))
+        return replace(self, mounts=tuple(mounts), image=image)
 
     @property
     def home(self) -> pathlib.Path:
@@ -95,9 +104,20 @@ class Sandbox:
         mapped = str(self.inside(path))
         return mapped + "/" if path.endswith("/") and not mapped.endswith("/") else mapped
 
+    def memory_folders(self, container: Any, memory_volumes: frozenset[str]) -> tuple[pathlib.Path, ...]:
+        """The folders whose files are memory to `container` and count toward its memory limit: the pod's
+        /dev/shm (when it is a private path, or a volume is mounted there) and each Memory emptyDir it mounts."""
+        paths = [mount.mountPath for mount in container.volumeMounts if mount.name in memory_volumes]
+        if SHARED_MEMORY in self.private_prefixes or any(mount == SHARED_MEMORY for mount, _ in self.mounts):
+            paths.append(SHARED_MEMORY)
+        return tuple(dict.fromkeys(self.inside(path) for path in paths))
+
     def argv(self, container: Any) -> list[str]:
-        """Kubernetes runs `command` followed by `args`; with the image's entrypoint gone, both come from the pod."""
-        return [self.map_paths(part) for part in [*container.command, *container.args]]
+        """Kubernetes runs `command` (else the image's ENTRYPOINT) followed by `args` (else, without `command`,
+        the image's CMD); without a catalogued image, both come from the pod."""
+        command, args = list(container.command), list(container.args)
+        parts = self.image.argv(command, args) if self.image is not None else [*command, *args]
+        return [self.map_paths(part) for part in parts]
 
     def working_dir(self, container: Any) -> pathlib.Path:
         folder = self.inside(container.workingDir) if container.workingDir else self.root
@@ -110,7 +130,8 @@ class Sandbox:
         """The pod's env with private paths mapped, `fieldRef`s resolved from the pod, and local essentials.
 
         PATH keeps the pod's value (or the host's) behind the directory of this Python, so tools
-        installed beside it (Flyte's `a0`) are found as they would be in the task image.
+        installed beside it (Flyte's `a0`) are found as they would be in the task image; a catalogued
+        image's programs folder comes first of all.
         """
         host_env = os.environ if host_env is None else host_env
         env = {name: host_env[name] for name in _HOST_VARIABLES if name in host_env}
@@ -118,7 +139,10 @@ class Sandbox:
         env["PYTHONUNBUFFERED"] = "1"
         env["HOSTNAME"] = launch.pod_name
         env.update(container_env(container, launch, self.map_paths))
-        env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env["PATH"]])
+        path = [str(pathlib.Path(sys.executable).parent), env["PATH"]]
+        if self.image is not None and self.image.programs is not None:
+            path.insert(0, str(self.image.programs))
+        env["PATH"] = os.pathsep.join(path)
         env["HOME"] = str(self.home)
         env["TMPDIR"] = str(self.tmp)
         return env
