@@ -23,9 +23,9 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.embedded.ingress import IngressController
 from armada_flyte.embedded.kube_api import KubeApiServer
 from armada_flyte.embedded.kubeconfig import write_kubeconfig
-from armada_flyte.embedded.ingress import IngressController
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
