@@ -6,6 +6,9 @@ from typing import Any, Iterable
 
 MAX_SHOWN_VALUE = 200
 """Characters of a bad value an error message shows: a hostile input must not make a huge message."""
+MAX_SHOWN_FIELD = 500
+"""Characters of a field's path an error message shows: a document's keys (part of the path) are input too."""
+MAX_SHOWN_FIX = 2000
 
 
 class ArmadaFlyteError(Exception):
@@ -21,6 +24,10 @@ def shown(value: object, limit: int = MAX_SHOWN_VALUE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class InvalidConfig(ArmadaFlyteError, ValueError):
     """A configuration value is wrong; the message names the field, the value and the fix."""
 
@@ -28,7 +35,7 @@ class InvalidConfig(ArmadaFlyteError, ValueError):
         self.field = field
         self.value = value
         self.fix = fix
-        super().__init__(f"{field}={shown(value)} is invalid: {fix[:2000]}")
+        super().__init__(f"{_cut(field, MAX_SHOWN_FIELD)}={shown(value)} is invalid: {_cut(fix, MAX_SHOWN_FIX)}")
 
 
 def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (), known: str = "") -> InvalidConfig:

@@ -102,6 +102,26 @@ def test_no_blob_store_when_asked() -> None:
         assert process.wait(timeout=20) == 0
 
 
+def test_paused_leaves_scheduled_jobs_leased() -> None:
+    command = [*CLI, "--port", "0", "--no-blob-store", "--paused"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = Output(process)
+    try:
+        url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+        output.wait_for(r"^paused: scheduled jobs stay LEASED")
+        with grpc.insecure_channel(url) as channel:
+            client = ArmadaClient(channel)
+            first = submit_one(client, "flyte", "js", item(pod(["true"])))
+            wait_for_state(client, first, submit_pb2.LEASED)
+            second = submit_one(client, "flyte", "js", item(pod(["true"])))
+            wait_for_state(client, second, submit_pb2.LEASED)  # a later pass: the first had time to start
+            assert client.get_job_status([first]).job_states[first] == submit_pb2.LEASED
+            assert "pending" not in [kind(m) for m in job_set_events(client, "flyte", "js") if job_of(m) == first]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+
+
 def test_sigterm_stops_it_and_kills_running_pods(server) -> None:
     process, output = server
     url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)

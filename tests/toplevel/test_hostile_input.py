@@ -131,3 +131,10 @@ def test_a_directory_or_a_huge_file_is_invalid_config(tmp_path):
     huge.write_bytes(b"# " + b"x" * (5 * 2**20))
     with pytest.raises(InvalidConfig, match="larger than 4 MiB"):
         read_yaml(huge, "cluster", "pass a file")
+
+
+def test_a_huge_field_path_and_fix_are_cut_in_the_message():
+    """A document's keys are part of a field's path, so they are input too: the message stays bounded."""
+    error = InvalidConfig("groups.yaml: " + "k" * 100_000, "v" * 100_000, "f" * 100_000)
+    assert len(str(error)) < MAX_MESSAGE
+    assert error.field.endswith("k" * 10)  # the whole path stays on the exception

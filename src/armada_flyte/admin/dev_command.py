@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -70,6 +71,11 @@ def register(subparsers: Any) -> None:
         help="port on 127.0.0.1 of the ingress controller that routes jobs' ingress hosts to their pods "
         "(default: a free one, printed at start)",
     )
+    parser.add_argument(
+        "--paused",
+        action="store_true",
+        help="hold leases: scheduled jobs stay LEASED and no pod starts (load tests of the API and scheduler)",
+    )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
     parser.add_argument(
@@ -94,12 +100,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.embedded.executors.base import host_architecture_name
     from armada_flyte.embedded.secrets import parse_secret_argument
+    from armada_flyte.embedded.server import GIL_SWITCH_SECONDS
     from armada_flyte.embedded.state_store import default_state_dir
     from armada_flyte.local.stack import local_stack
 
     secrets = dict(parse_secret_argument(name, pairs) for name, *pairs in args.secret)
     state_dir = None if args.ephemeral else (args.state_dir or default_state_dir())
 
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)  # this process is only the server: keep its calls' waits short
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -110,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             executor=args.executor,
             visibility_delay=args.visibility_delay,
+            paused=args.paused,
             blob_store=not args.no_blob_store,
             configure_connector=False,
             auth=tuple(args.auth),
@@ -136,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"Kubernetes API (read-only) on {server.kube_api_url}; KUBECONFIG={server.kubeconfig}")
             print(f"state: {state_dir} (kept across restarts)" if state_dir else "state: in memory only (--ephemeral)")
             print(f"queue: {args.queue}")
+            if args.paused:
+                print("paused: scheduled jobs stay LEASED, no pod starts")
             print(f"secrets: {', '.join(stack.server.secrets.names()) or '(none)'}")
             print("node groups:")
             for group in stack.server.node_groups:

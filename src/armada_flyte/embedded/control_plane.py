@@ -430,8 +430,18 @@ class ControlPlane:
 
     def states(self, job_ids: Iterable[str]) -> dict[str, int]:
         """Without the lock, so status reads never wait on a scheduling pass: a job's state is one
-        attribute, replaced whole, so each read sees a state the job really had."""
-        return {i: int(job.state) if (job := self.visible_job(i)) else int(JobState.UNKNOWN) for i in job_ids}
+        attribute, replaced whole, so each read sees a state the job really had. (`visible_job`'s rule,
+        with the clock read once: this runs on the server's event loop.)"""
+        jobs, unknown = self._jobs, int(JobState.UNKNOWN)
+        if self.visibility_delay <= 0:
+            return {i: int(job.state) if (job := jobs.get(i)) is not None else unknown for i in job_ids}
+        now = time.time()
+        return {
+            i: int(job.state)
+            if (job := jobs.get(i)) is not None and now - job.submitted_at >= self.visibility_delay
+            else unknown
+            for i in job_ids
+        }
 
     def errors(self, job_ids: Iterable[str]) -> dict[str, str]:
         with self._lock:

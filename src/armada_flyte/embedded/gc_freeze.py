@@ -3,7 +3,7 @@
 The embedded server keeps every job for its lifetime. With 100,000 jobs the process holds over a
 million objects, and each full collection walks all of them while holding the GIL: every gRPC
 call waits (seconds, measured). Objects that will live as long as the server needn't be walked
-again and again: after every few thousand new jobs, a young collection clears recent garbage and
+again and again: after every thousand new jobs, a young collection clears recent garbage and
 `gc.freeze()` moves the survivors out of the collector's sight. What it costs: garbage that had
 already reached the oldest generation at that moment is never freed (small next to the jobs).
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import gc
 
-FREEZE_EVERY_JOBS = 5_000
+FREEZE_EVERY_JOBS = 1_000
+"""A full collection walks only what was made since the last freeze: about 1,000 jobs' objects keep it
+to a few milliseconds (5,000 made it 25-30 ms, measured at 100k jobs)."""
 
 
 class GcFreezer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from typing import Any, Callable, TypeVar
 
@@ -37,7 +38,17 @@ class QueueNotFound(PermissionDenied):
 
 
 def as_status(method: F) -> F:
-    """Turn a `Refusal` raised by a unary servicer method into its gRPC status."""
+    """Turn a `Refusal` raised by a unary servicer method (plain or coroutine) into its gRPC status."""
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def on_loop(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await method(self, request, context)
+            except Refusal as refusal:
+                await context.abort(refusal.code, str(refusal))
+
+        return on_loop  # type: ignore[return-value]
 
     @functools.wraps(method)
     def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:

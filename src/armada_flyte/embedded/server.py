@@ -40,6 +40,12 @@ MAX_PENDING_REQUESTS = 100_000
 """Calls arrived but not yet picked up: gRPC cancels those beyond 1000 (soft) / 3000 (hard) by default,
 which a burst of new watches reaches."""
 
+GIL_SWITCH_SECONDS = 0.0005
+"""How long a thread may hold the GIL while another waits for it, in a process that is only the server
+(`armada-flyte dev`; `sys.setswitchinterval`). Python's 5 ms default lets a thread busy with a big
+SubmitJobs batch or a state write keep a status call waiting 5 ms at each of its hops (event loop,
+handler, reply) while a backlog pours in."""
+
 SERVICE_NAMES = (
     "api.Submit",
     "api.QueueService",

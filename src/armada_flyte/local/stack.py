@@ -125,6 +125,7 @@ def local_stack(
     cluster: Optional[pathlib.Path] = None,
     executor: str = "process",
     visibility_delay: float = 0.0,
+    paused: bool = False,
     blob_store: bool = True,
     configure_connector: bool = True,
     auth: tuple[str, ...] = (),
@@ -143,8 +144,9 @@ def local_stack(
     cluster (`BLOB_CREDENTIALS_SECRET`), which the connector settings name, never as values in a
     job spec. `secrets` and `secrets_file` add the cluster's other Secrets (task secrets).
     `state_dir` keeps the server's state there across restarts; None (the default) keeps it in
-    memory, so each stack starts empty. `kubeconfig` is where the server writes the kubeconfig of
-    its read-only Kubernetes API (default: in `state_dir`, else a temporary file)."""
+    memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
+    `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
+    in `state_dir`, else a temporary file)."""
     from armada_flyte.embedded import EmbeddedArmada
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
@@ -158,6 +160,7 @@ def local_stack(
             executor=executor,
             queues=(queue,),
             visibility_delay=visibility_delay,
+            paused=paused,
             auth=auth,
             tls_cert=tls_cert,
             tls_key=tls_key,
