@@ -8,6 +8,9 @@
 #
 # Environment:
 #   ARMADA_URL          host:port of a running server; unset: start `armada-flyte dev`
+#                       (then KUBECONFIG must name that cluster, for the node/* cases)
+#   ARMADA_TESTSUITE_CLUSTER  cluster file for the started server
+#                       (default: scripts/armada-testsuite-cluster.yaml)
 #   ARMADA_FLYTE_CMD    command that runs the CLI (default: armada-flyte on PATH, else
 #                       .venv/bin/armada-flyte of this checkout)
 #   OUT_DIR             where logs and JUnit reports go (default: a new temp dir)
@@ -63,9 +66,12 @@ if [ -z "$url" ]; then
     echo "armada-testsuite: no armada-flyte CLI found; run scripts/setup-venv.sh or set ARMADA_FLYTE_CMD" >&2
     exit 1
   fi
-  # The cluster file lists the images the cases use (the nodes' image catalogue).
+  # The cluster file lists the images the cases use (the nodes' image catalogue) and adds the node/*
+  # cases' node-ops node; the testsuite reads nodes through the kubeconfig of the server's Kubernetes API.
+  export KUBECONFIG="$out/kubeconfig"
   "${cli[@]}" dev --ephemeral --port 0 --no-blob-store --queue e2e-test-queue \
-    --cluster "$here/armada-testsuite-cluster.yaml" >"$out/server.log" 2>&1 &
+    --cluster "${ARMADA_TESTSUITE_CLUSTER:-$here/armada-testsuite-cluster.yaml}" --kubeconfig "$KUBECONFIG" \
+    >"$out/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
     url="$(sed -n 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "$out/server.log" | head -n1)"
@@ -106,6 +112,15 @@ is_unsafe() {
   return 1
 }
 
+# Armada's own CI runs the node cases one at a time (magefiles/ci.go TestSuite): each cancels or
+# preempts every job of e2e-test-queue on the one node-ops node, the other case's jobs too.
+ONE_AT_A_TIME_FOLDERS=(node)
+one_at_a_time() {
+  local d
+  for d in "${ONE_AT_A_TIME_FOLDERS[@]}"; do [ "$d" = "$1" ] && return 0; done
+  return 1
+}
+
 # The testsuite takes a comma-separated list of globs; a folder with a skipped
 # case becomes the list of its other cases.
 case_list() {
@@ -133,7 +148,7 @@ fi
 patterns=()
 for target in "${targets[@]}"; do
   if [ -d "$ARMADA_TESTCASES/$target" ]; then
-    if [ "${PER_CASE:-0}" = 1 ]; then
+    if [ "${PER_CASE:-0}" = 1 ] || one_at_a_time "$target"; then
       for f in "$ARMADA_TESTCASES/$target"/*.yaml; do
         [ -e "$f" ] || continue
         name="$target/$(basename "$f" .yaml)"

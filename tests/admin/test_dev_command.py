@@ -160,14 +160,17 @@ def _pod_pid(url: str, job_id: str) -> int | None:
     return pids[0] if pids else None
 
 
-DETACHED_CHILD = (
+DETACHED_CHILD = (  # each pid file appears whole (written aside, then renamed), never empty to a reader
     "import os, sys, time\n"
     "folder = sys.argv[1]\n"
-    "open(f'{folder}/main', 'w').write(str(os.getpid()))\n"
+    "def note(name):\n"
+    "    open(f'{folder}/.{name}', 'w').write(str(os.getpid()))\n"
+    "    os.replace(f'{folder}/.{name}', f'{folder}/{name}')\n"
+    "note('main')\n"
     "if os.fork() == 0:\n"
     "    os.setsid()\n"
     "    if os.fork() == 0:\n"
-    "        open(f'{folder}/detached', 'w').write(str(os.getpid()))\n"
+    "        note('detached')\n"
     "        time.sleep(300)\n"
     "    os._exit(0)\n"
     "time.sleep(300)\n"

@@ -36,6 +36,8 @@ def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     assert {
         "armada_flyte/protos/scheduler_reporting_pb2.py",
         "armada_flyte/protos/scheduler_reporting_pb2_grpc.py",
+        "armada_flyte/protos/node_pb2.py",
+        "armada_flyte/protos/node_pb2_grpc.py",
     } <= names
     assert {
         "armada_flyte/task/runtime_image_files/Dockerfile",

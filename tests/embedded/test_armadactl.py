@@ -116,3 +116,26 @@ def test_a_running_job_is_preempted(armadactl, queue, tmp_path, dev_server):
         ok(armadactl("preempt", "job", queue, "set-preempt", job_id, "testing preemption"))
         # Its events end preempted -> failed (Armada's scheduler.go); the state reads either.
         wait_for_state(client, job_id, submit_pb2.PREEMPTED, submit_pb2.FAILED)
+
+
+def test_jobs_on_a_node_are_cancelled_and_preempted(armadactl, queue, tmp_path, dev_server):
+    """`armadactl cancel node` / `preempt node` call the Node service (the default cluster's executor is
+    `embedded`); given no queues, armadactl fills in every queue itself (internal/armadactl/cancel.go)."""
+    import grpc
+    from armada_client.armada import submit_pb2
+    from armada_client.client import ArmadaClient
+
+    pinned = {**JOB["podSpec"], "nodeSelector": {"kubernetes.io/hostname": "amd64-1"}}
+    jobs = [{**JOB, "podSpec": pinned}, {**JOB, "podSpec": {**pinned, "priorityClassName": "armada-preemptible"}}]
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump({"queue": queue, "jobSetId": "set-node", "jobs": jobs}))
+    default_job, preemptible_job = re.findall(r"Submitted job with id (\w+)", ok(armadactl("submit", str(path))))
+    with grpc.insecure_channel(dev_server) as channel:
+        client = ArmadaClient(channel)
+        for job_id in (default_job, preemptible_job):
+            wait_for_state(client, job_id, submit_pb2.RUNNING)
+        ok(armadactl("preempt", "node", "amd64-1", "--executor", "embedded", "--queues", queue, "-a"))
+        wait_for_state(client, preemptible_job, submit_pb2.PREEMPTED, submit_pb2.FAILED)
+        assert client.get_job_status([default_job]).job_states[default_job] == submit_pb2.RUNNING
+        ok(armadactl("cancel", "node", "amd64-1", "--executor", "embedded", "--priority-classes", "armada-default"))
+        wait_for_state(client, default_job, submit_pb2.CANCELLED)

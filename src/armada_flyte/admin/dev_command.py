@@ -78,6 +78,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate (with --tls-key)")
     parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key (with --tls-cert)")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="write the kubeconfig of the cluster's read-only Kubernetes API here "
+        "(default: kubeconfig in the state dir; with --ephemeral, a temporary file)",
+    )
     state = parser.add_mutually_exclusive_group()
     state.add_argument(
         "--state-dir",
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             secrets=secrets,
             secrets_file=args.secrets_file,
             state_dir=state_dir,
+            kubeconfig=args.kubeconfig,
             ingress_port=args.ingress_port,
         ) as stack:
             security = ", ".join(
@@ -134,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
             print("Settings for the connector, a0 and Flyte (examples/multiarch.py reads these):")
             for line in stack.exports():
                 print(f"  {line}")
+            server = stack.server
+            print(f"Kubernetes API (read-only) on {server.kube_api_url}; KUBECONFIG={server.kubeconfig}")
             print(f"state: {state_dir} (kept across restarts)" if state_dir else "state: in memory only (--ephemeral)")
             print(f"queue: {args.queue}")
             if args.paused:

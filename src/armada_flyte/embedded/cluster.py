@@ -31,8 +31,10 @@ Armada gives every container 8Gi of it by default, so it must be there to schedu
 MAX_NODES_PER_GROUP = 1000
 MAX_NODES = 5000
 """Each simulated node is an object in the server's memory; real test clusters are far smaller."""
+DEFAULT_EXECUTOR = "embedded"
+"""The executor (Armada's cluster id) the nodes belong to when the cluster file names none."""
 _KNOWN_KEYS = (
-    "pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, node_groups; "
+    "executor, pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, node_groups; "
     "per group: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
 )
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -114,6 +116,7 @@ class ClusterNodeGroup(BaseModel):
 class _ClusterFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    executor: str = DEFAULT_EXECUTOR
     pool: str = "default"
     namespaces: List[str] = []
     errorCategories: ErrorCategories = ErrorCategories()
@@ -121,6 +124,15 @@ class _ClusterFile(BaseModel):
     imagePullFailureGraceSeconds: float = Field(PULL_FAILURE_GRACE_SECONDS, ge=0, le=3600)
     cpuShares: bool = False
     node_groups: List[ClusterNodeGroup]
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, executor: str) -> str:
+        if not executor:
+            raise ValueError("name the executor (Armada's cluster id), e.g. local-cluster, or leave the key out")
+        if problem := label_value_problem(executor):
+            raise ValueError(f"executor {executor!r}: {problem}")
+        return executor
 
     @field_validator("namespaces")
     @classmethod
@@ -153,6 +165,8 @@ class Node:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, int] = field(repr=False)
+    executor: str = DEFAULT_EXECUTOR
+    """The Armada executor (cluster id) that runs the node's pods."""
 
 
 class Cluster:
@@ -166,7 +180,9 @@ class Cluster:
         error_categories: ErrorCategories = ErrorCategories(),
         images: Optional[ImageCatalogue] = None,
         cpu_shares: bool = False,
+        executor: str = DEFAULT_EXECUTOR,
     ):
+        self.executor = executor
         self.pool = pool
         self.cpu_shares = cpu_shares
         """Whether the process executor weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
@@ -181,7 +197,9 @@ class Cluster:
             for n in range(group.nodes):
                 name = f"{group.name}-{n}"
                 labels = {**group.labels, HOSTNAME_LABEL: name}
-                node = Node(len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity))
+                node = Node(
+                    len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity), executor
+                )
                 self.nodes.append(node)
         self.total: dict[str, int] = {}
         for node in self.nodes:
@@ -199,7 +217,9 @@ class Cluster:
         if spec.images is not None:
             folder = base if base is not None else pathlib.Path.cwd()
             images = ImageCatalogue.from_entries(spec.images, folder, spec.imagePullFailureGraceSeconds, origin)
-        return cls(spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images, spec.cpuShares)
+        return cls(
+            spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images, spec.cpuShares, spec.executor
+        )
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> Cluster:

@@ -38,7 +38,7 @@ from armada_flyte.embedded.job_set_rules import (
     unique_ids,
 )
 from armada_flyte.embedded.jobs import Job, Run, RunState, new_job_id
-from armada_flyte.embedded.messages import CLUSTER_ID, failure_event_fields, pod_event_fields
+from armada_flyte.embedded.messages import failure_event_fields, pod_event_fields
 from armada_flyte.embedded.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.queues import QueueRegistry
 from armada_flyte.embedded.records import event_fields, job_from_row
@@ -184,6 +184,29 @@ class ControlPlane:
             kills = []
             for job in [j for j in self._jobs.values() if j.queue == name and j.state in ACTIVE]:
                 if (not classes or job.pod.priorityClassName in classes) and preemptible(job.pod):
+                    kills += self._preempt(job, "Preempted - preemption requested via API")
+        self._kill(kills)
+        self._wake.set()
+
+    def cancel_on_node(self, node: str, executor: str, queues: Iterable[str], priority_classes: Iterable[str]) -> None:
+        """Node.CancelOnNode: cancel the active jobs of `queues` (none given, none match) whose run is on
+        `node` of `executor`, of those priority classes if given; only `cancelled` events follow
+        (scheduleringester/schedulerdb.go CancelNode; SelectJobsByNodeAndExecutorAndQueues in query.sql)."""
+        with self._lock:
+            kills = []
+            for job in self._on_node(node, executor, queues, priority_classes):
+                kills += self._cancel(job, "cancelled by CancelOnNode")
+                self.events.append("cancelled", job, requestor=current_user())
+        self._kill(kills)
+        self._wake.set()
+
+    def preempt_on_node(self, node: str, executor: str, queues: Iterable[str], priority_classes: Iterable[str]) -> None:
+        """Node.PreemptOnNode: the same selection as `cancel_on_node`; the scheduler preempts the
+        preemptible ones (preempted then failed, no preempting event: schedulerdb.go PreemptNode)."""
+        with self._lock:
+            kills = []
+            for job in self._on_node(node, executor, queues, priority_classes):
+                if preemptible(job.pod):
                     kills += self._preempt(job, "Preempted - preemption requested via API")
         self._kill(kills)
         self._wake.set()
@@ -337,7 +360,7 @@ class ControlPlane:
             self.events.append(
                 "lease_returned",
                 job,
-                cluster_id=CLUSTER_ID,
+                cluster_id=run.node.executor,
                 reason=message,
                 kubernetes_id=run.id,
                 pod_number=0,
@@ -388,6 +411,11 @@ class ControlPlane:
         return kills
 
     # Queries
+
+    def all_jobs(self) -> list[Job]:
+        """Every job the server knows, in submission order (a copy of the list, for read-only views)."""
+        with self._lock:
+            return list(self._jobs.values())
 
     def find_job(self, job_id: str) -> Optional[Job]:
         """The job, ingested or not (for callers beside the server, not the Jobs API)."""
@@ -504,6 +532,19 @@ class ControlPlane:
     def _require_known_queue(self, queue: str) -> None:
         if queue not in self.queues:
             raise UnknownQueue(queue)
+
+    def _on_node(self, node: str, executor: str, queues: Iterable[str], priority_classes: Iterable[str]) -> list[Job]:
+        wanted_queues, classes = set(queues), set(priority_classes)
+        return [
+            job
+            for job in self._jobs.values()
+            if job.state in ACTIVE
+            and job.queue in wanted_queues
+            and (run := job.latest_run) is not None
+            and run.node.name == node
+            and run.node.executor == executor
+            and (not classes or job.pod.priorityClassName in classes)
+        ]
 
     def _cancel(self, job: Job, reason: str) -> list[tuple[str, float]]:
         job.cancel_reason, job.cancelled_at = reason or "cancelled by user", time.time()
@@ -672,7 +713,7 @@ class ControlPlane:
         self._runs[run.id] = run
         self._backlogs[job.queue].discard(job)
         job.move_to(JobState.LEASED)
-        self.events.append("leased", job, cluster_id=CLUSTER_ID, pool=self.cluster.pool)
+        self.events.append("leased", job, cluster_id=node.executor, pool=self.cluster.pool)
         group = node.group
         item = job.item
         return PodLaunch(

@@ -9,6 +9,8 @@ Leaving the block stops the server and kills every pod still running.
 from __future__ import annotations
 
 import pathlib
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
@@ -22,6 +24,8 @@ from armada_flyte.embedded.executors import Executor, make_executor
 from armada_flyte.embedded.executors.process import ProcessExecutor
 from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.ingress import IngressController
+from armada_flyte.embedded.kube_api import KubeApiServer
+from armada_flyte.embedded.kubeconfig import write_kubeconfig
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
@@ -66,6 +70,9 @@ class EmbeddedArmada:
     `state_dir` keeps queues, jobs, events and pod logs in an SQLite file there, so a server
     started again on it goes on where the last one stopped; None (the default) keeps them in
     memory only.
+    `kubeconfig` is where the kubeconfig of the cluster's read-only Kubernetes API is written
+    (default: `state_dir/kubeconfig`, else a temporary file removed at stop); `kube_api_port`
+    is that API's port on 127.0.0.1 (0: any free one).
     """
 
     def __init__(
@@ -86,6 +93,8 @@ class EmbeddedArmada:
         secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None,
         secrets_file: str | pathlib.Path | None = None,
         state_dir: str | pathlib.Path | None = None,
+        kubeconfig: str | pathlib.Path | None = None,
+        kube_api_port: int = 0,
         ingress_port: int = 0,
     ):
         if cluster is None:
@@ -123,6 +132,12 @@ class EmbeddedArmada:
         for name, data in (secrets or {}).items():
             self.secrets.put(name, data)
         self.state_dir = pathlib.Path(state_dir).expanduser() if state_dir is not None else None
+        self._kubeconfig = pathlib.Path(kubeconfig).expanduser() if kubeconfig is not None else None
+        self._kube_api_port = kube_api_port
+        self._kube_api: Optional[KubeApiServer] = None
+        self._kube_tmp: Optional[pathlib.Path] = None
+        self.kubeconfig: Optional[pathlib.Path] = None
+        """The kubeconfig file of the cluster's Kubernetes API, while the server runs."""
         self.requested_ingress_port = ingress_port
         self._ingress: Optional[IngressController] = None
         self._plane: Optional[ControlPlane] = None
@@ -155,6 +170,13 @@ class EmbeddedArmada:
                 ingress.stop()
             raise
         self._ingress = ingress
+        try:
+            self._start_kube_api(plane)
+        except BaseException:
+            plane.stop()
+            self._stop_kube_api()
+            ingress.stop()
+            raise
         plane.start()
         try:
             self._server, self.port = start_grpc_server(
@@ -162,6 +184,7 @@ class EmbeddedArmada:
             )
         except BaseException:
             plane.stop()
+            self._stop_kube_api()
             ingress.stop()
             raise
         self._plane = plane
@@ -180,9 +203,39 @@ class EmbeddedArmada:
             server.stop(_STOP_GRACE_SECONDS)
         if plane is not None:
             plane.stop()
+        self._stop_kube_api()
         if self._ingress is not None:
             self._ingress.stop()
             self._ingress = None
+
+    def _start_kube_api(self, plane: ControlPlane) -> None:
+        """Serve the cluster's Kubernetes API and write its kubeconfig; process pods get one of their own."""
+        self._kube_api = KubeApiServer(plane, self._kube_api_port)
+        path = self._kubeconfig
+        if path is None and self.state_dir is not None:
+            path = self.state_dir / "kubeconfig"
+        if path is None:
+            self._kube_tmp = pathlib.Path(tempfile.mkdtemp(prefix="armada-flyte-kube-"))
+            path = self._kube_tmp / "kubeconfig"
+        self.kubeconfig = write_kubeconfig(path, self._kube_api.url)
+        if isinstance(plane.executor, ProcessExecutor):
+            plane.executor.kube_api_url = self._kube_api.url
+
+    def _stop_kube_api(self) -> None:
+        if self._kube_api is not None:
+            self._kube_api.stop()
+            self._kube_api = None
+        if self._kube_tmp is not None:
+            shutil.rmtree(self._kube_tmp, ignore_errors=True)
+            self._kube_tmp = None
+        self.kubeconfig = None
+
+    @property
+    def kube_api_url(self) -> str:
+        """`http://127.0.0.1:PORT` of the cluster's read-only Kubernetes API."""
+        if self._kube_api is None:
+            raise RuntimeError("the embedded Armada is not running; use it in a `with` block or call start()")
+        return self._kube_api.url
 
     def __enter__(self) -> EmbeddedArmada:
         return self.start()

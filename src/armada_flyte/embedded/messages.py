@@ -13,7 +13,6 @@ from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
 from armada_flyte.embedded.records import EVENT_TYPES
 
-CLUSTER_ID = "embedded"
 NOTE_ANNOTATION = "armada-flyte.dev/note"
 """Annotation GetJobDetails(expand_job_spec) adds to say what the executor really did (e.g. ran natively)."""
 
@@ -67,7 +66,7 @@ def run_details(run: Run) -> job_pb2.JobRunDetails:
         run_id=run.id,
         job_id=run.job.id,
         state=int(run.state),
-        cluster=CLUSTER_ID,
+        cluster=run.node.executor,
         node=run.node.name,
         leased_ts=timestamp(run.leased_at),
         pending_ts=timestamp(run.pending_at),
@@ -98,7 +97,7 @@ def job_details(job: Job, expand_spec: bool, expand_runs: bool) -> job_pb2.JobDe
 def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
     """The fields pod events (pending, running, succeeded, failed) share."""
     fields = {
-        "cluster_id": CLUSTER_ID,
+        "cluster_id": run.node.executor,
         "kubernetes_id": run.id,
         "pod_number": 0,
         "pod_name": run.pod_name,

@@ -25,10 +25,11 @@ from armada_flyte.embedded.control_plane import ControlPlane
 from armada_flyte.embedded.events_api import EventServicer
 from armada_flyte.embedded.jobs_api import JobsServicer
 from armada_flyte.embedded.logs_api import BinocularsServicer
+from armada_flyte.embedded.node_service import NodeServicer
 from armada_flyte.embedded.reports_api import SchedulerReportingServicer
 from armada_flyte.embedded.submit_api import QueueServicer, SubmitServicer
 from armada_flyte.errors import InvalidConfig
-from armada_flyte.protos import scheduler_reporting_pb2_grpc
+from armada_flyte.protos import node_pb2_grpc, scheduler_reporting_pb2_grpc
 
 HOST = "127.0.0.1"
 WORKER_THREADS = 64
@@ -50,6 +51,7 @@ SERVICE_NAMES = (
     "api.QueueService",
     "api.Jobs",
     "api.Event",
+    "api.Node",
     "binoculars.Binoculars",
     "schedulerobjects.SchedulerReporting",
 )
@@ -140,6 +142,7 @@ async def _start(
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(plane), server)
     job_pb2_grpc.add_JobsServicer_to_server(JobsServicer(plane), server)
     event_pb2_grpc.add_EventServicer_to_server(EventServicer(plane), server)
+    node_pb2_grpc.add_NodeServicer_to_server(NodeServicer(plane), server)
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
     scheduler_reporting_pb2_grpc.add_SchedulerReportingServicer_to_server(SchedulerReportingServicer(plane), server)
     health_servicer = health.HealthServicer()

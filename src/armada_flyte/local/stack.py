@@ -134,6 +134,7 @@ def local_stack(
     secrets: Optional[Mapping[str, Mapping[str, str]]] = None,
     secrets_file: Optional[pathlib.Path] = None,
     state_dir: Optional[pathlib.Path] = None,
+    kubeconfig: Optional[pathlib.Path] = None,
     ingress_port: int = 0,
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
@@ -143,7 +144,9 @@ def local_stack(
     cluster (`BLOB_CREDENTIALS_SECRET`), which the connector settings name, never as values in a
     job spec. `secrets` and `secrets_file` add the cluster's other Secrets (task secrets).
     `state_dir` keeps the server's state there across restarts; None (the default) keeps it in
-    memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does."""
+    memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
+    `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
+    in `state_dir`, else a temporary file)."""
     from armada_flyte.embedded import EmbeddedArmada
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
@@ -164,6 +167,7 @@ def local_stack(
             secrets=cluster_secrets,
             secrets_file=secrets_file,
             state_dir=state_dir,
+            kubeconfig=kubeconfig,
             ingress_port=ingress_port,
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)

@@ -8,8 +8,9 @@ It plays containerd's shim for one container, with the standard library only (it
 - it is the container's child subreaper, so processes that detach (double fork, setsid) stay
   its descendants and are found and ended with the container;
 - it enforces the container's memory limit as the container's memory cgroup would: the usage is
-  the resident memory of all the container's processes plus the bytes of its memory-backed
-  folders (the pod's /dev/shm, Memory emptyDirs: tmpfs pages are charged to the container);
+  the resident anonymous memory of all the container's processes (file-backed pages, such as
+  program text, are left out: the kernel reclaims those before it OOM-kills) plus the bytes of
+  its memory-backed folders (the pod's /dev/shm, Memory emptyDirs: tmpfs pages are charged to the container);
   over the limit, every process is killed (SIGKILL, exit code 137) and the end reads OOMKilled.
   The usage is checked more often while it climbs (every 2 ms when the limit is near), at once
   on every write into those folders (inotify), and once more when the main process ends;
@@ -130,13 +131,16 @@ _HAS_CHILD_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 def resident_bytes(pids):
-    """The resident memory of `pids`, quickly (pages shared between them, such as after a fork, count twice)."""
+    """The resident anonymous memory of `pids`, quickly (pages shared between them, such as after a fork, count
+    twice). File-backed pages (program text, mapped files) are left out: under a cgroup's limit the kernel
+    reclaims those before it kills anything; tmpfs pages are counted by `folder_bytes`."""
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/statm", "rb") as statm:
-                total += int(statm.read().split()[1]) * page
+                fields = statm.read().split()
+                total += (int(fields[1]) - int(fields[2])) * page  # resident - shared (file and shmem)
         except (OSError, IndexError, ValueError):
             continue
     return total
@@ -149,8 +153,10 @@ def proportional_bytes(pids):
     for pid in pids:
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
-                total += next(int(line.split()[1]) for line in rollup if line.startswith(b"Pss:")) * 1024
-        except (OSError, StopIteration, ValueError):
+                lines = {line.split(b":")[0]: line for line in rollup}
+            # anonymous pages only, as `resident_bytes` (older kernels have no Pss_Anon: all of Pss)
+            total += int(lines.get(b"Pss_Anon", lines[b"Pss"]).split()[1]) * 1024
+        except (OSError, KeyError, IndexError, ValueError):
             total += resident_bytes([pid])
     return total
 

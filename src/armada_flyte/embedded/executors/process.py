@@ -40,7 +40,12 @@ from armada_flyte.embedded.executors.base import (
 )
 from armada_flyte.embedded.executors.cpu_shares import cpu_nice
 from armada_flyte.embedded.executors.pod_shim import CPU_NICE
-from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES, Sandbox, place_secret_files
+from armada_flyte.embedded.executors.sandbox import (
+    DEFAULT_PRIVATE_PREFIXES,
+    Sandbox,
+    place_secret_files,
+    place_service_account,
+)
 from armada_flyte.embedded.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
 from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import container_requests
@@ -108,6 +113,8 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         # long `armada-flyte dev` session doesn't fill the disk.
         self._finished: deque[str] = deque()
         self._kept_sandboxes = kept_sandboxes
+        self.kube_api_url: Optional[str] = None
+        """The cluster's Kubernetes API; pods get a kubeconfig for it in their HOME when it is set."""
 
     def sandbox_of(self, job_id: str) -> pathlib.Path:
         return self.sandbox_root / job_id
@@ -172,6 +179,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         # Secret volumes' mount paths are private paths of the pod: an env var naming a secret file
         # (FLYTE_SECRETS_DEFAULT_DIR, a file secret's as_env_var) points into the sandbox too.
         sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
+        place_service_account(sandbox, pod.namespace, self.kube_api_url)
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
             started = self._start(pod, spec, sandbox, state, images[spec.name])

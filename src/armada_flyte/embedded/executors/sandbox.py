@@ -24,15 +24,18 @@ from typing import Any, Mapping, Optional
 
 from armada_flyte.embedded.executors.base import PodLaunch, container_env
 from armada_flyte.embedded.images import Image
+from armada_flyte.embedded.kubeconfig import write_kubeconfig
 from armada_flyte.embedded.secrets import SecretFile
 
 SHARED_MEMORY = "/dev/shm"
 """The pod's own tmpfs in a container (the pod sandbox's shm mount), whose pages are charged to the memory
 cgroup of the container that writes them."""
-DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets", SHARED_MEMORY)
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+DEFAULT_PRIVATE_PREFIXES = ("/opt/flyte", "/etc/flyte/secrets", SHARED_MEMORY, SERVICE_ACCOUNT_DIR)
 """Absolute path prefixes that belong to the pod; Flyte's a0 unpacks the code bundle under /opt/flyte/,
-Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR), and /dev/shm is
-the pod's shared memory."""
+Flyte mounts file secrets under /etc/flyte/secrets/ (named by FLYTE_SECRETS_DEFAULT_DIR), /dev/shm is
+the pod's shared memory, and Kubernetes mounts the pod's service account (its namespace file) under
+SERVICE_ACCOUNT_DIR."""
 
 _HOST_VARIABLES = ("LANG", "LC_ALL", "TZ")
 """Host settings a pod inherits so text and time behave as the user expects; nothing else leaks in."""
@@ -158,6 +161,18 @@ def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(secret_file.data)
         target.chmod(secret_file.mode & 0o777)
+
+
+def place_service_account(sandbox: Sandbox, namespace: str, kube_api_url: str | None) -> None:
+    """What a pod reads of its service account: the namespace file, as Kubernetes mounts it (when the
+    sandbox keeps SERVICE_ACCOUNT_DIR private), and a `~/.kube/config` naming the cluster's read-only
+    API, where a real pod would use the in-cluster token and CA over TLS instead."""
+    if SERVICE_ACCOUNT_DIR in sandbox.private_prefixes:
+        namespace_file = sandbox.inside(f"{SERVICE_ACCOUNT_DIR}/namespace")
+        namespace_file.parent.mkdir(parents=True, exist_ok=True)
+        namespace_file.write_text(namespace)
+    if kube_api_url is not None:
+        write_kubeconfig(sandbox.home / ".kube" / "config", kube_api_url, namespace)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:
