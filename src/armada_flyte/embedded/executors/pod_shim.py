@@ -333,8 +333,8 @@ def start_container(command, cpus, memory_limit, status_fd):
         if nice > 0:
             lower_priority(nice)
         signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
+        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ; a container starts with neither
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cpus)
         if memory_limit and _HAS_PROC:
