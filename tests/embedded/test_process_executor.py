@@ -118,6 +118,16 @@ def test_a_command_that_cannot_start_fails_with_the_reason(embedded_armada, clie
     assert "no-such-command-anywhere" in client.get_job_errors([job_id]).job_errors[job_id]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_container_starts_with_no_signal_ignored(embedded_armada, client, queue, job_set) -> None:
+    # The shim is Python, which ignores SIGPIPE and SIGXFSZ; a container runtime starts the
+    # container with every signal at its default, so `yes | head` ends as it would in a pod.
+    job_id = submit_one(client, queue, job_set, item(pod(["sh", "-c", "grep SigIgn /proc/self/status"])))
+    wait_for_state(client, job_id, SUCCEEDED)
+    [line] = [line for line in embedded_armada.logs(job_id) if line.startswith("SigIgn")]
+    assert int(line.split()[1], 16) == 0, line
+
+
 def _foreign_pod() -> tuple[core.PodSpec, str]:
     """A pod for the node group whose architecture this host is not."""
     if host_architecture() == "arm64":

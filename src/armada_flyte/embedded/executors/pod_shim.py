@@ -17,10 +17,10 @@ It plays containerd's shim for one container, with the standard library only (it
   as a hard stop between checks, no process may map more than the limit + 1 GiB of private
   writable memory (RLIMIT_DATA), and a main process that ends having been resident over the
   limit (its ru_maxrss) also reads OOMKilled;
-- it pins the container to its share of CPUs, and, when asked (CPU_NICE in its environment, which the
-  container doesn't see), lowers the container's CPU priority, its session's autogroup included;
-  when the server runs as root, it starts the
-  container without any capabilities, so the pod cannot read other processes' memory or
+- it pins the container to the CPUs the server chose (`cpu_pins.py`: whole-CPU limits only),
+  and, when asked (CPU_NICE in its environment, which the container doesn't see), lowers the
+  container's CPU priority, its session's autogroup included; when the server runs as root, it
+  starts the container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
 - when the container's main process ends, the rest of the container is killed, as a container
   runtime does, and the end ("<exit code> <reason>") is written to the status file descriptor.
@@ -339,8 +339,8 @@ def start_container(command, cpus, memory_limit, status_fd):
         if nice > 0:
             lower_priority(nice)
         signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
+        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ; a container starts with neither
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cpus)
         if memory_limit and _HAS_PROC:

@@ -12,7 +12,6 @@ the pod's node group has another architecture, the log and job details say so pl
 from __future__ import annotations
 
 import ctypes
-import itertools
 import logging
 import os
 import pathlib
@@ -38,6 +37,7 @@ from armada_flyte.embedded.executors.base import (
     host_architecture_name,
     stop_together,
 )
+from armada_flyte.embedded.executors.cpu_pins import CpuPins
 from armada_flyte.embedded.executors.cpu_shares import cpu_nice
 from armada_flyte.embedded.executors.pod_shim import CPU_NICE
 from armada_flyte.embedded.executors.sandbox import (
@@ -69,6 +69,8 @@ class _Container:
     status: int
     """The read end of the shim's status pipe."""
     memory_limit: int
+    cpus: tuple[int, ...] = ()
+    """The CPUs it is pinned to (none: it runs on every CPU)."""
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
 
@@ -103,7 +105,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
         """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
-        self._cpu_offsets = itertools.count()
+        self.cpu_pins = CpuPins()
         self._owns_root = sandbox_root is None
         self.sandbox_root = pathlib.Path(sandbox_root or tempfile.mkdtemp(prefix="armada-flyte-dev-")).resolve()
         self.sandbox_root.mkdir(parents=True, exist_ok=True)
@@ -228,10 +230,12 @@ class ProcessExecutor(PodThreads[_PodProcess]):
             env[CPU_NICE] = str(cpu_nice(limits.get("cpu", 0)))
         memory_limit = limits.get("memory", 0) // 1000
         read_end, write_end = os.pipe()
+        cpus: tuple[int, ...] = ()
         try:
             with state.lock:
                 if state.killed:
                     return None
+                cpus = self.cpu_pins.take(limits.get("cpu", 0))
                 process = subprocess.Popen(
                     [
                         sys.executable,
@@ -241,7 +245,7 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                         str(write_end),
                         str(os.getpid()),
                         str(memory_limit),
-                        self._cpus_for(limits.get("cpu", 0)),
+                        ",".join(map(str, cpus)) or "-",
                         *(str(folder) for folder in memory_folders),
                         "--",
                         *sandbox.argv(spec),
@@ -254,33 +258,29 @@ class ProcessExecutor(PodThreads[_PodProcess]):
                     start_new_session=True,
                     pass_fds=(write_end,),
                 )
-                container = _Container(spec.name, process, read_end, memory_limit)
+                container = _Container(spec.name, process, read_end, memory_limit, cpus)
                 state.containers.append(container)
                 return container
         except BaseException:
+            self.cpu_pins.release(cpus)
             os.close(read_end)
             raise
         finally:
             os.close(write_end)
 
-    def _cpus_for(self, cpu_milli: int) -> str:
-        """The CPUs a container with this cpu limit is pinned to (its limit rounded up), "-" for no pinning."""
-        available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        wanted = -(-cpu_milli // 1000)
-        if not available or wanted <= 0 or wanted >= len(available):
-            return "-"
-        offset = next(self._cpu_offsets)
-        return ",".join(str(available[(offset + i) % len(available)]) for i in range(wanted))
-
     def _wait_for(self, pod: PodLaunch, containers: list[_Container]) -> list[ContainerEnd]:
         """Copy the containers' output into the pod's log until all have ended; how each ended."""
-        _pump_output(containers, pod.log)
-        ends = []
-        for container in containers:
-            code = container.process.wait()
-            process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
-            ends.append(_container_end(container, code))
-        return ends
+        try:
+            _pump_output(containers, pod.log)
+            ends = []
+            for container in containers:
+                code = container.process.wait()
+                process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
+                ends.append(_container_end(container, code))
+            return ends
+        finally:
+            for container in containers:
+                self.cpu_pins.release(container.cpus)
 
 
 def _memory_volumes(pod: Any) -> frozenset[str]:

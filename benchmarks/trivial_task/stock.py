@@ -1,4 +1,8 @@
-"""A trivial task twice: through armada-flyte's local path, and through the SDK's stock mixin loop."""
+"""The same trivial task through the SDK's stock mixin loop, for comparison.
+
+Its pod needs the connector registered (the stock mixin looks it up there too), so this module
+imports the connector service, which `ours.py` leaves out as a user's task module does.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,10 @@ from dataclasses import dataclass
 import flyte
 from flyte.connectors import AsyncConnectorExecutorMixin
 from flyte.extend import TaskPluginRegistry
+from ours import RESOURCES
 
 import armada_flyte.connector.service  # noqa: F401  (the stock mixin looks the connector up, in the pod too)
 from armada_flyte import ArmadaConfig, ArmadaFunctionTask
-
-RESOURCES = flyte.Resources(cpu="250m", memory="256Mi")
 
 
 @dataclass(frozen=True)
@@ -26,13 +29,7 @@ class StockPathTask(ArmadaFunctionTask):
 
 TaskPluginRegistry.register(StockPathConfig, StockPathTask)
 
-ours = flyte.TaskEnvironment("bench-ours", image="bench:local", resources=RESOURCES, plugin_config=ArmadaConfig())
 stock = flyte.TaskEnvironment("bench-stock", image="bench:local", resources=RESOURCES, plugin_config=StockPathConfig())
-
-
-@ours.task
-async def add_one_ours(x: int) -> int:
-    return x + 1
 
 
 @stock.task
