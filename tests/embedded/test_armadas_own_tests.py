@@ -148,6 +148,7 @@ def testsuite_results(armada_tools, tmp_path_factory) -> dict[str, str]:
     return results
 
 
+@pytest.mark.timeout(1800)  # the first case runs the whole testsuite (its fixture): about 8 minutes here
 @pytest.mark.parametrize("case", sorted(TESTSUITE_CASES))
 def test_armadas_testsuite_case(case, testsuite_results):
     why_not = TESTSUITE_CASES[case]
