@@ -13,6 +13,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -131,21 +132,46 @@ def test_every_case_of_the_pinned_version_has_an_expectation(armada_tools):
 
 @pytest.fixture(scope="module")
 def testsuite_results(armada_tools, tmp_path_factory) -> dict[str, str]:
-    """Run every safe case once (as Armada's CI does, a folder at a time): case -> "" or its failure."""
+    """Run every case once (as Armada's CI does, a folder at a time): case -> "" or its failure.
+
+    The runner and the server it starts get a process group of their own, ended whatever happens
+    here (a timeout included), so an interrupted run leaves no server or pod behind."""
     out = tmp_path_factory.mktemp("armada-testsuite")
     env = {**os.environ, "OUT_DIR": str(out), "ARMADA_FLYTE_CMD": str(CLI)}
     env.pop("ARMADA_URL", None)
-    run = subprocess.run(
-        [str(ROOT / "scripts" / "armada-testsuite.sh")], env=env, capture_output=True, text=True, timeout=1500
+    runner = subprocess.Popen(
+        [str(ROOT / "scripts" / "armada-testsuite.sh")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
+    try:
+        _, stderr = runner.communicate(timeout=1500)
+    finally:
+        _end_group(runner)
     results = {}
     for report in out.glob("*.junit.xml"):
         folder = report.name.split(".")[0].split("__")[0]  # <folder> or, for a case run alone, <folder>__<case>
         for case in ElementTree.parse(report).iter("testcase"):
             failure = case.find("failure")
             results[f"{folder}/{case.get('name')}"] = "" if failure is None else (failure.get("message") or "failed")
-    assert results, f"the testsuite ran no case: {run.stderr[-3000:]}"
+    assert results, f"the testsuite ran no case: {stderr[-3000:]}"
     return results
+
+
+def _end_group(runner: subprocess.Popen) -> None:
+    """Stop the runner's process group: politely (its trap stops the server), then for good."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(runner.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            runner.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 @pytest.mark.timeout(1800)  # the first case runs the whole testsuite (its fixture): about 8 minutes here
