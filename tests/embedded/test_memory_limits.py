@@ -21,19 +21,12 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from armada_flyte.embedded.executors import pod_shim
 
+from support.job_events import failed_event
 from support.pods import item, pod, python, submit_one
 from support.waiting import wait_for_state
 
 FAILED, SUCCEEDED = submit_pb2.FAILED, submit_pb2.SUCCEEDED
 MiB = 2**20
-
-
-def failed_event(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> event_pb2.JobFailedEvent:
-    for message in client.get_job_events_stream(queue, job_set):
-        event = message.message
-        if event.WhichOneof("events") == "failed" and event.failed.job_id == job_id:
-            return event.failed
-    raise AssertionError(f"no failed event for {job_id}")
 
 
 def assert_oom_killed(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> None:

@@ -10,9 +10,9 @@ import json
 
 import pytest
 from armada_client.armada import event_pb2, submit_pb2
-from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
+from support.job_events import failed_event
 from support.pods import cluster, item, node_group, pod, python, resources, submit_one
 from support.waiting import state_of, wait_for_state, wait_until
 
@@ -42,14 +42,6 @@ def pod_of(mains: list[core.Container], inits: list[core.Container] = (), **fiel
 
 def append(word: str) -> str:
     return f"open('{WORK}/order', 'a').write('{word} ')"
-
-
-def failed_event(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> event_pb2.JobFailedEvent:
-    for message in client.get_job_events_stream(queue, job_set):
-        event = message.message
-        if event.WhichOneof("events") == "failed" and event.failed.job_id == job_id:
-            return event.failed
-    raise AssertionError(f"no failed event for {job_id}")
 
 
 def test_init_containers_run_in_order_before_the_main_containers_which_run_together(client, queue, job_set):

@@ -25,3 +25,11 @@ def job_of(message: event_pb2.EventStreamMessage) -> str:
 def event_kinds(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> list[str]:
     """The kinds of the job's events, in order (submitted, queued, leased, ...)."""
     return [kind(m) for m in job_set_events(client, queue, job_set) if job_of(m) == job_id]
+
+
+def failed_event(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> event_pb2.JobFailedEvent:
+    """The job's `failed` event, waited for on the job set's watch (it may land just after the state reads FAILED)."""
+    for message in client.get_job_events_stream(queue, job_set):
+        if kind(message) == "failed" and message.message.failed.job_id == job_id:
+            return message.message.failed
+    raise AssertionError(f"no failed event for {job_id}")
