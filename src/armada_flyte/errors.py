@@ -9,6 +9,7 @@ MAX_SHOWN_VALUE = 200
 MAX_SHOWN_FIELD = 500
 """Characters of a field's path an error message shows: a document's keys (part of the path) are input too."""
 MAX_SHOWN_FIX = 2000
+"""Characters of a fix an error message shows (a fix may quote a long list of what exists)."""
 
 
 class ArmadaFlyteError(Exception):
@@ -21,10 +22,11 @@ def shown(value: object, limit: int = MAX_SHOWN_VALUE) -> str:
         text = repr(value)
     except (ValueError, RecursionError):  # e.g. an int past Python's 4,300-digit limit
         text = f"<a {type(value).__name__} too large to show>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(text, limit)
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, ending in "..." when something was cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -35,7 +37,7 @@ class InvalidConfig(ArmadaFlyteError, ValueError):
         self.field = field
         self.value = value
         self.fix = fix
-        super().__init__(f"{_cut(field, MAX_SHOWN_FIELD)}={shown(value)} is invalid: {_cut(fix, MAX_SHOWN_FIX)}")
+        super().__init__(f"{cut(field, MAX_SHOWN_FIELD)}={shown(value)} is invalid: {cut(fix, MAX_SHOWN_FIX)}")
 
 
 def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (), known: str = "") -> InvalidConfig:

@@ -23,6 +23,7 @@ from armada_flyte.errors import (
     RegistryError,
     RegistryProtocolError,
     RegistryUnreachable,
+    cut,
 )
 from armada_flyte.registry.bounded_http import Answer, BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_get
 from armada_flyte.registry.credentials import RegistryCredentials, credentials_from_docker_config
@@ -356,8 +357,7 @@ def _error_detail(answer: Answer, prefix: str = "") -> str:
 
 def _clip(text: str, limit: int = _MAX_DETAIL) -> str:
     """A registry's text, printable and short, for quoting in an error."""
-    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut("".join(c if c.isprintable() else "?" for c in text[: limit + 1]), limit)
 
 
 def _unreachable(registry: str, url: str, exc: httpx.TransportError, what: str = "it") -> RegistryUnreachable:
