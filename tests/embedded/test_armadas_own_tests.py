@@ -9,6 +9,7 @@ so this list (and docs/embedded-server.md) stays true.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
@@ -162,16 +163,14 @@ def testsuite_results(armada_tools, tmp_path_factory) -> dict[str, str]:
 
 
 def _end_group(runner: subprocess.Popen) -> None:
-    """Stop the runner's process group: politely (its trap stops the server), then for good."""
+    """Stop the runner's process group: politely (its trap stops the server), then whatever is left, for good."""
     for signum in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(runner.pid, signum)
         except ProcessLookupError:
-            return
-        try:
+            return  # nothing of the group is left
+        with contextlib.suppress(subprocess.TimeoutExpired):
             runner.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.mark.timeout(1800)  # the first case runs the whole testsuite (its fixture): about 8 minutes here
