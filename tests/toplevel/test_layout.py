@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "armada_flyte"
-SIDES = ("task", "connector", "registry", "embedded", "local", "admin")
+SIDES = ("task", "connector", "registry", "embedded", "local", "admin", "executor")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -93,6 +93,7 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
         ("embedded", {"task", "connector", "registry", "local", "admin"}),
         ("task", {"connector", "registry", "embedded", "admin"}),
         ("local", {"admin"}),
+        ("executor", {"task", "connector", "registry", "local", "admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
@@ -104,6 +105,10 @@ def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():
     hops = {(m, t) for m, t, lazy in EDGES if _side(m) == "task" and _side(t) == "local"}
     assert hops == {("armada_flyte.task.plugin", "armada_flyte.local.run")}
     assert all(lazy for m, t, lazy in EDGES if (m, t) in ALLOWED_LAZY)
+
+
+def test_only_the_console_script_imports_the_executor_side():
+    assert not {(m, t) for m, t, _ in EDGES if _side(t) == "executor" and _side(m) not in ("executor", "admin")}
 
 
 def test_nothing_but_the_console_script_imports_admin():

@@ -1,0 +1,146 @@
+"""Our executor under real Armada (v0.22.7): real Armada's scheduler places jobs on the cluster file's
+amd64 and arm64 nodes, and what the pods do comes back through Armada's own APIs."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+from typing import Iterator
+
+import grpc
+import pytest
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+
+from support.executor_parts import require_executor_stubs
+from support.pods import ARCH, arm64_pod, item, pod, preemptible, submit_one, unique
+from support.process_checks import is_alive
+from support.real_armada_executor import Bed, our_executor, real_armada_bed, start_scheduler, stop_scheduler, tail
+from support.waiting import wait_for_state, wait_until
+
+require_executor_stubs()
+
+QUEUE = "conformance"
+"""One of the queues the bed creates."""
+EXECUTOR = "embedded"
+"""The executor id of the default cluster file (its `executor` key's default)."""
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[Bed]:
+    with real_armada_bed() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def executor(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    with our_executor(bed, tmp_path_factory.mktemp("executor")) as log:
+        yield log
+
+
+@pytest.fixture(scope="module")
+def client(bed: Bed) -> Iterator[ArmadaClient]:
+    channel = grpc.insecure_channel(bed.armada_url)
+    yield ArmadaClient(channel)
+    channel.close()
+
+
+@pytest.fixture
+def logs(bed: Bed, executor: pathlib.Path):
+    """Wrap waits so a failure shows the executor's and the scheduler's last lines."""
+
+    @contextlib.contextmanager
+    def shown() -> Iterator[None]:
+        try:
+            yield
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{tail(executor)}{bed.log_tail('scheduler')}") from None
+
+    return shown
+
+
+def submit(client: ArmadaClient, spec, job_set: str = "") -> tuple[str, str]:
+    job_set = job_set or unique("executor")
+    return submit_one(client, QUEUE, job_set, item(spec)), job_set
+
+
+def run_of(client: ArmadaClient, job_id: str):
+    runs = client.get_job_details([job_id]).job_details[job_id].job_runs
+    return runs[0] if runs else None
+
+
+def test_a_job_pinned_to_arm64_runs_on_an_arm64_node(client, logs):
+    job_id, _ = submit(client, arm64_pod(["sh", "-c", "echo on arm64"]))
+    with logs():
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=90)
+        run = wait_until(lambda: run_of(client, job_id), 30, f"job {job_id}'s run details")
+    assert run.node.startswith("arm64-"), run
+    assert run.cluster == EXECUTOR
+
+
+def test_a_job_pinned_to_amd64_runs_on_an_amd64_node(client, logs):
+    job_id, _ = submit(client, pod(["true"], node_selector={ARCH: "amd64"}))
+    with logs():
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=90)
+        run = wait_until(lambda: run_of(client, job_id), 30, f"job {job_id}'s run details")
+    assert run.node.startswith("amd64-"), run
+
+
+def test_a_failing_command_fails_the_job_with_its_exit_code_and_reason(client, logs):
+    job_id, _ = submit(client, pod(["sh", "-c", "echo no such input >&2; exit 3"]))
+    with logs():
+        wait_for_state(client, job_id, submit_pb2.FAILED, timeout=90)
+        error = wait_until(lambda: client.get_job_errors([job_id]).job_errors.get(job_id), 30, "the job's error")
+    assert "Container main failed with exit code 3 because Error: no such input" in error
+
+
+def pids_of(path: pathlib.Path) -> list[int] | None:
+    try:
+        words = path.read_text().split()
+    except FileNotFoundError:
+        return None
+    return [int(w) for w in words] if len(words) == 2 else None
+
+
+def tree_writer(pid_file: pathlib.Path) -> list[str]:
+    """A pod whose shell starts a child and writes both pids, then waits: its whole tree must go on a stop."""
+    return ["sh", "-c", f"sleep 600 & echo $$ $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; wait"]
+
+
+def test_a_cancel_ends_the_pods_processes_and_the_job_reads_cancelled(client, logs, tmp_path):
+    pid_file = tmp_path / "pids"
+    job_id, job_set = submit(client, pod(tree_writer(pid_file), grace_seconds=2))
+    with logs():
+        pids = wait_until(lambda: pids_of(pid_file), 90, "the pod to start its processes")
+        client.cancel_jobs(queue=QUEUE, job_set_id=job_set, job_id=job_id)
+        wait_for_state(client, job_id, submit_pb2.CANCELLED, timeout=60)
+        wait_until(lambda: not any(is_alive(p) for p in pids), 30, f"the pod's processes {pids} to end")
+
+
+def test_a_preemption_ends_the_pod_and_the_job_reads_preempted(client, logs, tmp_path):
+    pid_file = tmp_path / "pids"
+    job_id, job_set = submit(client, preemptible(pod(tree_writer(pid_file), grace_seconds=2)))
+    with logs():
+        pids = wait_until(lambda: pids_of(pid_file), 90, "the pod to start its processes")
+        wait_for_state(client, job_id, submit_pb2.RUNNING, timeout=30)
+        client.preempt_jobs(queue=QUEUE, job_set_id=job_set, job_id=job_id)
+        wait_for_state(client, job_id, submit_pb2.PREEMPTED, timeout=60)
+        wait_until(lambda: not any(is_alive(p) for p in pids), 30, f"the pod's processes {pids} to end")
+
+
+def test_a_scheduler_restart_is_ridden_out(bed, client, executor, logs, tmp_path):
+    release = tmp_path / "release"
+    job_id, _ = submit(client, pod(["sh", "-c", f"while [ ! -e {release} ]; do sleep 0.1; done"]))
+    with logs():
+        wait_for_state(client, job_id, submit_pb2.RUNNING, timeout=90)
+        retries = executor.read_text().count("retrying in")
+        argv, cwd = stop_scheduler(bed)
+        try:
+            noticed = lambda: executor.read_text().count("retrying in") > retries  # noqa: E731
+            wait_until(noticed, 30, "the executor to notice the scheduler gone")
+            release.touch()  # the pod ends while the scheduler is away: its end waits in the executor
+        finally:
+            start_scheduler(bed, argv, cwd)
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=120)
+        after, _ = submit(client, pod(["true"]))
+        wait_for_state(client, after, submit_pb2.SUCCEEDED, timeout=120)
