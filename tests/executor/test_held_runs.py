@@ -43,7 +43,30 @@ def test_a_run_is_reported_on_its_node_until_its_end_is_delivered():
     assert runs.runs_by_node() == {"amd64-0": {"r-1": submit_pb2.FAILED}}
     runs.delivered(runs.take_outbox(100))
     assert runs.runs_by_node() == {}
+
+
+def test_an_ended_run_is_reported_until_the_scheduler_shows_it_recorded_the_end():
+    """Else the scheduler, whose database learns of the end a moment later, would lease the run again."""
+    runs = held()
+    runs.finished("r-1", 0, "")
+    runs.delivered(runs.take_outbox(100))
+    assert runs.ended_run_ids() == ["r-1"]
+    assert "r-1" in runs
+    assert runs.cancel("r-1") is None  # the scheduler's answer for a run it knows ended
+    assert runs.ended_run_ids() == []
     assert "r-1" not in runs
+
+
+def test_an_ended_run_the_scheduler_never_asks_about_is_forgotten_in_time():
+    now = [100.0]
+    runs = HeldRuns(ErrorCategories(), clock=lambda: now[0])
+    runs.hold(RUN, PodLog(), 30.0)
+    runs.finished("r-1", 0, "")
+    runs.delivered(runs.take_outbox(100))
+    runs.forget_ended(before=100.0)
+    assert runs.ended_run_ids() == ["r-1"]
+    runs.forget_ended(before=100.5)
+    assert runs.ended_run_ids() == []
 
 
 def test_events_the_scheduler_did_not_take_go_out_again_first():
@@ -64,7 +87,7 @@ def test_a_cancelled_run_is_killed_once_and_reports_nothing_more():
     assert not runs.running("r-1")
     runs.finished("r-1", 143, "killed")
     assert kinds(runs) == []
-    assert "r-1" not in runs
+    assert runs.runs_by_node() == {}
 
 
 def test_a_run_cancelled_before_its_pod_starts_never_starts():
@@ -91,12 +114,13 @@ def test_asks_about_runs_it_does_not_hold_are_ignored():
     assert kinds(runs) == []
 
 
-def test_a_refused_lease_is_given_back_without_being_held():
+def test_a_refused_lease_is_given_back_and_then_only_reported_as_ended():
     runs = HeldRuns(ErrorCategories())
     runs.refuse(LeaseRefused(RUN, "no node", Refusal.RETURNED))
     [outgoing] = runs.take_outbox(100)
     assert outgoing.sequence.events[0].jobRunErrors.errors[0].podLeaseReturned.message == "no node"
-    assert runs.runs_by_node() == {}
+    runs.delivered([outgoing])
+    assert runs.ended_run_ids() == ["r-1"]
 
 
 def test_a_pod_the_runner_could_not_launch_is_given_back():
@@ -105,7 +129,7 @@ def test_a_pod_the_runner_could_not_launch_is_given_back():
     [outgoing] = runs.take_outbox(100)
     returned = outgoing.sequence.events[0].jobRunErrors.errors[0].podLeaseReturned
     assert (returned.message, returned.run_attempted) == ("no docker", False)
-    assert "r-1" not in runs
+    assert runs.live_run_ids() == []
 
 
 def test_stopping_gives_running_runs_back_as_attempted():

@@ -1,16 +1,22 @@
 """The runs this executor holds, what it owes the scheduler about each, and the events waiting to go.
 
 It is the pod runner's `RunReporter`: the runner's pending / running / finished become events in
-an outbox, in order. A run stays held (and in the node report) until its pod is gone and every
-event about it has been delivered, so a scheduler that restarts meanwhile still hears of it: Armada's
-executor likewise reports a pod until it is finished and reported. No I/O here: the lease loop
-sends the outbox and acts on the answers (kill a pod when `cancel` or `preempt` says so).
+an outbox, in order. A run is reported on its node until its pod is gone and every event about it
+has been delivered, so a scheduler that restarts meanwhile still hears of it (Armada's executor
+likewise reports a pod until it is finished and reported). Then it is reported as unassigned
+until the scheduler shows it has recorded the end, by asking to cancel it (the scheduler answers
+so for every reported run it knows ended, internal/scheduler/database FindInactiveRuns): the
+scheduler resends the lease of any run of this executor's that is neither reported nor ended in
+its database, and its database learns of an end a moment after the event is delivered. A run the
+scheduler never asks about is forgotten after a while (`forget_ended`). No I/O here: the lease
+loop sends the outbox and acts on the answers (kill a pod when `cancel` or `preempt` says so).
 """
 
 from __future__ import annotations
 
 import enum
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -34,14 +40,17 @@ class Stop(enum.Enum):
 @dataclass
 class HeldRun:
     run: LeasedRun
-    log: PodLog
-    grace_seconds: float
+    log: Optional[PodLog]
+    """The pod's log (None: the lease never became a pod)."""
+    grace_seconds: float = 0.0
     state: int = submit_pb2.PENDING
     """The pod's phase as the node report's api.JobState."""
     stop: Optional[Stop] = None
     pod_gone: bool = False
     undelivered: int = 0
     """Events about the run queued but not yet delivered."""
+    ended_at: Optional[float] = None
+    """When the pod was gone and all its events delivered (the `clock`'s time)."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,9 @@ class HeldRuns:
         categories: ErrorCategories,
         on_news: Callable[[], None] = lambda: None,
         on_pod_end: Optional[PodEnded] = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
+        self._clock = clock
         self._categories = categories
         self._on_news = on_news
         self._on_pod_end = on_pod_end
@@ -98,8 +109,11 @@ class HeldRuns:
             self._queue_unheld(held.run, run_events.lease_returned(held.run, message, run_attempted=False))
 
     def _queue_unheld(self, run: LeasedRun, sequence: events_pb2.EventSequence) -> None:
+        """A run with no pod: held only until its end is delivered and recorded."""
         with self._lock:
-            self._outbox.append(Outgoing(run.run_id, sequence))
+            held = HeldRun(run, None, pod_gone=True, state=submit_pb2.FAILED)
+            self._runs[run.run_id] = held
+            self._queue(held, sequence)
         self._on_news()
 
     # --- the pod runner's reports (RunReporter) ---
@@ -133,8 +147,8 @@ class HeldRuns:
             if queued:
                 held.state = submit_pb2.SUCCEEDED if run_events.ended_well(end) else submit_pb2.FAILED
                 self._queue(held, run_events.ended(held.run, end, self._categories))
-            self._forget_if_done(held)
-        if self._on_pod_end is not None:
+            self._mark_ended_if_done(held)
+        if self._on_pod_end is not None and held.log is not None:
             self._on_pod_end(held.run, held.log, end)
         if queued:
             self._on_news()
@@ -142,14 +156,19 @@ class HeldRuns:
     def note(self, run_id: str, text: str) -> None:
         with self._lock:
             held = self._runs.get(run_id)
-        if held is not None:
+        if held is not None and held.log is not None:
             held.log.note(text)
 
     # --- the scheduler's asks ---
 
     def cancel(self, run_id: str) -> Optional[float]:
-        """The scheduler cancelled the run (it records that itself): the grace period to kill its pod
-        with, the first time it asks; None when there is nothing (more) to do."""
+        """The scheduler cancelled the run, or has recorded its end: the grace period to kill its pod
+        with, the first time it asks; None when there is nothing (more) to do. An ended run is forgotten."""
+        with self._lock:
+            held = self._runs.get(run_id)
+            if held is not None and held.ended_at is not None:
+                del self._runs[run_id]
+                return None
         return self._stop(run_id, Stop.CANCELLED, None)
 
     def preempt(self, run_id: str) -> Optional[float]:
@@ -188,12 +207,24 @@ class HeldRuns:
     # --- what the scheduler is told ---
 
     def runs_by_node(self) -> dict[str, dict[str, int]]:
-        """Every held run by node name: run id -> api.JobState (the node report's `run_ids_by_state`)."""
+        """Runs not yet ended by node name: run id -> api.JobState (the node report's `run_ids_by_state`)."""
         report: dict[str, dict[str, int]] = {}
         with self._lock:
             for held in self._runs.values():
-                report.setdefault(held.run.node, {})[held.run.run_id] = held.state
+                if held.ended_at is None:
+                    report.setdefault(held.run.node, {})[held.run.run_id] = held.state
         return report
+
+    def ended_run_ids(self) -> list[str]:
+        """Runs ended and reported, whose end the scheduler has not yet shown it recorded (sent as unassigned)."""
+        with self._lock:
+            return [run_id for run_id, held in self._runs.items() if held.ended_at is not None]
+
+    def forget_ended(self, before: float) -> None:
+        """Forget runs that ended before `before` (the `clock`'s time) and the scheduler never asked about."""
+        with self._lock:
+            for run_id in [r for r, h in self._runs.items() if h.ended_at is not None and h.ended_at < before]:
+                del self._runs[run_id]
 
     def live_run_ids(self) -> list[str]:
         """Runs whose pods still run."""
@@ -212,7 +243,7 @@ class HeldRuns:
                 held = self._runs.get(outgoing.run_id)
                 if held is not None:
                     held.undelivered -= 1
-                    self._forget_if_done(held)
+                    self._mark_ended_if_done(held)
 
     def undelivered(self, batch: list[Outgoing]) -> None:
         """Put a batch the scheduler did not take back in front of the outbox, to send again."""
@@ -228,7 +259,7 @@ class HeldRuns:
         held.undelivered += 1
         self._outbox.append(Outgoing(held.run.run_id, sequence))
 
-    def _forget_if_done(self, held: HeldRun) -> None:
-        """Under the lock: a run whose pod is gone and whose events are all delivered is no longer held."""
-        if held.pod_gone and held.undelivered <= 0:
-            self._runs.pop(held.run.run_id, None)
+    def _mark_ended_if_done(self, held: HeldRun) -> None:
+        """Under the lock: a run whose pod is gone and whose events are all delivered has ended."""
+        if held.pod_gone and held.undelivered <= 0 and held.ended_at is None:
+            held.ended_at = self._clock()

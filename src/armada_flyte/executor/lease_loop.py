@@ -47,6 +47,9 @@ class LoopSettings:
     """Retries of an unreachable scheduler wait at most this long, so a restarted one is found quickly."""
     max_jobs_to_lease: int = DEFAULT_MAX_JOBS_TO_LEASE
     events_per_report: int = 500
+    ended_run_retention: float = 600.0
+    """Seconds an ended run is still reported while the scheduler has not shown it recorded the end
+    (Armada's executor keeps a failed pod about as long: `failedPodExpiry` 10 min)."""
 
 
 class Backoff:
@@ -136,8 +139,12 @@ class ArmadaExecutor:
             self._news.clear()
 
     def _lease(self, stub: Any) -> None:
+        self.runs.forget_ended(time.monotonic() - self.settings.ended_run_retention)
         request = lease_request(
-            self.cluster, self.runs.runs_by_node(), max_jobs_to_lease=self.settings.max_jobs_to_lease
+            self.cluster,
+            self.runs.runs_by_node(),
+            tuple(self.runs.ended_run_ids()),
+            max_jobs_to_lease=self.settings.max_jobs_to_lease,
         )
         leases, cancels, preempts = [], [], []
         for message in stub.LeaseJobRuns(iter([request]), timeout=self.settings.lease_timeout):
