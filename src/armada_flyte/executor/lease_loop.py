@@ -119,6 +119,7 @@ class ArmadaExecutor:
         backoff = Backoff(self.settings.min_backoff, self.settings.max_backoff)
         next_lease = 0.0
         while not self._stopping.is_set():
+            self._news.clear()  # before reporting: news queued meanwhile ends the wait below at once
             try:
                 self._report(stub)
                 if time.monotonic() >= next_lease:
@@ -136,7 +137,6 @@ class ArmadaExecutor:
             self.connected.set()
             backoff.reset()
             self._news.wait(timeout=max(0.0, next_lease - time.monotonic()))
-            self._news.clear()
 
     def _lease(self, stub: Any) -> None:
         self.runs.forget_ended(time.monotonic() - self.settings.ended_run_retention)
