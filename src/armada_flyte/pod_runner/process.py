@@ -91,12 +91,13 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         kept_sandboxes: int = 500,
         images: Optional[ImageCatalogue] = None,
         cpu_shares: bool = False,
+        kubeconfig: Optional[Callable[[str], str]] = None,
     ):
         super().__init__()
         self.images = images
+        """The images the nodes hold; None: any image runs, on the host's programs."""
         self.cpu_shares = cpu_shares
         """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
-        """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
         self.cpu_pins = CpuPins()
         self._owns_root = sandbox_root is None
@@ -108,9 +109,9 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         # long `armada-flyte dev` session doesn't fill the disk.
         self._finished: deque[str] = deque()
         self._kept_sandboxes = kept_sandboxes
-        self.kubeconfig: Optional[Callable[[str], str]] = None
-        """The kubeconfig a pod of a namespace gets in its HOME (given the namespace), set by a launcher
-        that serves a Kubernetes API to its pods; None: pods get none."""
+        self.kubeconfig = kubeconfig
+        """The text of the kubeconfig a pod of the given namespace gets in its HOME, from a launcher that
+        serves a Kubernetes API to its pods (the embedded server sets it once that API is up); None: none."""
 
     def sandbox_of(self, job_id: str) -> pathlib.Path:
         return self.sandbox_root / job_id
