@@ -98,7 +98,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from armada_flyte.embedded.executors.base import host_architecture_name
+    from armada_flyte.architecture import host_architecture_name
     from armada_flyte.embedded.secrets import parse_secret_argument
     from armada_flyte.embedded.server import GIL_SWITCH_SECONDS
     from armada_flyte.embedded.state_store import default_state_dir

@@ -14,7 +14,7 @@ import signal
 import threading
 from typing import Any
 
-POD_RUNNER_CHOICES = ("process", "docker")
+from armada_flyte.pod_runner import POD_RUNNER_KINDS
 
 
 def register(subparsers: Any) -> None:
@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
         "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
     )
     parser.add_argument(
-        "--pod-runner", choices=POD_RUNNER_CHOICES, default="process", help="how pods run (default process)"
+        "--pod-runner", choices=POD_RUNNER_KINDS, default="process", help="how pods run (default process)"
     )
     parser.add_argument(
         "--lease-interval",
