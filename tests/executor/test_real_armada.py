@@ -16,7 +16,7 @@ from support.executor_parts import require_executor_stubs
 from support.pods import ARCH, arm64_pod, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
 from support.real_armada_executor import Bed, our_executor, real_armada_bed, start_scheduler, stop_scheduler, tail
-from support.waiting import wait_for_state, wait_until
+from support.waiting import TERMINAL, wait_for_state, wait_until
 
 require_executor_stubs()
 
@@ -33,16 +33,28 @@ def bed() -> Iterator[Bed]:
 
 
 @pytest.fixture(scope="module")
-def executor(bed: Bed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
-    with our_executor(bed, tmp_path_factory.mktemp("executor")) as log:
-        yield log
-
-
-@pytest.fixture(scope="module")
 def client(bed: Bed) -> Iterator[ArmadaClient]:
     channel = grpc.insecure_channel(bed.armada_url)
     yield ArmadaClient(channel)
     channel.close()
+
+
+@pytest.fixture(scope="module")
+def executor(bed: Bed, client: ArmadaClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+    """Our executor, once real Armada schedules onto its nodes: until the scheduler's submit check has
+    seen them, a job is rejected ("exceeds the total limit"), so probe jobs are sent until one runs."""
+    with our_executor(bed, tmp_path_factory.mktemp("executor")) as log:
+        try:
+            wait_until(lambda: probe_runs(client), 120, "real Armada to schedule a job onto our executor's nodes")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{tail(log)}{bed.log_tail('scheduler')}") from None
+        yield log
+
+
+def probe_runs(client: ArmadaClient) -> bool:
+    job_id, _ = submit(client, pod(["true"]))
+    state = wait_for_state(client, job_id, *TERMINAL, timeout=60)
+    return state == submit_pb2.SUCCEEDED
 
 
 @pytest.fixture

@@ -133,7 +133,8 @@ class ArmadaExecutor:
                 self._stopping.wait(delay)
                 continue
             if not self.connected.is_set():
-                log.info("connected to the scheduler at %s (%d runs held)", self.target, len(self.runs.live_run_ids()))
+                running = len(self.runs.live_run_ids())
+                log.info("connected to the scheduler at %s; %d pods running", self.target, running)
             self.connected.set()
             backoff.reset()
             self._news.wait(timeout=max(0.0, next_lease - time.monotonic()))
