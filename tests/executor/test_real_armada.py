@@ -9,19 +9,29 @@ from typing import Iterator
 
 import grpc
 import pytest
-from armada_client.armada import submit_pb2
+from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
 from support.executor_parts import require_executor_stubs
 from support.pods import ARCH, arm64_pod, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
-from support.real_armada_executor import Bed, our_executor, real_armada_bed, start_scheduler, stop_scheduler, tail
+from support.real_armada_executor import (
+    Bed,
+    OurExecutor,
+    our_executor,
+    real_armada_bed,
+    start_scheduler,
+    stop_scheduler,
+    tail,
+)
 from support.waiting import TERMINAL, wait_for_state, wait_until
 
 require_executor_stubs()
 
 QUEUE = "conformance"
 """One of the queues the bed creates."""
+RETRYING = "retrying in"
+"""What the executor logs when the scheduler can't be reached."""
 EXECUTOR = "embedded"
 """The executor id of the default cluster file (its `executor` key's default)."""
 
@@ -40,15 +50,15 @@ def client(bed: Bed) -> Iterator[ArmadaClient]:
 
 
 @pytest.fixture(scope="module")
-def executor(bed: Bed, client: ArmadaClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
+def executor(bed: Bed, client: ArmadaClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OurExecutor]:
     """Our executor, once real Armada schedules onto its nodes: until the scheduler's submit check has
     seen them, a job is rejected ("exceeds the total limit"), so probe jobs are sent until one runs."""
-    with our_executor(bed, tmp_path_factory.mktemp("executor")) as log:
+    with our_executor(bed, tmp_path_factory.mktemp("executor")) as running:
         try:
             wait_until(lambda: probe_runs(client), 120, "real Armada to schedule a job onto our executor's nodes")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{tail(log)}{bed.log_tail('scheduler')}") from None
-        yield log
+            raise AssertionError(f"{exc}\n{tail(running.log)}{bed.log_tail('scheduler')}") from None
+        yield running
 
 
 def probe_runs(client: ArmadaClient) -> bool:
@@ -58,7 +68,7 @@ def probe_runs(client: ArmadaClient) -> bool:
 
 
 @pytest.fixture
-def logs(bed: Bed, executor: pathlib.Path):
+def logs(bed: Bed, executor: OurExecutor):
     """Wrap waits so a failure shows the executor's and the scheduler's last lines."""
 
     @contextlib.contextmanager
@@ -66,7 +76,7 @@ def logs(bed: Bed, executor: pathlib.Path):
         try:
             yield
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{tail(executor)}{bed.log_tail('scheduler')}") from None
+            raise AssertionError(f"{exc}\n{tail(executor.log)}{bed.log_tail('scheduler')}") from None
 
     return shown
 
@@ -76,8 +86,13 @@ def submit(client: ArmadaClient, spec, job_set: str = "") -> tuple[str, str]:
     return submit_one(client, QUEUE, job_set, item(spec)), job_set
 
 
-def run_of(client: ArmadaClient, job_id: str):
-    runs = client.get_job_details([job_id]).job_details[job_id].job_runs
+def runs_of(client: ArmadaClient, job_id: str) -> list[job_pb2.JobRunDetails]:
+    """The job's runs, newest first."""
+    return list(client.get_job_details([job_id]).job_details[job_id].job_runs)
+
+
+def run_of(client: ArmadaClient, job_id: str) -> job_pb2.JobRunDetails | None:
+    runs = runs_of(client, job_id)
     return runs[0] if runs else None
 
 
@@ -104,6 +119,10 @@ def test_a_failing_command_fails_the_job_with_its_exit_code_and_reason(client, l
         wait_for_state(client, job_id, submit_pb2.FAILED, timeout=90)
         error = wait_until(lambda: client.get_job_errors([job_id]).job_errors.get(job_id), 30, "the job's error")
     assert "Container main failed with exit code 3 because Error: no such input" in error
+
+
+def lines_in(path: pathlib.Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def pids_of(path: pathlib.Path) -> list[int] | None:
@@ -145,14 +164,31 @@ def test_a_scheduler_restart_is_ridden_out(bed, client, executor, logs, tmp_path
     job_id, _ = submit(client, pod(["sh", "-c", f"while [ ! -e {release} ]; do sleep 0.1; done"]))
     with logs():
         wait_for_state(client, job_id, submit_pb2.RUNNING, timeout=90)
-        retries = executor.read_text().count("retrying in")
+        retries = executor.log.read_text().count(RETRYING)
         argv, cwd = stop_scheduler(bed)
         try:
-            noticed = lambda: executor.read_text().count("retrying in") > retries  # noqa: E731
-            wait_until(noticed, 30, "the executor to notice the scheduler gone")
+            noticed = "the executor to notice the scheduler gone"
+            wait_until(lambda: executor.log.read_text().count(RETRYING) > retries, 30, noticed)
             release.touch()  # the pod ends while the scheduler is away: its end waits in the executor
         finally:
             start_scheduler(bed, argv, cwd)
         wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=120)
         after, _ = submit(client, pod(["true"]))
         wait_for_state(client, after, submit_pb2.SUCCEEDED, timeout=120)
+
+
+def test_a_stopped_executor_gives_its_runs_back_and_armada_runs_them_again(client, executor, logs, tmp_path):
+    """The returned run counts as an attempt; Armada leases the job again at once, to the same executor
+    (its heartbeat is recent), and the restarted executor runs it."""
+    starts, release = tmp_path / "starts", tmp_path / "release"
+    waits = f"echo start >> {starts}; while [ ! -e {release} ]; do sleep 0.1; done"
+    job_id, _ = submit(client, pod(["sh", "-c", waits]))
+    with logs():
+        wait_until(lambda: lines_in(starts) == 1, 90, "the pod to start")
+        executor.stop()
+        runs = wait_until(lambda: runs_of(client, job_id)[1:], 60, "a second run of the job")
+        assert runs[0].state == job_pb2.RUNS_STATE_LEASE_RETURNED
+        executor.start()
+        wait_until(lambda: lines_in(starts) == 2, 90, "the pod to start again under the restarted executor")
+        release.touch()
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=60)

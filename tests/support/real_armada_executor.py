@@ -75,23 +75,41 @@ def _bed(values: dict[str, str]) -> Bed:
     )
 
 
+class OurExecutor:
+    """`armada-flyte executor` leasing from the bed, in a process group of its own, logging to `log`
+    (appended to across restarts); pod logs go to `folder`/pods."""
+
+    def __init__(self, bed: Bed, folder: pathlib.Path):
+        self.bed = bed
+        self.folder = folder
+        self.log = folder / "executor.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        command = [str(CLI), "executor", "--scheduler", self.bed.executor_api, "--lease-interval", "0.5"]
+        with self.log.open("a") as out:
+            self.process = subprocess.Popen(
+                [*command, "--pod-logs", str(self.folder / "pods")],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def stop(self) -> None:
+        """SIGTERM, as a user's Ctrl-C or a service manager stops it; SIGKILL if it takes over 30 s."""
+        if self.process is not None:
+            end_group(self.process, 30)
+            self.process = None
+
+
 @contextlib.contextmanager
-def our_executor(bed: Bed, folder: pathlib.Path) -> Iterator[pathlib.Path]:
-    """`armada-flyte executor` leasing from the bed, in a process group of its own; yields its log file.
-    Pod logs go to `folder`/pods."""
-    log = folder / "executor.log"
-    command = [str(CLI), "executor", "--scheduler", bed.executor_api, "--lease-interval", "0.5"]
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [*command, "--pod-logs", str(folder / "pods")],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+def our_executor(bed: Bed, folder: pathlib.Path) -> Iterator[OurExecutor]:
+    executor = OurExecutor(bed, folder)
+    executor.start()
     try:
-        yield log
+        yield executor
     finally:
-        end_group(process, 30)
+        executor.stop()
 
 
 def end_group(process: subprocess.Popen, grace_seconds: float) -> None:
