@@ -13,6 +13,7 @@ from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
 from support.executor_parts import require_executor_stubs
+from support.job_events import failed_event, job_set_events, kind
 from support.pods import ARCH, arm64_pod, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
 from support.real_armada_executor import (
@@ -114,11 +115,36 @@ def test_a_job_pinned_to_amd64_runs_on_an_amd64_node(client, logs):
 
 
 def test_a_failing_command_fails_the_job_with_its_exit_code_and_reason(client, logs):
-    job_id, _ = submit(client, pod(["sh", "-c", "echo no such input >&2; exit 3"]))
+    job_id, job_set = submit(client, pod(["sh", "-c", "echo no such input >&2; exit 3"]))
     with logs():
         wait_for_state(client, job_id, submit_pb2.FAILED, timeout=90)
         error = wait_until(lambda: client.get_job_errors([job_id]).job_errors.get(job_id), 30, "the job's error")
     assert "Container main failed with exit code 3 because Error: no such input" in error
+    failed = failed_event(client, QUEUE, job_set, job_id)
+    assert [(s.name, s.exitCode) for s in failed.container_statuses] == [("main", 3)]
+    assert failed.node_name.startswith("amd64-")
+    assert failed.failure_category == "uncategorized"  # the cluster file's default error categories
+
+
+def test_the_event_stream_shows_the_pod_on_its_node(client, logs):
+    job_id, job_set = submit(client, pod(["true"]))
+    with logs():
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=90)
+        wait_until(lambda: "succeeded" in kinds_of(client, job_set), 30, "the succeeded event")
+    kinds = kinds_of(client, job_set)
+    assert [k for k in kinds if k in ("leased", "pending", "running", "succeeded")] == [
+        "leased",
+        "pending",
+        "running",
+        "succeeded",
+    ]
+    running = next(m.message.running for m in job_set_events(client, QUEUE, job_set) if kind(m) == "running")
+    assert (running.cluster_id, running.pod_name) == (EXECUTOR, f"armada-{job_id}-0")
+    assert running.node_name.startswith("amd64-")  # (Armada's `succeeded` comes from its scheduler: no node)
+
+
+def kinds_of(client: ArmadaClient, job_set: str) -> list[str]:
+    return [kind(m) for m in job_set_events(client, QUEUE, job_set)]
 
 
 def lines_in(path: pathlib.Path) -> int:
