@@ -11,9 +11,11 @@ import argparse
 import logging
 import pathlib
 import signal
+import sys
 import threading
 from typing import Any
 
+from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner import POD_RUNNER_KINDS
 
 
@@ -54,6 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check(args)
     from armada_flyte.embedded.cluster import Cluster
     from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
     from armada_flyte.pod_runner import make_pod_runner
@@ -75,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for group in cluster.node_groups:
         print(f"  {group.describe()}")
     print("Press Ctrl-C to stop.", flush=True)
-    loop = threading.Thread(target=executor.run, name="armada-executor")
+    failures: list[Exception] = []
+    loop = threading.Thread(target=_serve, args=(executor, failures), name="armada-executor")
     previous = signal.signal(signal.SIGTERM, lambda *_: executor.stop())
     loop.start()
     try:
@@ -86,5 +90,25 @@ def run(args: argparse.Namespace) -> int:
         loop.join()
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if failures:
+        print(f"armada-flyte: the executor failed: {failures[0]}", file=sys.stderr)
+        return 1
     print("stopped", flush=True)
     return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    host, _, port = args.scheduler.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidConfig("--scheduler", args.scheduler, "give the scheduler's executor API as HOST:PORT")
+    if not args.lease_interval > 0:
+        raise InvalidConfig("--lease-interval", args.lease_interval, "give a number of seconds above 0")
+
+
+def _serve(executor: Any, failures: list[Exception]) -> None:
+    """The executor's loop; a failure of its own (not the scheduler's: those it retries) ends the command."""
+    try:
+        executor.run()
+    except Exception as exc:
+        logging.getLogger(__name__).exception("the executor failed")
+        failures.append(exc)

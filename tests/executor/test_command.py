@@ -1,4 +1,4 @@
-"""Without its generated stubs the executor says which script makes them."""
+"""`armada-flyte executor` at its edges: bad arguments and missing stubs say what to do."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import os
 import pathlib
 import subprocess
 import sys
+
+import pytest
+
+from armada_flyte.admin.cli import main
 
 CLI = pathlib.Path(sys.executable).parent / "armada-flyte"
 
@@ -18,3 +22,15 @@ def test_the_command_names_the_build_script_when_the_stubs_are_missing(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "scripts/build-executor-stubs.sh" in result.stderr
     assert str(tmp_path / "none") in result.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments, named",
+    [
+        (["--scheduler", "localhost"], "--scheduler='localhost' is invalid: give the scheduler's executor API"),
+        (["--scheduler", "h:1", "--lease-interval", "0"], "--lease-interval=0.0 is invalid"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_starts(capsys, arguments, named):
+    assert main(["executor", *arguments]) == 1
+    assert named in capsys.readouterr().err
