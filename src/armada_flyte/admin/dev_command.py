@@ -9,6 +9,8 @@ import sys
 import threading
 from typing import Any
 
+from armada_flyte.admin import view_command
+
 DEFAULT_PORT = 50051
 """Armada's own gRPC port, so clients configured for a local Armada work unchanged."""
 
@@ -84,6 +86,7 @@ def register(subparsers: Any) -> None:
         help="write the kubeconfig of the cluster's read-only Kubernetes API here "
         "(default: kubeconfig in the state dir; with --ephemeral, a temporary file)",
     )
+    view_command.add_dev_arguments(parser)
     state = parser.add_mutually_exclusive_group()
     state.add_argument(
         "--state-dir",
@@ -111,30 +114,34 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with local_stack(
-            armada_port=args.port,
-            blob_port=args.blob_port,
-            queue=args.queue,
-            cluster=args.cluster,
-            executor=args.executor,
-            visibility_delay=args.visibility_delay,
-            paused=args.paused,
-            blob_store=not args.no_blob_store,
-            configure_connector=False,
-            auth=tuple(args.auth),
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            secrets=secrets,
-            secrets_file=args.secrets_file,
-            state_dir=state_dir,
-            kubeconfig=args.kubeconfig,
-            ingress_port=args.ingress_port,
-        ) as stack:
+        with (
+            local_stack(
+                armada_port=args.port,
+                blob_port=args.blob_port,
+                queue=args.queue,
+                cluster=args.cluster,
+                executor=args.executor,
+                visibility_delay=args.visibility_delay,
+                paused=args.paused,
+                blob_store=not args.no_blob_store,
+                configure_connector=False,
+                auth=tuple(args.auth),
+                tls_cert=args.tls_cert,
+                tls_key=args.tls_key,
+                secrets=secrets,
+                secrets_file=args.secrets_file,
+                state_dir=state_dir,
+                kubeconfig=args.kubeconfig,
+                ingress_port=args.ingress_port,
+            ) as stack,
+            view_command.beside_dev(stack, args) as view_url,
+        ):
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
             )
             shown = f"; {security}" if security else ""
             print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
+            print(f"view: {view_url}" if view_url else "view: off (--no-view)")
             print(f"ingress controller on {stack.server.ingress_url} (routes jobs' ingress hosts to their pods)")
             if stack.blob_endpoint:
                 print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")

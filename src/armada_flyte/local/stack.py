@@ -66,6 +66,11 @@ class LocalEndpoints:
             )
         return lines
 
+    def job_sets(self) -> list[tuple[str, str]]:
+        """Every (queue, job set) the embedded server holds, for the local view: Armada's API lists no
+        job sets, but this server is in the process."""
+        return sorted({(job.queue, job.job_set) for job in self.server.plane.all_jobs()}) if self.server else []
+
     def flyte_storage(self) -> Any:
         import flyte.storage
 
