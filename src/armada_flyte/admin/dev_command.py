@@ -4,6 +4,7 @@ store) until Ctrl-C or SIGTERM, printing the settings the connector and Flyte ne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -113,29 +114,28 @@ def run(args: argparse.Namespace) -> int:
     sys.setswitchinterval(GIL_SWITCH_SECONDS)  # this process is only the server: keep its calls' waits short
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    view = contextlib.ExitStack()
     try:
-        with (
-            local_stack(
-                armada_port=args.port,
-                blob_port=args.blob_port,
-                queue=args.queue,
-                cluster=args.cluster,
-                executor=args.executor,
-                visibility_delay=args.visibility_delay,
-                paused=args.paused,
-                blob_store=not args.no_blob_store,
-                configure_connector=False,
-                auth=tuple(args.auth),
-                tls_cert=args.tls_cert,
-                tls_key=args.tls_key,
-                secrets=secrets,
-                secrets_file=args.secrets_file,
-                state_dir=state_dir,
-                kubeconfig=args.kubeconfig,
-                ingress_port=args.ingress_port,
-            ) as stack,
-            view_command.beside_dev(stack, args) as view_url,
-        ):
+        with local_stack(
+            armada_port=args.port,
+            blob_port=args.blob_port,
+            queue=args.queue,
+            cluster=args.cluster,
+            executor=args.executor,
+            visibility_delay=args.visibility_delay,
+            paused=args.paused,
+            blob_store=not args.no_blob_store,
+            configure_connector=False,
+            auth=tuple(args.auth),
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            secrets=secrets,
+            secrets_file=args.secrets_file,
+            state_dir=state_dir,
+            kubeconfig=args.kubeconfig,
+            ingress_port=args.ingress_port,
+        ) as stack:
+            view_url = view.enter_context(view_command.beside_dev(stack, args))
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
             )
@@ -171,5 +171,6 @@ def run(args: argparse.Namespace) -> int:
                 pass
         print("stopped", flush=True)
     finally:
+        view.close()
         signal.signal(signal.SIGTERM, previous)
     return 0
