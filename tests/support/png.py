@@ -87,8 +87,9 @@ class Band:
     right: int
 
 
-def colour_bands(image: Image, colour: str, min_run: int = 20) -> list[Band]:
-    """Horizontal bands of rows with at least `min_run` pixels of exactly `colour` (#rrggbb), top to bottom."""
+def colour_bands(image: Image, colour: str, min_run: int = 6, min_height: int = 15) -> list[Band]:
+    """Horizontal bands of rows with at least `min_run` pixels of exactly `colour` (#rrggbb), top to bottom,
+    at least `min_height` rows tall (smaller marks, such as a legend's swatches, are left out)."""
     wanted = bytes.fromhex(colour.lstrip("#"))
     bands: list[Band] = []
     current: list[int] | None = None
@@ -104,4 +105,4 @@ def colour_bands(image: Image, colour: str, min_run: int = 20) -> list[Band]:
             current = None
     if current is not None:
         bands.append(Band(*current))
-    return bands
+    return [band for band in bands if band.bottom - band.top + 1 >= min_height]
