@@ -43,7 +43,7 @@ WINDOW = (1400, 1000)
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        missing_part("Chromium is not installed (apt-get install chromium; scripts/install-test-parts.sh does, as root)")
+        missing_part("Chromium is not installed (apt-get install chromium; scripts/install-test-parts.sh does as root)")
     return found
 
 
