@@ -96,9 +96,8 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
     if args.no_view:
         yield None
         return
-    from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.connector.settings import ConnectorConfig
-    from armada_flyte.view.http_server import serving
+    from armada_flyte.local.stack import stack_view
 
     settings = ConnectorConfig(
         armada_url=stack.armada_url,
@@ -107,8 +106,8 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
         armada_allow_plaintext_auth=True,  # 127.0.0.1 only
         **_credentials(args.auth),
     )
-    with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=args.view_port) as view:
-        yield view.url
+    with stack_view(stack, port=args.view_port, settings=settings) as url:
+        yield url
 
 
 def _credentials(auth: Sequence[str]) -> dict[str, Any]:

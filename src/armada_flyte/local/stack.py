@@ -122,6 +122,21 @@ class LocalBlobServer:
 
 
 @contextlib.contextmanager
+def stack_view(
+    stack: LocalEndpoints, *, port: int = 0, settings: Optional[connector_settings.ConnectorConfig] = None
+) -> Iterator[str]:
+    """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
+
+    `settings` say how to reach the server when it needs TLS or credentials."""
+    from armada_flyte.connector.node_groups import NodeGroups
+    from armada_flyte.view.http_server import serving
+
+    settings = settings or connector_settings.ConnectorConfig(armada_url=stack.armada_url)
+    with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
+        yield view.url
+
+
+@contextlib.contextmanager
 def local_stack(
     *,
     armada_port: int = 0,

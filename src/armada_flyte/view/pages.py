@@ -43,6 +43,7 @@ a{color:#1e40af;text-decoration:none}
 table{border-collapse:collapse}th,td{text-align:left;padding:3px 10px 3px 0;white-space:nowrap}
 th{font-weight:600;border-bottom:1px solid #d1d5db}
 tr.job td{border-bottom:1px solid #f3f4f6}
+td.job-set{max-width:160px;overflow:hidden;text-overflow:ellipsis}
 .state{display:inline-block;padding:1px 8px;border-radius:9px;color:#fff;font-size:12px;font-weight:600}
 .lanes{border:1px solid #e5e7eb;max-width:1100px}
 .lane{display:flex;align-items:center;border-bottom:1px solid #e5e7eb;padding:4px 0}
@@ -186,14 +187,13 @@ def _job_row(row: JobRow) -> str:
         _clock(row.finished_at),
         f"{seconds:.2f}" if seconds is not None else "-",
         f'<a href="/jobs/{quote(row.job_id)}">{_e(row.job_id)}</a>',
-        _e(row.job_set),
         f'<span class="problem">{_e(_first_line(row.error))}</span>',
     )
     return (
         f'<tr class="job" data-job-id="{_e(row.job_id)}" data-state="{_e(row.state)}" '
         f'data-architecture="{_e(row.architecture)}" data-node="{_e(row.node)}">'
-        + "".join(f"<td>{cell}</td>" for cell in cells)
-        + "</tr>"
+        + "".join(f"<td>{cell}</td>" for cell in cells[:-1])
+        + f'<td class="job-set" title="{_e(row.job_set)}">{_e(row.job_set)}</td><td>{cells[-1]}</td></tr>'
     )
 
 
