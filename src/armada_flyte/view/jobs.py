@@ -66,7 +66,7 @@ class JobRow:
 
     @property
     def seconds(self) -> Optional[float]:
-        """How long the latest run took (or has taken until `finished_at`), None before it started."""
+        """How long the latest run took; None until it has both started and ended."""
         if not self.started_at or not self.finished_at:
             return None
         return max(0.0, self.finished_at - self.started_at)
@@ -100,11 +100,14 @@ def job_row(details: job_pb2.JobDetails, error: str = "", node_group_of: NodeGro
         state=JobState.name_of(details.state),
         error=error,
         submitted_at=_seconds(details, "submitted_ts"),
-        started_at=(_seconds(run, "started_ts") or _seconds(run, "pending_ts") or _seconds(run, "leased_ts"))
-        if run
-        else 0.0,
+        started_at=_started(run) if run else 0.0,
         finished_at=_seconds(run, "finished_ts") if run else 0.0,
     )
+
+
+def _started(run: job_pb2.JobRunDetails) -> float:
+    """When the run's container started, else when its pod was pending, else when it was leased."""
+    return _seconds(run, "started_ts") or _seconds(run, "pending_ts") or _seconds(run, "leased_ts")
 
 
 def latest_run(details: job_pb2.JobDetails) -> Optional[job_pb2.JobRunDetails]:
