@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -70,3 +71,15 @@ def test_an_unreachable_armada_is_said_on_the_page() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
+
+
+def test_a_port_in_use_or_out_of_range_is_said_not_raised() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*VIEW, "--port", str(port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"the view can't listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    done = subprocess.run([*VIEW, "--port", "70000"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "70000 is not a port (0 to 65535)" in done.stderr

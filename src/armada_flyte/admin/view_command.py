@@ -42,22 +42,32 @@ def register(subparsers: Any) -> None:
         "--preset", metavar="NAME", help="node-group preset, to name the node group of each node (e.g. gke)"
     )
     source.add_argument("--node-groups", type=pathlib.Path, metavar="FILE", help="node-group YAML, for the same")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
+    parser.add_argument("--port", type=port, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
     parser.set_defaults(func=run)
+
+
+def port(text: str) -> int:
+    """A TCP port number, 0 for any free one (argparse's type: a bad one is a usage error, not a traceback)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (0 to 65535)")
+    return number
 
 
 def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
     """`armada-flyte dev`'s switches for the view it starts beside the server."""
     parser.add_argument("--no-view", action="store_true", help="don't serve the local view page")
     parser.add_argument(
-        "--view-port", type=int, default=0, metavar="PORT", help="the view's port on 127.0.0.1 (default: a free one)"
+        "--view-port", type=port, default=0, metavar="PORT", help="the view's port on 127.0.0.1 (default: a free one)"
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.connector.settings import resolve_settings
-    from armada_flyte.errors import InvalidConfig
     from armada_flyte.view.http_server import serving
 
     job_sets = [_job_set(text) for text in args.job_set]
@@ -74,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
                     pass
             except KeyboardInterrupt:
                 pass
-    except OSError as exc:
-        raise InvalidConfig("--port", str(args.port), f"can't listen on 127.0.0.1: {exc.strerror}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0

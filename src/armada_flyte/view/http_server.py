@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.view.armada_reader import ArmadaReader
 from armada_flyte.view.pages import job_html, overview_html
 from armada_flyte.view.snapshot import Gatherer, JobSetSource
@@ -40,7 +41,12 @@ class ViewServer:
         class Handler(_PageHandler):
             pages = gatherer
 
-        self._server = ThreadingHTTPServer((HOST, self._port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((HOST, self._port), Handler)
+        except OSError as exc:
+            raise ArmadaFlyteError(
+                f"the view can't listen on {HOST}:{self._port}: {exc.strerror}; choose another port (0: a free one)"
+            ) from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="armada-flyte-view", daemon=True)
         self._thread.start()
