@@ -62,6 +62,11 @@ def _job(spec, task: str, architecture: str, source: str) -> submit_pb2.JobSubmi
     )
 
 
+def _briefly(says: str) -> list[str]:
+    """A pod that runs long enough for its bar to be wider than its label's margins, then prints `says`."""
+    return python(f"import time; time.sleep(1.5); print({says!r})")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """prepare and evaluate on amd64, two trains running on arm64 (one per node) and a third queued behind them."""
@@ -79,13 +84,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         def submit(*items: submit_pb2.JobSubmitRequestItem) -> list[str]:
             return [i.job_id for i in client.submit_jobs(QUEUE, JOB_SET, list(items)).job_response_items]
 
-        (prepare,) = submit(_job(pod(python("print('prepared')"), **amd64), "prepare", "amd64", "platform"))
+        (prepare,) = submit(_job(pod(_briefly("prepared"), **amd64), "prepare", "amd64", "platform"))
         wait_for_state(client, prepare, JobState.SUCCEEDED)
         trains = submit(*(_job(pod(hold, **arm64), "train", "arm64", "task") for _ in range(2)))
         for job_id in trains:
             wait_for_state(client, job_id, JobState.RUNNING)
         (waiting,) = submit(_job(pod(hold, **arm64), "train", "arm64", "task"))
-        (evaluate,) = submit(_job(pod(python("print('evaluated')"), **amd64), "evaluate", "amd64", "task"))
+        (evaluate,) = submit(_job(pod(_briefly("evaluated"), **amd64), "evaluate", "amd64", "task"))
         wait_for_state(client, evaluate, JobState.SUCCEEDED)
         assert client.get_job_status([waiting]).job_states[waiting] == JobState.QUEUED
         settings = ConnectorConfig(armada_url=armada.url)
@@ -118,6 +123,37 @@ def _fetch(url: str) -> str:
         return response.read().decode()
 
 
+def test_the_screenshot_shows_the_lanes_and_rows_where_they_belong(run, chromium, tmp_path):
+    """First of the module's tests: the running bars grow with time, the finished ones narrow."""
+    view: ViewServer = run["view"]
+    page = Elements(_fetch(view.url))
+    shot = tmp_path / "view.png"
+    _chromium(chromium, tmp_path / "profile", f"--screenshot={shot}", view.url)
+    image = read_png(shot.read_bytes())
+    assert (image.width, image.height) == WINDOW
+
+    # Lanes: one arm64 band per arm64 lane, both below every amd64 bar, both running up to the right edge.
+    arm64 = colour_bands(image, ARCHITECTURE_COLOURS["arm64"])
+    amd64 = colour_bands(image, ARCHITECTURE_COLOURS["amd64"])
+    amd64_rows = {(bar_node(page, bar), bar["style"].split("top:")[1].split(";")[0]) for bar in amd64_bars(page)}
+    assert len(arm64) == 2, f"arm64 bands {arm64} (screenshot {shot})"
+    assert len(amd64) == len(amd64_rows), f"amd64 bands {amd64}, bar rows {amd64_rows} (screenshot {shot})"
+    assert max(b.bottom for b in amd64) < min(b.top for b in arm64)
+    right_edge = max(b.right for b in arm64 + amd64)
+    assert all(right_edge - b.right <= 2 for b in arm64), f"running arm64 bars end at {arm64}"
+    assert all(b.right < right_edge - 20 for b in amd64), "finished amd64 bars end before now"
+    assert all(b.left < b.right - 50 for b in arm64), "running bars are long"
+
+    # Rows: the state badges, top to bottom, in the table's order.
+    badges = sorted(
+        (band.top, state)
+        for state in ("SUCCEEDED", "RUNNING", "QUEUED")
+        for band in colour_bands(image, STATE_COLOURS[state])
+        if band.top > max(b.bottom for b in arm64)
+    )
+    assert [state for _, state in badges] == [r["data-state"] for r in page.with_class("job")], f"screenshot {shot}"
+
+
 def test_the_page_lists_every_job_and_a_lane_per_node(run, chromium, tmp_path):
     view: ViewServer = run["view"]
     page = Elements(_chromium(chromium, tmp_path / "profile", "--dump-dom", view.url).stdout)
@@ -147,36 +183,6 @@ def test_a_queued_jobs_page_says_why_it_waits(run, chromium, tmp_path):
 def test_a_finished_jobs_page_shows_its_log(run, chromium, tmp_path):
     page = _chromium(chromium, tmp_path / "profile", "--dump-dom", f"{run['view'].url}jobs/{run['evaluate']}").stdout
     assert re.search(r'<pre class="log">[^<]*evaluated', page), page[-3000:]
-
-
-def test_the_screenshot_shows_the_lanes_and_rows_where_they_belong(run, chromium, tmp_path):
-    view: ViewServer = run["view"]
-    page = Elements(_fetch(view.url))
-    shot = tmp_path / "view.png"
-    _chromium(chromium, tmp_path / "profile", f"--screenshot={shot}", view.url)
-    image = read_png(shot.read_bytes())
-    assert (image.width, image.height) == WINDOW
-
-    # Lanes: one arm64 band per arm64 lane, both below every amd64 bar, both running up to the right edge.
-    arm64 = colour_bands(image, ARCHITECTURE_COLOURS["arm64"])
-    amd64 = colour_bands(image, ARCHITECTURE_COLOURS["amd64"])
-    amd64_rows = {(bar_node(page, bar), bar["style"].split("top:")[1].split(";")[0]) for bar in amd64_bars(page)}
-    assert len(arm64) == 2, f"arm64 bands {arm64} (screenshot {shot})"
-    assert len(amd64) == len(amd64_rows), f"amd64 bands {amd64}, bar rows {amd64_rows} (screenshot {shot})"
-    assert max(b.bottom for b in amd64) < min(b.top for b in arm64)
-    right_edge = max(b.right for b in arm64 + amd64)
-    assert all(right_edge - b.right <= 2 for b in arm64), f"running arm64 bars end at {arm64}"
-    assert all(b.right < right_edge - 20 for b in amd64), "finished amd64 bars end before now"
-    assert all(b.left < b.right - 50 for b in arm64), "running bars are long"
-
-    # Rows: the state badges, top to bottom, in the table's order.
-    badges = sorted(
-        (band.top, state)
-        for state in ("SUCCEEDED", "RUNNING", "QUEUED")
-        for band in colour_bands(image, STATE_COLOURS[state])
-        if band.top > max(b.bottom for b in arm64)
-    )
-    assert [state for _, state in badges] == [r["data-state"] for r in page.with_class("job")], f"screenshot {shot}"
 
 
 def amd64_bars(page: Elements) -> list[dict[str, str]]:

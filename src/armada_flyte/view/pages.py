@@ -50,8 +50,8 @@ td.job-set{max-width:160px;overflow:hidden;text-overflow:ellipsis}
 .lane:last-child{border-bottom:0}
 .lane-name{width:240px;flex:none;padding:0 8px;font-size:12px;overflow:hidden;white-space:nowrap}
 .track{position:relative;flex:1;background:#f9fafb}
-.bar{position:absolute;height:18px;min-width:4px;border-radius:3px;color:#fff;font-size:11px;
- line-height:18px;overflow:hidden;white-space:nowrap;padding:0 3px;box-sizing:border-box}
+.bar{position:absolute;height:18px;min-width:10px;border-radius:3px;color:#fff;font-size:11px;line-height:18px}
+.bar span{display:block;overflow:hidden;white-space:nowrap;margin:0 4px}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin:0 4px 0 10px}
 pre.log{white-space:pre-wrap}
 pre{background:#f9fafb;border:1px solid #e5e7eb;padding:8px;overflow:auto;max-height:480px;font-size:12px}
@@ -147,7 +147,7 @@ def _lane(lane: Lane) -> str:
         f'title="{_e(bar.label)}: {_e(bar.state)}" '
         f'style="left:{bar.start * 100:.2f}%;width:{max(bar.end - bar.start, 0) * 100:.2f}%;'
         f"top:{bar.slot * _SLOT + 2}px;"
-        f'background:{architecture_colour(bar.architecture)}">{_e(bar.label)}</a>'
+        f'background:{architecture_colour(bar.architecture)}"><span>{_e(bar.label)}</span></a>'
         for bar in lane.bars
     )
     about = " · ".join(part for part in (lane.node_group and f"group {lane.node_group}", lane.architecture) if part)
