@@ -102,6 +102,33 @@ def test_no_blob_store_when_asked() -> None:
         assert process.wait(timeout=20) == 0
 
 
+def test_serves_the_view_of_every_job_set_of_its_server(server) -> None:
+    import urllib.request
+
+    process, output = server
+    view = output.wait_for(r"^view: (http://127\.0\.0\.1:\d+/)$").group(1)
+    url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+    with grpc.insecure_channel(url) as channel:
+        client = ArmadaClient(channel)
+        job_id = submit_one(client, "cli", "seen-by-the-view", item(pod(["true"])))
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    with urllib.request.urlopen(view, timeout=30) as response:
+        page = response.read().decode()
+    assert 'data-queue="cli" data-job-set="seen-by-the-view"' in page
+    assert f'data-job-id="{job_id}" data-state="SUCCEEDED"' in page
+
+
+def test_no_view_when_asked() -> None:
+    command = [*CLI, "--port", "0", "--no-blob-store", "--no-view"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = Output(process)
+    try:
+        output.wait_for(r"^view: off \(--no-view\)$")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+
+
 def test_paused_leaves_scheduled_jobs_leased() -> None:
     command = [*CLI, "--port", "0", "--no-blob-store", "--paused"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
