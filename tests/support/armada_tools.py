@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
 import re
+import signal
 import socket
 import subprocess
 import sys
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import pytest
 
@@ -34,6 +36,39 @@ def armada_tools() -> dict[str, str]:
     if result.returncode != 0:
         missing_part(f"Armada's tools could not be built (needs Go and the Go module proxy): {result.stderr[-2000:]}")
     return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+
+
+def run_testsuite_runner(args: list[str], env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """scripts/armada-testsuite.sh `args`, in a process group of its own that is ended whatever happens
+    (a timeout included), so an interrupted run leaves no server or pod behind."""
+    runner = subprocess.Popen(
+        [str(ROOT / "scripts" / "armada-testsuite.sh"), *args],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = runner.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(runner)
+        _, stderr = runner.communicate(timeout=30)
+        raise AssertionError(f"armada-testsuite.sh {' '.join(args)} ran past {timeout} s: {stderr[-3000:]}") from None
+    finally:
+        _end_group(runner)
+    return subprocess.CompletedProcess(runner.args, runner.returncode, stdout, stderr)
+
+
+def _end_group(runner: subprocess.Popen) -> None:
+    """Stop the runner's process group: politely (its trap stops the server), then whatever is left, for good."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(runner.pid, signum)
+        except ProcessLookupError:
+            return  # nothing of the group is left
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            runner.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
