@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import re
 import signal
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from typing import Iterator, Mapping
 
 import pytest
 
+from support.process_output import Output
 from support.real_parts import missing_part
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -88,11 +88,7 @@ def running_dev_server(port: int) -> Iterator[str]:
         text=True,
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"listening on (\S+)", line)
-        assert match, line + process.stdout.read()
-        yield match.group(1)
+        yield Output(process).wait_for(r"listening on (\S+)").group(1)
     finally:
         process.terminate()
         process.wait(timeout=30)
