@@ -3,8 +3,8 @@
 # beside it (`stress-ng --cpu 2`), as on a machine busy with other builds. The tests wait on
 # conditions, not fixed times, so they must pass here too.
 #
-#   scripts/test-under-load.sh                                  # the whole suite, under load
-#   scripts/test-under-load.sh tests/embedded/test_ingress.py -q   # a selection
+#   scripts/test-under-load.sh                                   # the whole suite, under load
+#   scripts/test-under-load.sh tests/embedded/test_ingress.py -q  # a selection
 #
 # Environment:
 #   LOAD_CPUS          stress-ng CPU workers (default 2)
