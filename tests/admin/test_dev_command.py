@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import grpc
@@ -22,6 +21,7 @@ from armada_flyte.embedded.state_store import saved_job_states
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.process_checks import is_alive, pids_in_log
+from support.process_output import Output
 from support.waiting import wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
@@ -29,25 +29,6 @@ pytestmark = pytest.mark.embedded_only
 DEV = [sys.executable, "-m", "armada_flyte.admin.cli", "dev"]
 CLI = [*DEV, "--ephemeral"]
 """Most tests want a server of their own that keeps nothing; the state tests pass --state-dir instead."""
-
-
-class Output:
-    """The server's stdout, collected line by line on a thread so the test can wait for lines."""
-
-    def __init__(self, process: subprocess.Popen):
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _read(self, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str) -> re.Match:
-        def found():
-            return next((m for line in self.lines if (m := re.search(pattern, line))), None)
-
-        return wait_until(found, timeout=20, what=f"a line matching {pattern!r} in {self.lines}")
 
 
 @pytest.fixture
