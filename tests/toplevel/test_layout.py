@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "armada_flyte"
-SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "admin", "executor")
+SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "view", "admin", "executor")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -88,13 +88,14 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
 @pytest.mark.parametrize(
     "side, forbidden",
     [
-        ("connector", {"task", "pod_runner", "embedded", "local", "admin"}),
-        ("registry", {"task", "connector", "pod_runner", "embedded", "local", "admin"}),
-        ("pod_runner", {"task", "connector", "registry", "embedded", "local", "admin"}),
-        ("embedded", {"task", "connector", "registry", "local", "admin"}),
-        ("task", {"connector", "registry", "pod_runner", "embedded", "admin"}),
+        ("connector", {"task", "pod_runner", "embedded", "local", "view", "admin"}),
+        ("registry", {"task", "connector", "pod_runner", "embedded", "local", "view", "admin"}),
+        ("pod_runner", {"task", "connector", "registry", "embedded", "local", "view", "admin"}),
+        ("embedded", {"task", "connector", "registry", "local", "view", "admin"}),
+        ("task", {"connector", "registry", "pod_runner", "embedded", "view", "admin"}),
         ("local", {"admin"}),
-        ("executor", {"task", "connector", "registry", "local", "admin"}),
+        ("view", {"task", "registry", "pod_runner", "embedded", "local", "admin"}),
+        ("executor", {"task", "connector", "registry", "local", "view", "admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
