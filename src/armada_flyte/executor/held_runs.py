@@ -99,16 +99,16 @@ class HeldRuns:
         else:
             unreadable = refused.refusal is Refusal.UNREADABLE
             sequence = run_events.not_created(refused.run, refused.message, unreadable)
-        self._queue_unheld(refused.run, sequence)
+        self._hold_podless(refused.run, sequence)
 
     def launch_failed(self, run_id: str, message: str) -> None:
         """The pod runner refused the pod: the lease goes back, nothing ran."""
         with self._lock:
             held = self._runs.pop(run_id, None)
         if held is not None:
-            self._queue_unheld(held.run, run_events.lease_returned(held.run, message, run_attempted=False))
+            self._hold_podless(held.run, run_events.lease_returned(held.run, message, run_attempted=False))
 
-    def _queue_unheld(self, run: LeasedRun, sequence: events_pb2.EventSequence) -> None:
+    def _hold_podless(self, run: LeasedRun, sequence: events_pb2.EventSequence) -> None:
         """A run with no pod: held only until its end is delivered and recorded."""
         with self._lock:
             held = HeldRun(run, None, pod_gone=True, state=submit_pb2.FAILED)
