@@ -81,6 +81,7 @@ def test_plaintext_clients_cannot_talk_to_a_tls_server(secured):
     with pytest.raises(grpc.RpcError) as refused:
         client.get_queue("flyte")
     assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "failed to connect to all addresses" in refused.value.details()  # the handshake, not the server
 
 
 def test_a_malformed_credential_names_the_fix_and_never_echoes_the_secret():
