@@ -23,6 +23,7 @@ from support.waiting import wait_for_state, wait_until
 AFFINITY = "import os; print('cpus', sorted(os.sched_getaffinity(0)), flush=True)"
 
 
+@pytest.mark.pure
 def test_a_fractional_cpu_limit_is_not_pinned() -> None:
     pins = CpuPins((0, 1, 2, 3))
     assert pins.take(250) == ()
@@ -30,6 +31,7 @@ def test_a_fractional_cpu_limit_is_not_pinned() -> None:
     assert pins.holders() == {0: 0, 1: 0, 2: 0, 3: 0}
 
 
+@pytest.mark.pure
 def test_whole_cpus_go_to_the_cpus_the_fewest_pinned_containers_hold() -> None:
     pins = CpuPins((0, 1, 2, 3))
     first = pins.take(2000)
@@ -41,6 +43,7 @@ def test_whole_cpus_go_to_the_cpus_the_fewest_pinned_containers_hold() -> None:
     assert pins.take(3000)[:1] == (0,)  # every CPU is held now: the least held ones, sharing
 
 
+@pytest.mark.pure
 def test_a_limit_of_every_host_cpu_or_more_or_none_is_not_pinned() -> None:
     pins = CpuPins((0, 1))
     assert pins.take(2000) == ()

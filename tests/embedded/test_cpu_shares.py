@@ -29,6 +29,7 @@ def _report(armada, client, cpu: str) -> dict:
     return json.loads(next(line for line in armada.logs(job_id) if line.startswith("{")))
 
 
+@pytest.mark.pure
 def test_nice_levels_follow_kubernetes_shares() -> None:
     assert cpu_nice(1000) == 0 and cpu_nice(4000) == 0  # never above normal priority
     assert cpu_nice(100) == 10  # 102 shares; nice 10 weighs 110

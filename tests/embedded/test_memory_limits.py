@@ -156,6 +156,7 @@ def test_the_main_processs_peak_counts_only_above_the_shims_own_size():
     assert run.stdout.split() == ["False", "True"], run.stderr
 
 
+@pytest.mark.pure
 def test_files_in_memory_folders_count_by_their_blocks(tmp_path: pathlib.Path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub/full").write_bytes(b"x" * MiB)

@@ -20,6 +20,8 @@ from armada_flyte.spec import CONFIG_FIELDS, ArmadaConfig, SubmissionSpec
 
 from support.hostile_values import MAX_MESSAGE, awkward_numbers, awkward_text, values, yaml_documents
 
+pytestmark = pytest.mark.pure
+
 FAST = settings(max_examples=150, deadline=None)
 
 
