@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from support.executor_parts import require_executor_stubs
 
 require_executor_stubs()
+
+pytestmark = pytest.mark.pure
 
 from armada_client.armada import submit_pb2  # noqa: E402
 

@@ -8,6 +8,8 @@ from support.executor_parts import lease, require_executor_stubs
 
 require_executor_stubs()
 
+pytestmark = pytest.mark.pure
+
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core  # noqa: E402
 
 from armada_flyte.embedded.cluster import Cluster  # noqa: E402

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from support.executor_parts import require_executor_stubs
 
 require_executor_stubs()
+
+pytestmark = pytest.mark.pure
 
 from armada_flyte.embedded.error_categories import ErrorCategories  # noqa: E402
 from armada_flyte.executor import run_events  # noqa: E402

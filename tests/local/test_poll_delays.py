@@ -14,6 +14,7 @@ from armada_flyte.local.run import poll_delays
 from support.armada_templates import execution_metadata, python_template
 
 
+@pytest.mark.pure
 def test_delays_start_small_and_back_off_to_the_interval():
     delays = list(itertools.islice(poll_delays(0.05, 0.5), 9))
     assert delays[0] == 0.05
