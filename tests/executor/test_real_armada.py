@@ -14,7 +14,7 @@ from armada_client.client import ArmadaClient
 
 from support.executor_parts import require_executor_stubs
 from support.job_events import failed_event, job_set_events, kind
-from support.pods import ARCH, arm64_pod, item, pod, preemptible, submit_one, unique
+from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, gang, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
 from support.real_armada_executor import (
     Bed,
@@ -112,6 +112,21 @@ def test_a_job_pinned_to_amd64_runs_on_an_amd64_node(client, logs):
         wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=90)
         run = wait_until(lambda: run_of(client, job_id), 30, f"job {job_id}'s run details")
     assert run.node.startswith("amd64-"), run
+
+
+def test_a_gang_with_the_arch_uniformity_label_lands_on_one_architecture(client, logs):
+    """Both architectures are open to the members (they tolerate the arm64 taint): real Armada picks one
+    for the whole gang by the `kubernetes.io/arch` label our executor reports."""
+    job_set = unique("gang")
+    annotations = gang(unique("g"), 2, ARCH)
+    members = [item(pod(["true"], tolerations=[ARM64_TOLERATION]), annotations=annotations) for _ in range(2)]
+    job_ids = [r.job_id for r in client.submit_jobs(QUEUE, job_set, members).job_response_items]
+    with logs():
+        for job_id in job_ids:
+            wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=90)
+        runs = [wait_until(lambda j=j: run_of(client, j), 30, f"job {j}'s run details") for j in job_ids]
+    architectures = {run.node.split("-")[0] for run in runs}
+    assert len(architectures) == 1 and architectures <= {"amd64", "arm64"}, [run.node for run in runs]
 
 
 def test_a_failing_command_fails_the_job_with_its_exit_code_and_reason(client, logs):
