@@ -6,7 +6,7 @@
 #
 # Output (ARMADA_FLYTE_CACHE defaults to ~/.cache/armada-flyte):
 #   $ARMADA_FLYTE_CACHE/executor-stubs/<version>/armada_executorapi/   (an importable package)
-#   $ARMADA_FLYTE_CACHE/executor-stubs/<version>/BUILD-INFO            (written last)
+#   $ARMADA_FLYTE_CACHE/executor-stubs/<version>/BUILD-INFO            (what built them; written last)
 # `armada-flyte executor` looks there, or in ARMADA_FLYTE_EXECUTOR_STUBS when that is set.
 #
 # The stubs import armada_client's own generated modules for the Kubernetes protos and
@@ -31,7 +31,11 @@ case "${1:-}" in
   *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
 esac
 
-if [ -f "$dest/BUILD-INFO" ] && [ -d "$dest/armada_executorapi" ]; then
+# Stubs need a protobuf runtime at least as new as the grpcio-tools that generated them: built by
+# another grpcio-tools, they are built again.
+tools="$("$python" -c 'import importlib.metadata as m; print(m.version("grpcio-tools"))')" \
+  || { say "no grpcio-tools in $python (scripts/setup-venv.sh test installs it)"; exit 1; }
+if [ -d "$dest/armada_executorapi" ] && grep -qx "grpcio-tools=$tools" "$dest/BUILD-INFO" 2>/dev/null; then
   say "cached: $dest"
   echo "$dest"
   exit 0

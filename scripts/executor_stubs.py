@@ -115,15 +115,25 @@ def main(module: str, destination: str, version: str) -> None:
         dependency_set(work / "dependencies.pb")
         compile_protos(sources, work / "dependencies.pb", generated)
         rewrite_imports(generated)
-        (work / "stage" / "BUILD-INFO").write_text(f"armada={version}\nmodule={module}\n")
+        info = build_info(module, version)
+        (work / "stage" / "BUILD-INFO").write_text(info)
         staged = pathlib.Path(tempfile.mkdtemp(prefix=f".stage-{version}-", dir=dest.parent))
         shutil.copytree(work / "stage", staged, dirs_exist_ok=True)
-    if (dest / "BUILD-INFO").exists():  # built meanwhile by another run: keep that one
+    built = dest / "BUILD-INFO"
+    if built.exists() and built.read_text() == info:  # built meanwhile by another run: keep that one
         shutil.rmtree(staged)
         return
-    if dest.exists():  # an unfinished build
+    if dest.exists():  # an unfinished build, or one by another grpcio-tools
         shutil.rmtree(dest)
     staged.rename(dest)
+
+
+def build_info(module: str, version: str) -> str:
+    """What the stubs were built from; the generated code needs a protobuf runtime at least as new as
+    the grpcio-tools that generated it, so a different one rebuilds them (build-executor-stubs.sh)."""
+    from importlib.metadata import version as installed
+
+    return f"armada={version}\nmodule={module}\ngrpcio-tools={installed('grpcio-tools')}\n"
 
 
 if __name__ == "__main__":
