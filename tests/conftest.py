@@ -13,7 +13,12 @@ import armada_flyte  # noqa: F401  (first: it aliases armada_client's vendored g
 
 from support.real_parts import UNDER_CI, missing_part  # noqa: F401  (the rule, for tests that import it from here)
 
-pytest_plugins = ["support.registry_fixtures", "support.flyte_serialization", "support.armada_tools"]
+pytest_plugins = [
+    "support.registry_fixtures",
+    "support.flyte_serialization",
+    "support.armada_tools",
+    "support.real_armada",
+]
 
 
 @pytest.fixture(autouse=True)
