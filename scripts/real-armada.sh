@@ -25,8 +25,8 @@ repo="$(dirname "$here")"
 
 BASE="${REAL_ARMADA_PORT_BASE:-50150}"
 QUEUES=(e2e-test-queue flyte conformance)
-WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-120}"
-# Started in this order, stopped in the reverse one.
+WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
+# Started in this order.
 ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor)
 
 say() { echo "real-armada: $*" >&2; }
@@ -133,7 +133,7 @@ wait_until() { # name, what, seconds, check command...: bounded wait on a condit
   done
 }
 
-http_ok() { curl -sf -o /dev/null --max-time 2 "$1"; }
+http_ok() { curl -sf -o /dev/null --max-time "${2:-5}" "$1"; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 start_postgres() {
@@ -173,13 +173,14 @@ start_pulsar() {
     --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
     --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
     --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
-    --add-opens java.base/java.lang=ALL-UNNAMED \
+    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/jdk.internal.platform=ALL-UNNAMED \
     -Dlog4j2.configurationFile="$state/config/pulsar-log4j2.properties" \
     -cp "$cache/pulsar/lib/*" org.apache.pulsar.PulsarStandaloneStarter \
     --config "$state/config/pulsar-standalone.conf" -nfw -nss \
     --metadata-dir "$state/pulsar/metadata" --bookkeeper-dir "$state/pulsar/bookkeeper"
+  # Its health check round-trips a message; on a busy machine one takes seconds.
   wait_until pulsar "healthy broker (/admin/v2/brokers/health)" "$WAIT_SECONDS" \
-    http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health"
+    http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20
 }
 
 migrate() {
@@ -226,25 +227,30 @@ start_executor() { # $1: ours | fake
 
 connected_to() { ss -tnH state established "dport = :$1" 2>/dev/null | grep -q .; }
 
-stop_one() { # TERM the component's process group, bounded, then KILL
-  local name=$1 pid signal=TERM
-  pid="$(pid_of "$name")" || return 0
-  [ "$name" = postgres ] && signal=INT # fast shutdown
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "-$signal" -- "-$pid" 2>/dev/null || kill "-$signal" "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 20))
-    while kill -0 -- "-$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
-    if kill -0 -- "-$pid" 2>/dev/null; then
-      say "$name (pid $pid) ignored SIG$signal for 20s: killing it"
-      kill -KILL -- "-$pid" 2>/dev/null || true
-    fi
-  fi
-  rm -f "$pids/$name.pid"
+signal_group() { # name: ask the component's process group to stop (PostgreSQL: INT, its fast shutdown)
+  local pid signal=TERM
+  pid="$(pid_of "$1")" || return 0
+  [ "$1" != postgres ] || signal=INT
+  kill "-$signal" -- "-$pid" 2>/dev/null || true
 }
 
-stop_all() {
-  local i
-  for ((i = ${#ORDER[@]} - 1; i >= 0; i--)); do stop_one "${ORDER[$i]}"; done
+await_group() { # name: wait (bounded) for the group to be gone, then KILL what is left
+  local pid deadline=$((SECONDS + 20))
+  pid="$(pid_of "$1")" || return 0
+  while kill -0 -- "-$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  if kill -0 -- "-$pid" 2>/dev/null; then
+    say "$1 (pid $pid) still running 20s after it was asked to stop: killing it"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$pids/$1.pid"
+}
+
+stop_all() { # Armada, its executor, Pulsar and Redis together, then PostgreSQL
+  local name
+  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || signal_group "$name"; done
+  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || await_group "$name"; done
+  signal_group postgres
+  await_group postgres
 }
 
 cmd_up() {
