@@ -5,7 +5,7 @@ The suite talks to Armada only through armada_client. By default it starts the e
 4 cpu / 16Gi each). With `--armada real` it runs against real Armada instead: ARMADA_URL=host:port
 when set, else a bed of its own from scripts/real-armada.sh (`support.real_armada`, docs/real-armada.md).
 Tests that look behind the API (processes, sandboxes, clusters of their own) are marked
-`embedded_only` and skip there. See docs/embedded-server.md.
+`embedded_only` and skip there, as do tests that start a server of their own. See docs/embedded-server.md.
 """
 
 from __future__ import annotations
@@ -35,9 +35,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not on_real_armada(config):
         return
     skip = pytest.mark.skip(reason="needs the embedded server (the suite runs against real Armada)")
+    own_server = pytest.mark.skip(reason="talks to a server of its own, not to the suite's Armada")
     for item in items:
         if "embedded_only" in item.keywords:
             item.add_marker(skip)
+        elif "armada_url" not in getattr(item, "fixturenames", ()):
+            item.add_marker(own_server)
 
 
 @pytest.fixture(scope="session")
