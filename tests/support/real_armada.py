@@ -51,6 +51,11 @@ def uses_real_armada(config: pytest.Config) -> bool:
     return config.getoption("--armada") == "real"
 
 
+def on_real_armada(config: pytest.Config) -> bool:
+    """`--armada real`, or ARMADA_URL pointing at an Armada of the caller's."""
+    return uses_real_armada(config) or bool(os.environ.get("ARMADA_URL"))
+
+
 def parse_assignments(stdout: str) -> dict[str, str]:
     """The NAME=value lines `real-armada.sh up` prints (values may be shell-quoted paths)."""
     found = {}
