@@ -235,8 +235,17 @@ def resolve_settings(**extra: Any) -> ConnectorConfig:
     check_env_names()
     try:
         given = given_settings(**{**_configured.overrides, **extra})
+    except ValidationError as exc:
+        raise invalid_config_from(exc, hidden=SECRET_FIELDS) from None
+    return settings_from(**given)
+
+
+def settings_from(**flat: Any) -> ConnectorConfig:
+    """Settings from these flat names alone, defaults for the rest (no environment, no file): for a server
+    of the caller's own, whose address and credentials it knows."""
+    try:
         groups = {
-            group: model(**{name: value for name, value in given.items() if GROUP_OF[name] == group})
+            group: model(**{name: value for name, value in flat.items() if GROUP_OF[name] == group})
             for group, model in GROUPS.items()
         }
     except ValidationError as exc:
