@@ -123,12 +123,13 @@ def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client
     assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}
 
 
-def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, job_set: str) -> None:
+def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, queue: str, job_set: str) -> None:
     name = fresh_queue(client)
     client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=name))
     assert client.get_queue(name).cordoned
     job_id = submit_one(client, name, job_set, item(pod(["true"])))
-    wait_for_a_scheduling_pass(client, name, job_set)
+    # The sentinel goes to another queue: real Armada considers nothing of a cordoned queue, not even to reject it.
+    wait_for_a_scheduling_pass(client, queue, job_set)
     assert state_of(client, job_id) == submit_pb2.QUEUED  # constraints.go: "queue cordoned"
     client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name=name))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
