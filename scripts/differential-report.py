@@ -37,6 +37,8 @@ class Outcome:
 
     result: str
     why: str = ""
+    detail: str = ""
+    """What a failure said; a failure is no cause (it must be fixed, or pinned with its reason)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +82,7 @@ def outcome_of(case: ElementTree.Element) -> Outcome:
     for kind in ("failure", "error"):
         found = case.find(kind)
         if found is not None:
-            return Outcome("failed" if kind == "failure" else "error", (found.get("message") or kind)[:200])
+            return Outcome("failed" if kind == "failure" else "error", detail=(found.get("message") or kind)[:200])
     return Outcome("passed")
 
 
@@ -106,6 +108,13 @@ def _label(case: str) -> str:
     return case
 
 
+def _cause_cell(row: Row) -> str:
+    if row.cause != UNEXPLAINED:
+        return row.cause
+    said = row.real.detail or row.embedded.detail
+    return f"{UNEXPLAINED}: {said}" if said else UNEXPLAINED
+
+
 def render(rows: list[Row], heading: str) -> str:
     """The Markdown page: counts, then every difference with its cause, then the cases that agree."""
     different = [row for row in rows if not row.same]
@@ -126,7 +135,7 @@ def render(rows: list[Row], heading: str) -> str:
         "| --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {_cell(_label(row.case))} | {row.embedded.result} | {row.real.result} | {_cell(row.cause)} |"
+        f"| {_cell(_label(row.case))} | {row.embedded.result} | {row.real.result} | {_cell(_cause_cell(row))} |"
         for row in different
     ]
     lines += ["", "## The same on both", "", "| case | embedded | real |", "| --- | --- | --- |"]
