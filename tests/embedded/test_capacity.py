@@ -11,8 +11,8 @@ import pathlib
 import pytest
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded import gang_fit
 from armada_flyte.embedded.executors.process import ProcessExecutor
+from armada_flyte.embedded.scheduling import gang_fit
 
 from support.pods import (
     ARCH,

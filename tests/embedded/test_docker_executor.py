@@ -10,7 +10,7 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.embedded.executors.base import PodLaunch
 from armada_flyte.embedded.executors.docker import DockerExecutor, container_options
 from armada_flyte.embedded.logs import PodLog
@@ -122,7 +122,7 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
     container = FakeContainer(b"hello\n", b"disk full\n", exit_code=3)
     docker_client = FakeDockerClient(container)
     with (
-        EmbeddedArmada(executor=DockerExecutor(client=docker_client)) as armada,
+        EmbeddedArmada(EmbeddedConfig(executor=DockerExecutor(client=docker_client))) as armada,
         grpc.insecure_channel(armada.url) as channel,
     ):
         client = ArmadaClient(channel)

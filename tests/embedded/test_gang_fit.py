@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from armada_flyte.embedded.gang_fit import Verdict, fit_gang
 from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.scheduling.gang_fit import Verdict, fit_gang
 
 
 def cpus(amount: int, selector: str = "") -> Requirements:

@@ -19,7 +19,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from armada_flyte.embedded.executors.base import host_architecture_name as host_architecture
 from armada_flyte.embedded.executors.process import ProcessExecutor
-from armada_flyte.embedded.messages import NOTE_ANNOTATION
+from armada_flyte.embedded.services.messages import NOTE_ANNOTATION
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
 from support.waiting import wait_for_state, wait_until
