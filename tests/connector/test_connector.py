@@ -13,8 +13,8 @@ from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaCon
 from armada_flyte.connector.armada_api import ArmadaApi
 from armada_flyte.connector.service import ArmadaConnector, ArmadaJobMetadata
 from armada_flyte.connector.settings import resolve_settings
-from armada_flyte.embedded.executors.process_tree import is_alive
 from armada_flyte.errors import SubmissionRefused
+from armada_flyte.pod_runner.process_tree import is_alive
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import free_port

@@ -14,8 +14,8 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster
 from armada_flyte.embedded.cluster.error_categories import ErrorCategories
-from armada_flyte.embedded.executors.base import ContainerEnd
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner.model import ContainerEnd
 
 from support.pods import cluster, item, node_group, pod, python, submit_one
 from support.waiting import wait_for_state

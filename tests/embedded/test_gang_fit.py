@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.scheduling.gang_fit import Verdict, fit_gang
 
 

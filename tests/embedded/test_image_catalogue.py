@@ -17,7 +17,6 @@ import pytest
 from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded import Cluster
-from armada_flyte.embedded.images import normalise_reference
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_of, job_set_events, kind
@@ -51,14 +50,6 @@ def _image_pod(image: str, command=(), args=()):
     spec = pod(command, args=args)
     spec.containers[0].image = image
     return spec
-
-
-def test_image_references_normalise_as_containerd_resolves_them() -> None:
-    assert normalise_reference("alpine:3.20.0") == "docker.io/library/alpine:3.20.0"
-    assert normalise_reference("ubuntu") == "docker.io/library/ubuntu:latest"
-    assert normalise_reference("bitnamilegacy/kubectl:1.33.4") == "docker.io/bitnamilegacy/kubectl:1.33.4"
-    assert normalise_reference("localhost:5000/x") == "localhost:5000/x:latest"
-    assert normalise_reference("ghcr.io/a/b@sha256:ab") == "ghcr.io/a/b@sha256:ab"
 
 
 @pytest.mark.parametrize(

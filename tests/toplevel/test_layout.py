@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "armada_flyte"
-SIDES = ("task", "connector", "registry", "embedded", "local", "admin")
+SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "admin")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -90,16 +90,23 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
 @pytest.mark.parametrize(
     "side, forbidden",
     [
-        ("connector", {"task", "embedded", "local", "admin"}),
-        ("registry", {"task", "connector", "embedded", "local", "admin"}),
+        ("connector", {"task", "pod_runner", "embedded", "local", "admin"}),
+        ("registry", {"task", "connector", "pod_runner", "embedded", "local", "admin"}),
+        ("pod_runner", {"task", "connector", "registry", "embedded", "local", "admin"}),
         ("embedded", {"task", "connector", "registry", "local", "admin"}),
-        ("task", {"connector", "registry", "embedded", "admin"}),
+        ("task", {"connector", "registry", "pod_runner", "embedded", "admin"}),
         ("local", {"admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
     bad = {(m, t) for m, t in _imports_of(side) if _side(t) in forbidden}
     assert not bad
+
+
+def test_the_pod_runner_imports_nothing_from_other_sides():
+    """The runner is driven by the embedded server and by the Armada executor alike, so it knows neither."""
+    assert ("armada_flyte.pod_runner.process", "armada_flyte.pod_runner.sandbox") in _imports_of("pod_runner")
+    assert {_side(t) for _, t in _imports_of("pod_runner")} == {"top", "pod_runner"}
 
 
 def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():

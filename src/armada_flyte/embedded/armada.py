@@ -9,6 +9,7 @@ Leaving the block stops the server and kills every pod still running.
 from __future__ import annotations
 
 import contextlib
+import functools
 import pathlib
 import shutil
 import tempfile
@@ -19,17 +20,17 @@ from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.cluster.ingress import IngressController
+from armada_flyte.embedded.cluster.secrets import SecretStore
 from armada_flyte.embedded.config import EmbeddedConfig
 from armada_flyte.embedded.control_plane.plane import ControlPlane
-from armada_flyte.embedded.executors import Executor, make_executor
-from armada_flyte.embedded.executors.process import ProcessExecutor
+from armada_flyte.embedded.kube_api.kubeconfig import kubeconfig_text, write_kubeconfig
 from armada_flyte.embedded.kube_api.server import KubeApiServer
-from armada_flyte.embedded.kubeconfig import write_kubeconfig
-from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.services.auth import ANONYMOUS
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.grpc_server import HOST, GrpcServer, start_grpc_server
 from armada_flyte.embedded.store.persistence import make_store
+from armada_flyte.pod_runner import PodRunner, make_pod_runner
+from armada_flyte.pod_runner.process import ProcessPodRunner
 
 _STOP_GRACE_SECONDS = 1.0
 
@@ -94,7 +95,7 @@ class EmbeddedArmada:
             rollback.callback(ingress.stop)
             plane = ControlPlane(
                 self.cluster,
-                self._make_executor(),
+                self._make_pod_runner(),
                 visibility_delay=config.visibility_delay,
                 paused=config.paused,
                 default_priority_class=config.default_priority_class,
@@ -117,19 +118,19 @@ class EmbeddedArmada:
                 self.create_queue(name)
         return self
 
-    def _make_executor(self) -> Executor:
+    def _make_pod_runner(self) -> PodRunner:
         executor = self.config.executor
         if not isinstance(executor, str):
             return executor
         if executor != "process":
-            return make_executor(executor)
+            return make_pod_runner(executor)
         options = {
             "sandbox_root": self.config.sandbox_root,
             "private_prefixes": self.config.private_prefixes,
             "images": self.cluster.images,
             "cpu_shares": self.cluster.cpu_shares,
         }
-        return make_executor(executor, **options)
+        return make_pod_runner(executor, **options)
 
     def stop(self) -> None:
         """End event streams, stop serving, then stop scheduling and kill every pod still running."""
@@ -156,8 +157,8 @@ class EmbeddedArmada:
             self._kube_tmp = pathlib.Path(tempfile.mkdtemp(prefix="armada-flyte-kube-"))
             path = self._kube_tmp / "kubeconfig"
         self.kubeconfig = write_kubeconfig(path, self._kube_api.url)
-        if isinstance(plane.executor, ProcessExecutor):
-            plane.executor.kube_api_url = self._kube_api.url
+        if isinstance(plane.executor, ProcessPodRunner):
+            plane.executor.kubeconfig = functools.partial(kubeconfig_text, self._kube_api.url)
 
     def _stop_kube_api(self) -> None:
         if self._kube_api is not None:
@@ -253,4 +254,4 @@ class EmbeddedArmada:
     def sandbox_of(self, job_id: str) -> Optional[pathlib.Path]:
         """The folder a process-executor pod used as its private filesystem (None for other executors)."""
         executor = self.plane.executor
-        return executor.sandbox_of(job_id) if isinstance(executor, ProcessExecutor) else None
+        return executor.sandbox_of(job_id) if isinstance(executor, ProcessPodRunner) else None

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.executors.base import Executor
-from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from armada_flyte.embedded.services.auth import Credentials
 from armada_flyte.embedded.services.grpc_server import TlsFiles
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner import PodRunner
+from armada_flyte.pod_runner.sandbox import DEFAULT_PRIVATE_PREFIXES
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,8 @@ class EmbeddedConfig:
     """A `Cluster`, a path to a cluster YAML, or None for the default (amd64 and tainted arm64 groups)."""
     port: int = 0
     """The gRPC port on 127.0.0.1 (0: any free one)."""
-    executor: str | Executor = "process"
-    """"process" (pods run as local processes), "docker", or an `Executor` object of your own."""
+    executor: str | PodRunner = "process"
+    """"process" (pods run as local processes), "docker", or a `PodRunner` object of your own."""
     queues: tuple[str, ...] = ("flyte",)
     """Queues created at start (a queue saved in `state_dir` keeps its settings)."""
     paused: bool = False

@@ -14,7 +14,7 @@ from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.run_lifecycle import RunLifecycle
 from armada_flyte.embedded.model.job_request import gang_info, main_pod_spec
 from armada_flyte.embedded.model.refusals import QueueNotFound, Refusal, UnknownQueue
-from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.rules.defaults import apply_defaults, preemptible, priority_of
 from armada_flyte.embedded.rules.job_sets import (
     cancellable_states,

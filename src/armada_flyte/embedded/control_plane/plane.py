@@ -12,20 +12,20 @@ from typing import Optional
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster
 from armada_flyte.embedded.cluster.ingress import IngressController
+from armada_flyte.embedded.cluster.secrets import SecretStore
 from armada_flyte.embedded.control_plane.commands import Commands
 from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.queries import Queries
 from armada_flyte.embedded.control_plane.run_lifecycle import RunLifecycle
 from armada_flyte.embedded.control_plane.scheduling_loop import SchedulingLoop
-from armada_flyte.embedded.executors.base import Executor
 from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS
 from armada_flyte.embedded.scheduling.scheduler import Scheduler
-from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.store.event_log import EventLog, EventRecord
 from armada_flyte.embedded.store.jobs import ACTIVE
 from armada_flyte.embedded.store.persistence import EphemeralStore, SavedState, StateStore
 from armada_flyte.embedded.store.queues import QueueRegistry
 from armada_flyte.embedded.store.rows import event_fields, job_from_row
+from armada_flyte.pod_runner import PodRunner
 
 
 class ControlPlane:
@@ -34,7 +34,7 @@ class ControlPlane:
     def __init__(
         self,
         cluster: Cluster,
-        executor: Executor,
+        executor: PodRunner,
         *,
         visibility_delay: float = 0.0,
         paused: bool = False,
@@ -62,7 +62,7 @@ class ControlPlane:
         self._restore(saved)
 
     @property
-    def executor(self) -> Executor:
+    def executor(self) -> PodRunner:
         return self.runs.executor
 
     def start(self) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from armada_client.armada import event_pb2
 
 from armada_flyte.embedded.cluster.error_categories import ErrorCategories
-from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.store.jobs import Run
+from armada_flyte.pod_runner.model import DEADLINE_REASON, ContainerEnd
 
 
 def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:

@@ -22,13 +22,13 @@ from armada_flyte.embedded.cluster.error_categories import (
     internal,
 )
 from armada_flyte.embedded.cluster.ingress import IngressController, ingress_host, ingress_ports
+from armada_flyte.embedded.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.run_events import failure_event_fields, pod_event_fields
-from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.rules.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.rules.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
-from armada_flyte.embedded.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.store.jobs import ACTIVE, Job, Run, RunState
+from armada_flyte.pod_runner.model import ContainerEnd, PodLaunch, PodRunner, grace_seconds
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class RunLifecycle:
     def __init__(
         self,
         state: PlaneState,
-        executor: Executor,
+        executor: PodRunner,
         secrets: SecretStore,
         ingress: Optional[IngressController],
         paused: bool,

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
 from armada_flyte.embedded.kube_api.job_services import job_services
-from armada_flyte.embedded.resources import format_amount
+from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.embedded.rules.pod_metadata import JOB_ID_LABEL, QUEUE_LABEL, pod_annotations, pod_labels
 from armada_flyte.embedded.store.jobs import Job, Run, RunState
 

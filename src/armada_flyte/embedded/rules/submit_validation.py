@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from armada_flyte.embedded.model.job_request import gang_info, main_pod_spec
 from armada_flyte.embedded.model.refusals import InvalidArgument
-from armada_flyte.embedded.requirements import NODE_NAME_FIELD, required_node_selector, toleration
-from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.embedded.model.requirements import NODE_NAME_FIELD, required_node_selector, toleration
+from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.embedded.rules.defaults import PRIORITY_CLASSES
+from armada_flyte.kube import milli
 from armada_flyte.kube_objects import MatchExpression
 
 MAX_JOB_SET_ID_CHARS = 1024

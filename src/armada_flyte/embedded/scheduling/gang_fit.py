@@ -14,8 +14,8 @@ import enum
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from armada_flyte.embedded.requirements import Requirements
-from armada_flyte.embedded.resources import add, fits, subtract
+from armada_flyte.embedded.model.requirements import Requirements
+from armada_flyte.embedded.model.resources import add, fits, subtract
 
 SEARCH_STEPS = 20_000
 """How many tentative placements one search may make before it gives up undecided."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
-from armada_flyte.embedded.requirements import NodeExpression, Requirements
-from armada_flyte.embedded.resources import first_shortfall, format_amount
+from armada_flyte.embedded.model.requirements import NodeExpression, Requirements
+from armada_flyte.embedded.model.resources import first_shortfall, format_amount
 from armada_flyte.kube_objects import Taint
 
 

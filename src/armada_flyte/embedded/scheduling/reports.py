@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.resources import format_amount
+from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.embedded.scheduling.matching import resource_mismatch, static_mismatch
 from armada_flyte.embedded.store.jobs import Job
 

@@ -16,8 +16,8 @@ import heapq
 from typing import Callable, Mapping, Optional
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.requirements import Requirements
-from armada_flyte.embedded.resources import add, fits, subtract
+from armada_flyte.embedded.model.requirements import Requirements
+from armada_flyte.embedded.model.resources import add, fits, subtract
 from armada_flyte.embedded.scheduling.gang_fit import GangFit, Verdict, fit_gang
 from armada_flyte.embedded.scheduling.matching import rejection_report, static_mismatch
 from armada_flyte.embedded.store.jobs import Job

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from armada_flyte.embedded.model.job_request import EXTERNAL_JOB_URI
-from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.store.jobs import ACTIVE, GangKey, Job, Run
 
 

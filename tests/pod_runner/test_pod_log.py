@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from armada_flyte.embedded.logs import PodLog
+from armada_flyte.pod_runner.pod_log import PodLog
 
 
 def test_the_log_keeps_its_newest_lines_within_the_byte_cap() -> None:
