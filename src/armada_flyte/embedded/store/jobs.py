@@ -1,4 +1,4 @@
-"""The records the embedded server keeps: jobs, their runs, and Armada's states for both.
+"""The central record of the embedded server: jobs, their runs, and Armada's states for both.
 
 A job is what was submitted; a run is one attempt of it on one node. States and their numbers
 are Armada's (`JobState` in submit.proto, `JobRunState` in job.proto).

@@ -1,6 +1,6 @@
 """How the server's records are written down: jobs, their runs, events and pod logs as rows.
 
-The state store keeps these rows; this module turns the in-memory records into them and back,
+The store (`persistence`) keeps these rows; this module turns the in-memory records into them and back,
 and knows nothing of where they are kept.
 """
 
