@@ -150,5 +150,7 @@ def test_the_connector_refuses_literal_pod_blob_keys():
     with pytest.raises(InvalidConfig, match="Kubernetes Secret"):
         resolve_settings(blob_credentials_secret="Blob_Keys")
     settings = resolve_settings(blob_endpoint="http://s3:9000", blob_access_key="ak", blob_workload_identity=True)
-    assert BlobSettings.from_settings(settings).pod_env() == [{"name": "FLYTE_AWS_ENDPOINT", "value": "http://s3:9000"}]
+    assert BlobSettings.from_settings(settings.blob).pod_env() == [
+        {"name": "FLYTE_AWS_ENDPOINT", "value": "http://s3:9000"}
+    ]
     assert "the-secret-key" not in repr(BlobSettings("e", "ak", "the-secret-key"))

@@ -14,7 +14,7 @@ from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.service import ArmadaJobMetadata
+from armada_flyte.connector.metadata import ArmadaJobMetadata
 
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS

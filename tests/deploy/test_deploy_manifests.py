@@ -217,7 +217,7 @@ def test_job_pods_blob_secret_is_shipped_named_by_the_deployment_with_the_keys_t
         monkeypatch.setenv(name, env[name]["value"])
     monkeypatch.setenv("FLYTE_BLOB_ACCESS_KEY", "connector-key")
     monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "connector-secret")
-    pod_env = BlobSettings.from_settings(resolve_settings()).pod_env()
+    pod_env = BlobSettings.from_settings(resolve_settings().blob).pod_env()
     referenced = {e["valueFrom"]["secretKeyRef"]["key"] for e in pod_env if "valueFrom" in e}
     assert referenced == set(secret["stringData"])
     assert "connector-secret" not in str(pod_env)
