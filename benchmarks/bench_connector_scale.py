@@ -138,7 +138,8 @@ def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
         sent = time.perf_counter()
         call = stub.GetTask.future(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=60)
         call.add_done_callback(lambda c, sent=sent: finished(c, sent))
-    done.wait(120)
+    if not done.wait(120):  # every call has its own 60 s deadline, so this only trips on a lost callback
+        raise RuntimeError(f"{remaining[0]} of {len(metas)} GetTask calls unanswered after 120 s")
     took = time.perf_counter() - began
     after = armada.calls.counts()
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}

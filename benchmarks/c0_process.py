@@ -38,7 +38,12 @@ def running_c0(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[tuple
             f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 64 * 1024 * 1024)]
         )
         try:
-            grpc.channel_ready_future(channel).result(timeout=60)
+            try:
+                grpc.channel_ready_future(channel).result(timeout=60)
+            except grpc.FutureTimeoutError:
+                raise RuntimeError(
+                    f"c0 did not answer within 60 s (exit code {process.poll()}); see {log_path}"
+                ) from None
             yield channel, process.pid
         finally:
             channel.close()

@@ -3,6 +3,8 @@
 A test that needs a real part (a registry, a Docker engine, buildx) that isn't on this machine
 may skip locally; under CI (`CI=true`) a missing part fails the run instead (`support.real_parts`).
 Helpers live in `tests/support/`, importable as `support.*` (pytest's `pythonpath`).
+A test marked `pure` may not open a socket, start a process or a gRPC server or channel
+(`support.purity_guard` fails it if it does): `scripts/test.sh --fast` runs those alone.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import armada_flyte  # noqa: F401  (first: it aliases armada_client's vendored g
 
 from support.real_parts import UNDER_CI, missing_part  # noqa: F401  (the rule, for tests that import it from here)
 
-pytest_plugins = ["support.registry_fixtures", "support.flyte_serialization", "support.armada_tools"]
+pytest_plugins = [
+    "support.registry_fixtures",
+    "support.flyte_serialization",
+    "support.armada_tools",
+    "support.purity_guard",
+    "pytester",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -176,6 +176,7 @@ ARMADA_JOB_REPORT = """cpu:
 """
 
 
+@pytest.mark.pure
 def test_a_real_armada_report_is_read_whatever_its_spacing_and_taints_are_matched_to_declared_groups():
     groups = NodeGroups.from_mapping(
         {

@@ -17,6 +17,8 @@ from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
 
+pytestmark = pytest.mark.pure
+
 SECRETS_DIR = pathlib.Path("/etc/flyte/secrets")
 
 

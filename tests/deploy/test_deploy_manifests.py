@@ -14,6 +14,8 @@ from armada_flyte.spec import TASK_TYPE
 
 from support.service_links import service_link_env
 
+pytestmark = pytest.mark.pure
+
 
 def _containers(pod):
     return [*pod.get("initContainers", []), *pod["containers"]]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.scheduling.gang_fit import Verdict, fit_gang
+
+pytestmark = pytest.mark.pure
 
 
 def cpus(amount: int, selector: str = "") -> Requirements:

@@ -123,6 +123,7 @@ def test_without_a_catalogue_any_image_runs_on_the_host(own_armada) -> None:
     assert "hi" in armada.logs(job_id)
 
 
+@pytest.mark.pure
 def test_a_program_folder_that_is_not_there_is_refused_naming_the_field(tmp_path) -> None:
     data = {"images": [{"image": "alpine:3.20.0", "path": "no-such-folder"}], "node_groups": [node_group("a")]}
     with pytest.raises(InvalidConfig) as raised:
@@ -132,6 +133,7 @@ def test_a_program_folder_that_is_not_there_is_refused_naming_the_field(tmp_path
     assert "is not a folder" in raised.value.fix
 
 
+@pytest.mark.pure
 def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
     _programs(tmp_path / "images" / "bin")
     (tmp_path / "cluster.yaml").write_text(
@@ -145,6 +147,7 @@ def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
     assert image is not None and image.programs == (tmp_path / "images" / "bin").resolve()
 
 
+@pytest.mark.pure
 def test_an_unknown_image_field_is_refused() -> None:
     data = {"images": [{"image": "alpine", "entrypiont": ["sh"]}], "node_groups": [node_group("a")]}
     with pytest.raises(InvalidConfig) as raised:
@@ -152,6 +155,7 @@ def test_an_unknown_image_field_is_refused() -> None:
     assert "images.0.entrypiont" in raised.value.field
 
 
+@pytest.mark.pure
 def test_an_image_listed_twice_is_refused() -> None:
     data = {
         "images": [{"image": "alpine"}, {"image": "docker.io/library/alpine:latest"}],

@@ -5,7 +5,11 @@ a fractional or whole-host limit runs in the shared pool, whole CPUs go to the l
 
 from __future__ import annotations
 
+import pytest
+
 from armada_flyte.pod_runner.cpu_pins import CpuPins
+
+pytestmark = pytest.mark.pure
 
 
 def test_a_fractional_cpu_limit_is_not_pinned() -> None:

@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from armada_flyte.pod_runner.cpu_shares import cpu_nice
+
+pytestmark = pytest.mark.pure
 
 
 def test_nice_levels_follow_kubernetes_shares() -> None:

@@ -22,22 +22,26 @@ def options(spec: core.PodSpec, architecture: str = "arm64") -> dict:
     return container_options(launch(spec, architecture))
 
 
+@pytest.mark.pure
 def test_runs_on_the_node_groups_platform_with_the_host_network() -> None:
     result = options(pod(["true"]), "arm64")
     assert result["platform"] == "linux/arm64"
     assert result["network_mode"] == "host"
 
 
+@pytest.mark.pure
 def test_command_replaces_the_entrypoint_and_args_the_cmd() -> None:
     result = options(pod(["python3"], args=["-c", "print(1)"]))
     assert (result["entrypoint"], result["command"]) == (["python3"], ["-c", "print(1)"])
 
 
+@pytest.mark.pure
 def test_without_command_the_images_entrypoint_stays() -> None:
     result = options(pod([], args=["a0", "--inputs", "s3://x"]))
     assert result["entrypoint"] is None and result["command"] == ["a0", "--inputs", "s3://x"]
 
 
+@pytest.mark.pure
 def test_image_env_working_dir_and_paths_are_kept_as_the_pod_gives_them() -> None:
     result = options(pod(["true"], env={"DEST": "/opt/flyte/"}, working_dir="/opt/flyte"))
     assert result["image"] == pod().containers[0].image
@@ -45,12 +49,14 @@ def test_image_env_working_dir_and_paths_are_kept_as_the_pod_gives_them() -> Non
     assert result["working_dir"] == "/opt/flyte"
 
 
+@pytest.mark.pure
 def test_limits_become_docker_limits() -> None:
     result = options(pod(["true"], cpu="1500m", memory="256Mi"))
     assert result["nano_cpus"] == 1_500_000_000
     assert result["mem_limit"] == 256 * 2**20
 
 
+@pytest.mark.pure
 def test_field_refs_resolve_to_the_pod() -> None:
     spec = pod(["true"])
     spec.containers[0].env.append(

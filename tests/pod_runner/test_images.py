@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from armada_flyte.pod_runner.images import normalise_reference
+
+pytestmark = pytest.mark.pure
 
 
 def test_image_references_normalise_as_containerd_resolves_them() -> None:

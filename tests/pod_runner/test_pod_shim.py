@@ -18,6 +18,8 @@ PEAK_CHECK = """
 import resource, sys, types
 sys.path.insert(0, sys.argv[1])
 import pod_shim
+
+pytestmark = pytest.mark.pure
 limit = 8 * 2**20
 baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * pod_shim.MAXRSS_UNIT
 watch = pod_shim.MemoryWatch(limit, [])

@@ -9,6 +9,8 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from armada_flyte.pod_runner.sandbox import Sandbox
 
+pytestmark = pytest.mark.pure
+
 SANDBOX = Sandbox(pathlib.Path("/sbx/job"), ("/opt/flyte",))
 
 
