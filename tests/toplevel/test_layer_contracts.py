@@ -56,7 +56,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.admin",
             (
                 "cli",
-                "dev_command | doctor | dry_run_command | image_command",
+                "dev_command | doctor | dry_run_command | executor_command | image_command",
                 "image_build | view_command",
                 "dry_run | image_preflight",
             ),
@@ -136,6 +136,12 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         ),
     ),
     "armada_flyte.view": (Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs")),),
+    "armada_flyte.executor": (
+        Layers(
+            "armada_flyte.executor",
+            ("lease_loop", "held_runs", "run_events", "cluster_nodes | leases", "stubs"),
+        ),
+    ),
 }
 
 NOT_A_SIDE = {"armada_flyte", "armada_flyte.protos"}  # the top level, and generated protobuf code
