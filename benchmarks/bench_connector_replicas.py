@@ -6,10 +6,12 @@ deploy/flyte/connector-routing.yaml (round_robin). The embedded Armada server ru
 process of its own; its status RPCs are counted there, and each c0's GetTask calls in c0 (its
 Prometheus metrics), which shows the spread.
 
-For each in-flight count: N tasks created, a round that asks each once (GetTask spread over 3 s, as
-the backend's resync does), then the measured round. A call fails if gRPC refuses it (c0's server
-past its pending-call limit answers CANCELLED or RESOURCE_EXHAUSTED) or the task reads FAILED.
-`--find-limit LOW HIGH` bisects the largest in-flight count whose round has no failed call.
+The tasks are created once. Each measurement then starts fresh replicas (c0 keeps no state of its
+own, so new processes answer the same tasks; a round past the limit leaves a c0 slow for the rounds
+after it) and runs a round that asks each task once (GetTask spread over 3 s, as the backend's
+resync does), then the measured round. A call fails if gRPC refuses it (c0's server past its
+pending-call limit answers CANCELLED) or the task reads FAILED. `--find-limit LOW HIGH` bisects
+the largest in-flight count whose round has no failed call.
 Target: 10,000 in flight through 2 replicas, 0 failed, GetTask p99 < 50 ms.
 
 Run: .venv/bin/python benchmarks/bench_connector_replicas.py --replicas 2 --in-flight 10000
@@ -26,6 +28,7 @@ import pathlib
 import sys
 import tempfile
 import time
+from typing import Any, Iterator
 
 import grpc
 import yaml
@@ -55,6 +58,18 @@ def balanced_channel(replicas: list[C0]) -> grpc.Channel:
 
 def load_average() -> float:
     return round(os.getloadavg()[0], 1)
+
+
+@contextlib.contextmanager
+def replica_set(env: dict[str, str], folder: pathlib.Path, count: int, workers: int) -> Iterator[tuple[list[C0], Any]]:
+    """`count` fresh c0 processes and a connector stub over a channel balancing per call across them."""
+    with contextlib.ExitStack() as stack:
+        replicas = [
+            stack.enter_context(started_c0(env, folder / f"c0-{time.monotonic_ns()}.log", workers))
+            for _ in range(count)
+        ]
+        channel = stack.enter_context(balanced_channel(replicas))
+        yield replicas, service_pb2_grpc.AsyncConnectorServiceStub(channel)
 
 
 def measured_round(stub, armada_calls, replicas: list[C0], metas: list[bytes]) -> dict:
@@ -97,21 +112,17 @@ def main() -> int:
     args = parser.parse_args()
     most = max([*args.in_flight, *(args.find_limit or [])])
 
-    with contextlib.ExitStack() as stack:
-        folder = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        url, armada_calls = stack.enter_context(armada_process())
+    with tempfile.TemporaryDirectory() as tmp, armada_process() as (url, armada_calls):
+        folder = pathlib.Path(tmp)
         env = {"ARMADA_URL": url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
-        replicas = [
-            stack.enter_context(started_c0(env, folder / f"c0-{i}.log", args.workers)) for i in range(args.replicas)
-        ]
-        channel = stack.enter_context(balanced_channel(replicas))
-        stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
         created_at = time.perf_counter()
-        rate, metas, failed_creates = creates(stub, "armada", 0, most)
-        creates_per_replica = [c0.answered("create") for c0 in replicas]
+        with replica_set(env, folder, args.replicas, args.workers) as (replicas, stub):
+            rate, metas, failed_creates = creates(stub, "armada", 0, most)
+            creates_per_replica = [c0.answered("create") for c0 in replicas]
 
         def measure(in_flight: int) -> dict:
-            return measured_round(stub, armada_calls, replicas, metas[:in_flight])
+            with replica_set(env, folder, args.replicas, args.workers) as (fresh, fresh_stub):
+                return measured_round(fresh_stub, armada_calls, fresh, metas[:in_flight])
 
         rounds = {f"round_{n}": measure(n) for n in args.in_flight}
         result: dict = {
