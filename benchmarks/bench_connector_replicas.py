@@ -36,7 +36,7 @@ from flyteidl2.connector import service_pb2_grpc
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from armada_process import armada_process  # noqa: E402
-from bench_connector_scale import creates, status_round  # noqa: E402
+from bench_connector_scale import cpu_seconds, creates, status_round  # noqa: E402
 from c0_process import C0, C0_DEFAULT_WORKERS, started_c0  # noqa: E402
 
 ROUTING = pathlib.Path(__file__).parents[1] / "deploy" / "flyte" / "connector-routing.yaml"
@@ -76,9 +76,16 @@ def measured_round(stub, armada_calls, replicas: list[C0], metas: list[bytes]) -
     """The round before (each job's first ask), then the measured one with the GetTask calls each replica answered."""
     status_round(stub, armada_calls, metas)
     answered_before = [c0.answered("get") for c0 in replicas]
+    cpu_before = [cpu_seconds(c0.pid) for c0 in replicas]
     load_before = load_average()
     result = status_round(stub, armada_calls, metas)
-    result["get_task_answered_per_replica"] = [c0.answered("get") - n for c0, n in zip(replicas, answered_before)]
+    answered = [c0.answered("get") - n for c0, n in zip(replicas, answered_before)]
+    result["get_task_answered_per_replica"] = answered
+    # What a call costs a replica whatever the machine's load: its capacity is about 1,000 / this, per CPU.
+    result["c0_cpu_ms_per_get_task"] = [
+        round((cpu_seconds(c0.pid) - before) * 1000 / max(n, 1), 3)
+        for c0, before, n in zip(replicas, cpu_before, answered)
+    ]
     result["load_average"] = [load_before, load_average()]
     result["ok"] = not result["failed_calls"] and result["get_task_p99_ms"] < P99_TARGET_MS
     return result
