@@ -69,7 +69,7 @@ class LocalEndpoints:
     def job_sets(self) -> list[tuple[str, str]]:
         """Every (queue, job set) the embedded server holds, for the local view: Armada's API lists no
         job sets, but this server is in the process."""
-        return sorted({(job.queue, job.job_set) for job in self.server.plane.all_jobs()}) if self.server else []
+        return sorted({(job.queue, job.job_set) for job in self.server.plane.queries.all_jobs()}) if self.server else []
 
     def flyte_storage(self) -> Any:
         import flyte.storage
@@ -131,7 +131,7 @@ def stack_view(
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.ConnectorConfig(armada_url=stack.armada_url)
+    settings = settings or connector_settings.resolve_settings(armada_url=stack.armada_url)
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
         yield view.url
 
