@@ -12,7 +12,7 @@ from armada_flyte.embedded import EmbeddedArmada
 
 from support.job_events import event_kinds
 from support.pods import item, pod, submit_one
-from support.resource_counts import held, wait_back_to
+from support.resource_counts import assert_repeats_leave_nothing_behind
 from support.waiting import wait_for_state
 
 STARTS = 10
@@ -31,8 +31,4 @@ def _start_use_stop() -> None:
 
 
 def test_an_embedded_server_started_and_stopped_again_and_again_leaves_nothing_behind():
-    _start_use_stop()  # grpc's process-wide threads start once
-    baseline = held()
-    for _ in range(STARTS):
-        _start_use_stop()
-    wait_back_to(baseline)
+    assert_repeats_leave_nothing_behind(_start_use_stop, STARTS)

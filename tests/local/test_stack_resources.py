@@ -12,7 +12,7 @@ from armada_flyte.local.stack import local_stack
 from armada_flyte.spec import TASK_TYPE
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
-from support.resource_counts import held, wait_back_to
+from support.resource_counts import assert_repeats_leave_nothing_behind, held
 from support.waiting import wait_until
 
 STACKS = 3
@@ -34,8 +34,4 @@ def _run_a_task_on_a_stack() -> None:
 
 
 def test_local_stacks_one_after_another_leave_no_view_thread_socket_or_child_behind():
-    _run_a_task_on_a_stack()  # grpc's process-wide threads start once
-    baseline = held()
-    for _ in range(STACKS):
-        _run_a_task_on_a_stack()
-    wait_back_to(baseline)
+    assert_repeats_leave_nothing_behind(_run_a_task_on_a_stack, STACKS)

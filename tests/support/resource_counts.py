@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 SETTLE_SECONDS = 30.0
 """How long closed channels and stopped threads get to go away; only a leak ever waits this long."""
@@ -101,3 +102,13 @@ async def back_to(baseline: Held, timeout: float = SETTLE_SECONDS) -> None:
     settling = _Settling(baseline, timeout)
     while not settling.settled():
         await asyncio.sleep(settling.pause())
+
+
+def assert_repeats_leave_nothing_behind(use: Callable[[], None], times: int) -> None:
+    """Run `use` once (grpc's process-wide threads start on first use), then `times` more times, and
+    wait for the process to hold no more than it did after the first."""
+    use()
+    baseline = held()
+    for _ in range(times):
+        use()
+    wait_back_to(baseline)
