@@ -7,6 +7,7 @@ import asyncio
 import os
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,16 +25,13 @@ class Held:
 
     def beyond(self, baseline: Held) -> str:
         """What is held beyond `baseline`, for a failure message; empty when nothing is."""
-        extra_threads = list(self.threads)
-        for name in baseline.threads:
-            if name in extra_threads:
-                extra_threads.remove(name)
-        extra_sockets = len(self.sockets) - len(baseline.sockets)
         parts = []
         if len(self.threads) > len(baseline.threads):
-            parts.append(f"{len(self.threads) - len(baseline.threads)} more threads ({', '.join(extra_threads)})")
-        if extra_sockets > 0:
-            parts.append(f"{extra_sockets} more open sockets")
+            extra = Counter(self.threads) - Counter(baseline.threads)
+            names = ", ".join(f"{count} x {name}" for name, count in sorted(extra.items()))
+            parts.append(f"{len(self.threads) - len(baseline.threads)} more threads ({names})")
+        if len(self.sockets) > len(baseline.sockets):
+            parts.append(f"{len(self.sockets) - len(baseline.sockets)} more open sockets")
         if self.children - baseline.children:
             parts.append(f"child processes {sorted(self.children - baseline.children)}")
         return "; ".join(parts)
