@@ -27,6 +27,8 @@ MAX_QUANTITY = Decimal(2**63 - 1)
 """Largest amount (in base units) of a quantity: "no quantity may represent a number greater than 2^63-1
 in magnitude ... Numbers larger or more precise will be capped or rounded up" (resource.Quantity's
 documentation, k8s.io/apimachinery/pkg/api/resource/quantity.go; `maxAllowed` in its math.go)."""
+MAX_INT32 = 2**31 - 1
+"""A container's exit code is an int32 (ContainerStateTerminated.exitCode; Armada's errorCategories too)."""
 MAX_INT64 = 2**63 - 1
 """Kubernetes' integer fields (a toleration's tolerationSeconds, a Gt/Lt node-affinity value) are int64."""
 _INT64_TEXT = re.compile(r"^[+-]?[0-9]{1,19}$")

@@ -145,3 +145,17 @@ def test_the_issues_cpu_1e5000_names_the_file_the_field_the_value_and_the_limit(
     message = str(info.value)
     for part in (str(path), "node_groups.0.allocatable.cpu", "'1e5000'", "9223372036854775807"):
         assert part in message
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers())
+def test_an_exit_code_in_error_categories_loads_as_an_int32_or_is_refused_with_the_limit(code):
+    rule = {"onExitCodes": {"operator": "In", "values": [code]}}
+    document = {**_one_group("4"), "errorCategories": {"categories": [{"name": "mine", "rules": [rule]}]}}
+    if -(2**31) <= code < 2**31:
+        assert Cluster.from_mapping(document, "cluster.yaml").error_categories.categories[0].rules[0]
+        return
+    with pytest.raises(InvalidConfig) as info:
+        Cluster.from_mapping(document, "cluster.yaml")
+    assert info.value.field == "cluster.yaml: errorCategories.categories.0.rules.0.onExitCodes.values.0"
+    assert str(2**31 - 1) in str(info.value) or str(-(2**31)) in str(info.value)
