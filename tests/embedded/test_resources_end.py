@@ -8,7 +8,7 @@ import grpc
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 from support.job_events import event_kinds
 from support.pods import item, pod, submit_one
@@ -19,7 +19,7 @@ STARTS = 10
 
 
 def _start_use_stop() -> None:
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         channel = grpc.insecure_channel(server.url)
         try:
             client = ArmadaClient(channel)
