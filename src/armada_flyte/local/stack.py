@@ -7,9 +7,11 @@ pods that really execute.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import pathlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
@@ -200,6 +202,25 @@ def local_stack(
             finally:
                 if configure_connector:
                     connector_settings.reset()
+                    _close_registered_connector()
     finally:
         if blob is not None:
             blob.stop()
+
+
+def _close_registered_connector() -> None:
+    """Close the connector local runs use (Flyte's registered one): its status view follows this stack's
+    server, and would retry it, stopped, until the process ends. The next run reopens it.
+
+    Inside a running event loop (a stack entered from async code) it can't be awaited here; the view then
+    closes when the connector next resolves its settings."""
+    if "armada_flyte.connector.service" not in sys.modules:
+        return  # never loaded, so never registered: nothing is open
+    from flyte.connectors import ConnectorRegistry
+
+    from armada_flyte.spec import TASK_TYPE
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(ConnectorRegistry.get_connector(TASK_TYPE).close())

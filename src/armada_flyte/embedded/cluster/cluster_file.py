@@ -10,15 +10,31 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Annotated, Any, Dict, Iterable, List, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from armada_flyte.config_file import read_yaml
 from armada_flyte.embedded.cluster.error_categories import ErrorCategories
 from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.errors import invalid_config_from
-from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem, milli
+from armada_flyte.kube import (
+    ARCH_LABEL,
+    dns_label_problem,
+    label_key_problem,
+    label_value_problem,
+    milli,
+    quantity_in_range,
+)
 from armada_flyte.kube_objects import Taint
 from armada_flyte.pod_runner.images import PULL_FAILURE_GRACE_SECONDS, ImageCatalogue, ImageEntry
 
@@ -41,6 +57,21 @@ BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
 
 
+def _not_a_bool(quantity: Any) -> Any:
+    if isinstance(quantity, bool):
+        raise ValueError(f"{quantity!r} is not a quantity; write an amount such as 4 or 16Gi")
+    return quantity
+
+
+def _in_range(quantity: Union[str, int, float]) -> Union[str, int, float]:
+    quantity_in_range(quantity)
+    return quantity
+
+
+AllocatableAmount = Annotated[Union[str, int, float], BeforeValidator(_not_a_bool), AfterValidator(_in_range)]
+"""One resource's amount per node, a Kubernetes quantity within Kubernetes' range (errors name its key)."""
+
+
 class ClusterNodeGroup(BaseModel):
     """One group of identical nodes, as the cluster file describes it."""
 
@@ -50,7 +81,7 @@ class ClusterNodeGroup(BaseModel):
     nodes: int
     labels: Dict[str, str]
     taints: List[Taint] = []
-    allocatable: Dict[str, Union[str, int, float]]
+    allocatable: Dict[str, AllocatableAmount]
 
     @field_validator("name")
     @classmethod
@@ -87,11 +118,7 @@ class ClusterNodeGroup(BaseModel):
             if name not in allocatable:
                 raise ValueError(f'add allocatable {name} per node, e.g. cpu: "4", memory: 16Gi')
         for name, quantity in allocatable.items():
-            try:
-                amount = milli(quantity)
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
-            if amount <= 0:
+            if milli(quantity) <= 0:
                 raise ValueError(f"{name}: allocatable {quantity!r} must be more than 0")
         return allocatable
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Literal, Optional
+from typing import Annotated, List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from armada_flyte.kube import MAX_INT32
 from armada_flyte.pod_runner.model import ContainerEnd
 
 INTERNAL = "internal"
@@ -33,7 +34,7 @@ class _ExitCodes(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     operator: Literal["In", "NotIn"]
-    values: List[int] = Field(min_length=1)
+    values: List[Annotated[int, Field(ge=-MAX_INT32 - 1, le=MAX_INT32)]] = Field(min_length=1)
 
 
 class _Pattern(BaseModel):
