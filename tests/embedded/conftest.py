@@ -20,7 +20,7 @@ import grpc
 import pytest
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import Cluster, EmbeddedArmada
+from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 
 from support.real_armada import on_real_armada, wait_until_queue_accepts
 
@@ -49,7 +49,7 @@ def embedded_armada(request: pytest.FixtureRequest) -> Iterator[EmbeddedArmada]:
     """The shared embedded server (default cluster, process executor)."""
     if on_real_armada(request.config):
         pytest.skip("the suite runs against real Armada")
-    with EmbeddedArmada(queues=(CONFORMANCE_QUEUE,)) as armada:
+    with EmbeddedArmada(EmbeddedConfig(queues=(CONFORMANCE_QUEUE,))) as armada:
         yield armada
 
 
@@ -95,7 +95,7 @@ def own_armada() -> Iterator[Callable[..., tuple[EmbeddedArmada, ArmadaClient]]]
 
     def start(cluster: Optional[dict] = None, **options: object) -> tuple[EmbeddedArmada, ArmadaClient]:
         model = Cluster.from_mapping(cluster) if cluster is not None else None
-        armada = EmbeddedArmada(cluster=model, queues=(CONFORMANCE_QUEUE,), **options).start()
+        armada = EmbeddedArmada(EmbeddedConfig(cluster=model, queues=(CONFORMANCE_QUEUE,), **options)).start()
         channel = grpc.insecure_channel(armada.url)
         started.append((armada, channel))
         return armada, ArmadaClient(channel)

@@ -184,6 +184,7 @@ OTHER_ENV_NAMES = frozenset(
         "ARMADA_FLYTE_REGISTRY_PORT",
         "ARMADA_FLYTE_BUILDER",
         "ARMADA_FLYTE_CLI",
+        "ARMADA_FLYTE_CMD",  # scripts/armada-testsuite.sh and scripts/real-armada.sh: the armada-flyte command
         "ARMADA_FLYTE_IMAGE_PARTS",
         "ARMADA_FLYTE_IMAGE_PARTS_STARTED",
     }
