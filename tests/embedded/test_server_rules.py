@@ -45,15 +45,12 @@ def test_armadas_priority_classes_are_accepted(client: ArmadaClient, queue: str,
     assert client.submit_jobs(queue, job_set, [item(spec)]).job_response_items[0].job_id
 
 
-@pytest.mark.differs_on_real(
-    "v0.22.7's GetJobDetails returns the pod in job_spec.pod_spec (the lookout DB's stored job), not job_spec.pod_specs"
-)
 def test_the_server_stores_its_defaults_with_the_job(client: ArmadaClient, queue: str, job_set: str) -> None:
     spec = pod(cpu="100m")
     for quantities in (spec.containers[0].resources.requests, spec.containers[0].resources.limits):
         del quantities["memory"]
     job_id = submit_one(client, queue, job_set, item(spec))
-    stored = job_spec(client, job_id).pod_specs[0]
+    stored = job_spec(client, job_id).pod_spec
     # post_process.go with config/server/config.yaml
     assert stored.priorityClassName == "armada-default"
     assert stored.activeDeadlineSeconds == 72 * 3600
@@ -64,12 +61,9 @@ def test_the_server_stores_its_defaults_with_the_job(client: ArmadaClient, queue
     assert {("armadaproject.io/armada", "true", "NoSchedule")} <= tolerations
 
 
-@pytest.mark.differs_on_real(
-    "v0.22.7's GetJobDetails returns the pod in job_spec.pod_spec (the lookout DB's stored job), not job_spec.pod_specs"
-)
 def test_a_containers_own_resources_and_grace_period_are_kept(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(pod(cpu="200m", memory="128Mi", grace_seconds=20)))
-    stored = job_spec(client, job_id).pod_specs[0]
+    stored = job_spec(client, job_id).pod_spec
     requests = {name: q.string for name, q in stored.containers[0].resources.requests.items()}
     assert (requests["cpu"], requests["memory"]) == ("200m", "128Mi")
     assert stored.terminationGracePeriodSeconds == 20
@@ -172,4 +166,4 @@ def test_active_queues_name_the_queue_of_a_running_job(client: ArmadaClient, que
 def test_the_deployments_default_priority_class_is_stored_with_the_job(own_armada) -> None:
     _, client = own_armada(default_priority_class="armada-preemptible")
     job_id = submit_one(client, "conformance", "js", item(pod()))
-    assert job_spec(client, job_id).pod_specs[0].priorityClassName == "armada-preemptible"
+    assert job_spec(client, job_id).pod_spec.priorityClassName == "armada-preemptible"
