@@ -7,9 +7,11 @@ pods that really execute.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import pathlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
@@ -69,7 +71,7 @@ class LocalEndpoints:
     def job_sets(self) -> list[tuple[str, str]]:
         """Every (queue, job set) the embedded server holds, for the local view: Armada's API lists no
         job sets, but this server is in the process."""
-        return sorted({(job.queue, job.job_set) for job in self.server.plane.all_jobs()}) if self.server else []
+        return sorted({(job.queue, job.job_set) for job in self.server.plane.queries.all_jobs()}) if self.server else []
 
     def flyte_storage(self) -> Any:
         import flyte.storage
@@ -167,7 +169,7 @@ def local_stack(
     memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
     `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
     in `state_dir`, else a temporary file)."""
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
     cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
@@ -175,20 +177,22 @@ def local_stack(
         cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
     try:
         with EmbeddedArmada(
-            cluster=cluster,
-            port=armada_port,
-            executor=executor,
-            queues=(queue,),
-            visibility_delay=visibility_delay,
-            paused=paused,
-            auth=auth,
-            tls_cert=tls_cert,
-            tls_key=tls_key,
-            secrets=cluster_secrets,
-            secrets_file=secrets_file,
-            state_dir=state_dir,
-            kubeconfig=kubeconfig,
-            ingress_port=ingress_port,
+            EmbeddedConfig(
+                cluster=cluster,
+                port=armada_port,
+                executor=executor,
+                queues=(queue,),
+                visibility_delay=visibility_delay,
+                paused=paused,
+                auth=auth,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                secrets=cluster_secrets,
+                secrets_file=secrets_file,
+                state_dir=state_dir,
+                kubeconfig=kubeconfig,
+                ingress_port=ingress_port,
+            )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:
@@ -198,6 +202,25 @@ def local_stack(
             finally:
                 if configure_connector:
                     connector_settings.reset()
+                    _close_registered_connector()
     finally:
         if blob is not None:
             blob.stop()
+
+
+def _close_registered_connector() -> None:
+    """Close the connector local runs use (Flyte's registered one): its status view follows this stack's
+    server, and would retry it, stopped, until the process ends. The next run reopens it.
+
+    Inside a running event loop (a stack entered from async code) it can't be awaited here; the view then
+    closes when the connector next resolves its settings."""
+    if "armada_flyte.connector.service" not in sys.modules:
+        return  # never loaded, so never registered: nothing is open
+    from flyte.connectors import ConnectorRegistry
+
+    from armada_flyte.spec import TASK_TYPE
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(ConnectorRegistry.get_connector(TASK_TYPE).close())
