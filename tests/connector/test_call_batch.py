@@ -85,7 +85,7 @@ def test_batches_are_per_job_set_and_capped(paused_armada):
 
 @pytest.mark.pure
 def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
-    from armada_flyte.connector.submit_batch import SubmitBatcher
+    from armada_flyte.connector.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -97,7 +97,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
         return [f"id-{item}" for item in items]
 
     async def scenario() -> list[str]:
-        batcher = SubmitBatcher(send, window=0.01, max_items=100)
+        batcher = CallBatcher(send, window=0.01, max_items=100)
         first = asyncio.ensure_future(batcher.submit("q", "s", 0))
         while not sent:
             await asyncio.sleep(0.005)
@@ -115,7 +115,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
 
 @pytest.mark.pure
 def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
-    from armada_flyte.connector.submit_batch import SubmitBatcher
+    from armada_flyte.connector.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -127,7 +127,7 @@ def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
         return [str(item) for item in items]
 
     async def scenario() -> None:
-        batcher = SubmitBatcher(send, window=0.01, max_items=10)
+        batcher = CallBatcher(send, window=0.01, max_items=10)
         first = asyncio.ensure_future(batcher.submit("q", "s", 0))
         while not sent:
             await asyncio.sleep(0.005)
