@@ -27,7 +27,7 @@ from armada_flyte.errors import ArmadaFlyteError, ArmadaUnavailable
 
 from support.c0_service import ARMADA_TASKS, running_c0
 from support.instant_pods import InstantPods
-from support.pods import item, pod
+from support.pods import pod, submit_many
 from support.waiting import wait_until
 
 STATUS_FAMILY = ("GetJobStatus", "GetJobDetails", "GetJobErrors")
@@ -44,13 +44,8 @@ def paused_armada():
 
 
 def _submit(armada, job_set: str, count: int, failing: bool = False) -> list[str]:
-    client = ArmadaClient(grpc.insecure_channel(armada.url))
     spec = pod(("false",) if failing else ("true",), cpu="10m", memory="16Mi")
-    ids: list[str] = []
-    for start in range(0, count, 100):
-        items = [item(spec) for _ in range(min(100, count - start))]
-        ids += [i.job_id for i in client.submit_jobs("flyte", job_set, items).job_response_items]
-    return ids
+    return submit_many(ArmadaClient(grpc.insecure_channel(armada.url)), "flyte", job_set, spec, count)
 
 
 def _metas(job_set: str, ids: list[str]) -> list[bytes]:
@@ -94,7 +89,9 @@ def test_1000_deletes_through_c0_cost_one_cancel_call_per_job_set(paused_armada,
     env = {
         "ARMADA_URL": paused_armada.url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "ARMADA_FLYTE_CANCEL_BATCH_WINDOW_SECONDS": "2",  # the test's 1000 sends fit in it, even under load
+        # a quiet period longer than any pause between the test's 1000 sends, even under load
+        "ARMADA_FLYTE_CANCEL_BATCH_WINDOW_SECONDS": "1",
+        "ARMADA_FLYTE_CANCEL_BATCH_MAX_WAIT_SECONDS": "20",
     }
     with running_c0(env, tmp_path / "c0.log") as c0:
         before = paused_armada.calls.counts()

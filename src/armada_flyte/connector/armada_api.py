@@ -194,8 +194,14 @@ class ArmadaApi:
                 await self.cancel(queue, job_set_id, ids, reason)
                 return [None] * len(ids)
 
-            window = self._limits.cancel_batch_window_seconds
-            batcher = batchers[reason] = CallBatcher(send, window, MAX_IDS_PER_CALL, refused=_refused_cancel)
+            limits = self._limits
+            batcher = batchers[reason] = CallBatcher(
+                send,
+                limits.cancel_batch_window_seconds,
+                MAX_IDS_PER_CALL,
+                refused=_refused_cancel,
+                max_wait=limits.cancel_batch_max_wait_seconds,
+            )
         await batcher.submit(queue, job_set_id, job_id)
 
     async def run_details_of(self, job_id: str) -> Optional[RunDetails]:

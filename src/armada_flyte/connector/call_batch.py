@@ -7,6 +7,10 @@ batch keeps gathering until that call returns (or it fills up), so under load ba
 call's latency instead of every window sending a few items. Armada fails a whole request when one
 item is refused (for SubmitJobs, the first failing item's reason, INVALID_ARGUMENT), so a refused
 batch is sent again one item per call: only the refused item fails, with Armada's reason.
+
+With `max_wait` above `window`, the window is a quiet period instead: a batch goes out once no item
+arrived for `window` seconds (or `max_wait` after its first, or full), so a burst that takes longer
+to arrive than one window (an abort deleting a thousand tasks) still goes out as one batch.
 """
 
 from __future__ import annotations
@@ -33,12 +37,22 @@ class CallBatcher(Generic[Item, Result]):
     """Gathers one event loop's items per key for `window` seconds (and while a call for the key is in
     flight), at most `max_items` per call; a batch that `refused` is sent again item by item."""
 
-    def __init__(self, send: Send[Item, Result], window: float, max_items: int, refused: Refusal = never_split):
+    def __init__(
+        self,
+        send: Send[Item, Result],
+        window: float,
+        max_items: int,
+        refused: Refusal = never_split,
+        max_wait: float = 0.0,
+    ):
         self._send = send
         self._window = window
         self._max_items = max_items
         self._refused = refused
+        self._max_wait = max_wait
         self._pending: dict[Key, list[tuple[Item, asyncio.Future[Result]]]] = {}
+        self._arrivals: dict[Key, tuple[float, float]] = {}
+        """(first, latest) arrival time of each pending batch, for a quiet-period window."""
         self._due: set[Key] = set()
         """Keys whose pending batch is past its window, waiting for the call in flight."""
         self._in_flight: dict[Key, int] = {}
@@ -51,6 +65,8 @@ class CallBatcher(Generic[Item, Result]):
         key = (queue, job_set)
         batch = self._pending.setdefault(key, [])
         batch.append((item, future))
+        now = loop.time()
+        self._arrivals[key] = (self._arrivals[key][0] if len(batch) > 1 else now, now)
         if len(batch) >= self._max_items:
             self._start(key)
         elif len(batch) == 1:
@@ -60,6 +76,13 @@ class CallBatcher(Generic[Item, Result]):
     def _window_ended(self, key: Key, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
         if self._pending.get(key) is not batch:  # already sent for being full
             return
+        if self._max_wait > self._window:
+            first, latest = self._arrivals[key]
+            now = asyncio.get_running_loop().time()
+            due = min(latest + self._window, first + self._max_wait)
+            if now < due:  # items still arriving: wait for a quiet window
+                asyncio.get_running_loop().call_later(due - now, self._window_ended, key, batch)
+                return
         if self._in_flight.get(key):
             self._due.add(key)  # goes out when the call in flight returns
         else:
@@ -67,6 +90,7 @@ class CallBatcher(Generic[Item, Result]):
 
     def _start(self, key: Key) -> None:
         batch = self._pending.pop(key)
+        self._arrivals.pop(key, None)
         self._due.discard(key)
         self._in_flight[key] = self._in_flight.get(key, 0) + 1
         task = asyncio.ensure_future(self._deliver(batch, *key))

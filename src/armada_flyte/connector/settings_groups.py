@@ -298,9 +298,11 @@ class Limits(_Group):
     """How long a create waits for others to the same queue and job set, to share one SubmitJobs call."""
     submit_batch_max_items: int = Field(100, ge=1, le=1000)
     """Most items in one SubmitJobs call."""
-    cancel_batch_window_seconds: float = Field(0.2, ge=0, le=5)
-    """How long a delete waits for others to the same queue and job set, to share one CancelJobs call (an
-    abort deletes all its tasks at once, and nothing waits on a delete as on a create)."""
+    cancel_batch_window_seconds: float = Field(0.1, ge=0, le=5)
+    """Deletes to one queue and job set share one CancelJobs call until none came for this long (an abort
+    deletes all its tasks at once, and nothing waits on a delete as on a create)..."""
+    cancel_batch_max_wait_seconds: float = Field(2.0, ge=0, le=30)
+    """...or until this long after the first of them."""
 
 
 class ImageChecks(_Group):

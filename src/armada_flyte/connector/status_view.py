@@ -243,8 +243,9 @@ class StatusView:
         asyncio.ensure_future(self._flush())
 
     async def _flush(self) -> None:
-        """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids; the jobs
-        it finds ended (with no events to say how) get their run details and reasons in bulk too."""
+        """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids. The jobs
+        it finds ended (with no events to say how) get their run details and reasons in bulk before the
+        view shows them ended, so no poll asks for them one by one."""
         with self._lock:
             wanted, self._wanted, self._flush_due = self._wanted, {}, False
         if not wanted:
@@ -259,53 +260,49 @@ class StatusView:
                         future.set_exception(exc)
             return
         with self._lock:
-            for job_id, (key, _) in wanted.items():
+            ended = {
+                job_id: state
+                for job_id, state in states.items()
+                if state in TERMINAL_STATES and ((entry := self._entries.get(job_id)) is None or not entry.run.ended)
+            }
+        runs = await self._runs_of_endings(ended) if ended else {}
+        with self._lock:
+            for job_id, (key, futures) in wanted.items():
                 state = states.get(job_id, JobState.UNKNOWN)
                 entry = self._entries.get(job_id)
                 if state != JobState.UNKNOWN and (entry is None or entry.updated <= sent):
                     self._set(job_id, key, state, time.monotonic())
-            ended = {
-                job_id: entry.state
-                for job_id in wanted
-                if (entry := self._entries.get(job_id)) is not None
-                and entry.state in TERMINAL_STATES
-                and not entry.run.ended
-            }
-        if ended:
-            await self._learn_endings(ended)
-        with self._lock:
-            for job_id, (_, futures) in wanted.items():
-                entry = self._entries.get(job_id)
-                answer = entry.state if entry is not None else states.get(job_id, JobState.UNKNOWN)
+                    entry = self._entries[job_id]
+                    if job_id in runs and not entry.run.ended:
+                        entry.run = runs[job_id]
+                answer = entry.state if entry is not None else state
                 for future in futures:
                     if not future.done():
                         future.set_result(answer)
 
-    async def _learn_endings(self, ended: dict[str, int]) -> None:
+    async def _runs_of_endings(self, ended: dict[str, int]) -> dict[str, RunFacts]:
         """Run details (GetJobDetails) of jobs seen ended, and Armada's reason (GetJobErrors) for those that
-        failed, each in calls of at most 500 ids. A failure here only leaves the polls to ask for themselves."""
-        failed = [job_id for job_id, state in ended.items() if state in REASON_STATES]
+        failed, each in calls of at most 500 ids. On a failure, none: the polls then ask for themselves."""
+        failed = {job_id for job_id, state in ended.items() if state in REASON_STATES}
         try:
             details, reasons = await asyncio.gather(
-                self._api.run_details(list(ended)), self._api.errors(failed) if failed else _nothing()
+                self._api.run_details(list(ended)), self._api.errors(list(failed)) if failed else _nothing()
             )
         except Exception as exc:
             log.debug("run details of %d ended jobs: %s; their polls ask for them", len(ended), exc)
-            return
-        with self._lock:
-            for job_id in ended:
-                entry = self._entries.get(job_id)
-                if entry is None or entry.run.ended:
-                    continue
-                run = details.get(job_id)
-                entry.run = RunFacts(
-                    node=run.node if run else "",
-                    cluster=run.cluster if run else "",
-                    started_at=run.started_at if run else 0.0,
-                    ended=True,
-                    finished_at=run.finished_at if run else 0.0,
-                    reason=reasons.get(job_id, "") if job_id in failed else None,
-                )
+            return {}
+        runs = {}
+        for job_id in ended:
+            run = details.get(job_id)
+            runs[job_id] = RunFacts(
+                node=run.node if run else "",
+                cluster=run.cluster if run else "",
+                started_at=run.started_at if run else 0.0,
+                ended=True,
+                finished_at=run.finished_at if run else 0.0,
+                reason=reasons.get(job_id, "") if job_id in failed else None,
+            )
+        return runs
 
     def _start_stream(self, follow: _Follow) -> None:
         follow.task = asyncio.ensure_future(self._stream(follow))
