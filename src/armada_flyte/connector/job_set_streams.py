@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Optional
 
+from armada_client.armada import event_pb2
+
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
 
 STATE_OF_EVENT = {
@@ -71,7 +73,9 @@ class RunFacts:
             return facts
         if not facts.ended:
             facts = replace(facts, ended=True, finished_at=created)
-        if kind in ("failed", "preempted") and event.reason and facts.reason is None:
+        # A rejection's reason is left to GetJobErrors: the text the fixes are read from is documented there.
+        rejected = kind == "failed" and event.cause == event_pb2.Rejected
+        if kind in ("failed", "preempted") and event.reason and facts.reason is None and not rejected:
             facts = replace(facts, reason=event.reason)
         if kind == "failed":
             codes = [(status.name, status.exitCode) for status in event.container_statuses]
