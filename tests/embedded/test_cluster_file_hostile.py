@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armada_flyte.embedded.cluster import MAX_NODES, MAX_NODES_PER_GROUP, Cluster
+from armada_flyte.embedded.cluster.cluster_file import MAX_NODES, MAX_NODES_PER_GROUP, Cluster
 from armada_flyte.errors import InvalidConfig
 
 from support.hostile_values import MAX_MESSAGE, alias_bomb, dumpable_values, yaml_documents

@@ -9,7 +9,7 @@ from support.import_graph import EDGES, MODULES, imports
 
 pytestmark = pytest.mark.pure
 
-SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "view", "admin")
+SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "view", "admin", "executor")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -30,7 +30,9 @@ def _imports_of(side: str) -> set[tuple[str, str]]:
 
 def test_the_rules_see_the_whole_package():
     """Guards the tests below: they read the real modules and their imports."""
-    assert {"armada_flyte.spec", "armada_flyte.connector.service", "armada_flyte.embedded.server"} <= set(MODULES)
+    assert {"armada_flyte.spec", "armada_flyte.connector.service", "armada_flyte.embedded.services.grpc_server"} <= set(
+        MODULES
+    )
     assert ("armada_flyte.connector.service", "armada_flyte.spec", False) in EDGES
     assert ("armada_flyte.task.plugin", "armada_flyte.local.run", True) in EDGES
 
@@ -61,6 +63,7 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
         ("task", {"connector", "registry", "pod_runner", "embedded", "view", "admin"}),
         ("local", {"admin"}),
         ("view", {"task", "registry", "pod_runner", "embedded", "local", "admin"}),
+        ("executor", {"task", "connector", "registry", "local", "view", "admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
@@ -78,6 +81,10 @@ def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():
     hops = {(m, t) for m, t, lazy in EDGES if _side(m) == "task" and _side(t) == "local"}
     assert hops == {("armada_flyte.task.plugin", "armada_flyte.local.run")}
     assert all(lazy for m, t, lazy in EDGES if (m, t) in ALLOWED_LAZY)
+
+
+def test_only_the_console_script_imports_the_executor_side():
+    assert not {(m, t) for m, t, _ in EDGES if _side(t) == "executor" and _side(m) not in ("executor", "admin")}
 
 
 def test_nothing_but_the_console_script_imports_admin():

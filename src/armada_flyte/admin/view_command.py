@@ -120,7 +120,7 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
 
 def _credentials(auth: Sequence[str]) -> dict[str, Any]:
     """One of the credentials dev's server accepts (`--auth`), as the connector's settings."""
-    from armada_flyte.embedded.auth import Credentials
+    from armada_flyte.embedded.services.auth import Credentials
 
     accepted = Credentials.parse(auth)
     if accepted is None:

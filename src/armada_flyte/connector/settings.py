@@ -179,6 +179,7 @@ OTHER_ENV_NAMES = frozenset(
         # the image scripts (scripts/*.sh) and `armada-flyte image build`; `eval "$(scripts/image-builder.sh start)"`
         # exports some of them into the shell that then runs the connector
         "ARMADA_FLYTE_CACHE",
+        "ARMADA_FLYTE_EXECUTOR_STUBS",  # `armada-flyte executor` (scripts/build-executor-stubs.sh)
         "ARMADA_FLYTE_REGISTRY",
         "ARMADA_FLYTE_REGISTRY_PORT",
         "ARMADA_FLYTE_BUILDER",

@@ -167,7 +167,7 @@ def local_stack(
     memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
     `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
     in `state_dir`, else a temporary file)."""
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
     blob = LocalBlobServer(blob_port).start() if blob_store else None
     cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
@@ -175,20 +175,22 @@ def local_stack(
         cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
     try:
         with EmbeddedArmada(
-            cluster=cluster,
-            port=armada_port,
-            executor=executor,
-            queues=(queue,),
-            visibility_delay=visibility_delay,
-            paused=paused,
-            auth=auth,
-            tls_cert=tls_cert,
-            tls_key=tls_key,
-            secrets=cluster_secrets,
-            secrets_file=secrets_file,
-            state_dir=state_dir,
-            kubeconfig=kubeconfig,
-            ingress_port=ingress_port,
+            EmbeddedConfig(
+                cluster=cluster,
+                port=armada_port,
+                executor=executor,
+                queues=(queue,),
+                visibility_delay=visibility_delay,
+                paused=paused,
+                auth=auth,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                secrets=cluster_secrets,
+                secrets_file=secrets_file,
+                state_dir=state_dir,
+                kubeconfig=kubeconfig,
+                ingress_port=ingress_port,
+            )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             if configure_connector:
