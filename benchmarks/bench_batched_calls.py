@@ -31,7 +31,7 @@ from flyteidl2.connector import connector_pb2, service_pb2_grpc
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
 from armada_flyte.connector.metadata import ArmadaJobMetadata
 from armada_flyte.connector.phases import TERMINAL_PHASES
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -45,6 +45,11 @@ ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
 STATUS_FAMILY = ("GetJobStatus", "GetJobDetails", "GetJobErrors")
 ENDED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 ROUND_SECONDS = 3.0
+
+
+def instant_armada() -> EmbeddedArmada:
+    """The embedded server, paused (jobs stay LEASED until `resume()`), its pods ending the moment they start."""
+    return EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True, executor=InstantPods()))
 
 
 def submit(armada: EmbeddedArmada, job_set: str, count: int, failing: bool = False) -> list[bytes]:
@@ -72,7 +77,7 @@ def a_round(stub, metas: list[bytes]) -> list[int]:
 
 
 def deletes(count: int, job_sets: int, workdir: pathlib.Path) -> dict:
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True, executor=InstantPods()) as armada:
+    with instant_armada() as armada:
         metas = [m for j in range(job_sets) for m in submit(armada, f"abort-{j}", count // job_sets)]
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, workdir / "c0-deletes.log") as (channel, _):
@@ -107,7 +112,7 @@ def deletes(count: int, job_sets: int, workdir: pathlib.Path) -> dict:
 
 
 def endings(count: int, streams: bool, workdir: pathlib.Path) -> dict:
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True, executor=InstantPods()) as armada:
+    with instant_armada() as armada:
         metas = submit(armada, "ends-ok", count // 2) + submit(armada, "ends-bad", count - count // 2, failing=True)
         ids = [ArmadaJobMetadata.decode(m).job_id for m in metas]
         env = {

@@ -37,9 +37,9 @@ ENDED = {"SUCCEEDED", "FAILED", "CANCELLED"}
 @pytest.fixture
 def paused_armada():
     """Jobs stay LEASED until `resume()`; then each pod ends at once (`false` fails with exit code 1)."""
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True, executor=InstantPods()) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True, executor=InstantPods())) as server:
         yield server
 
 
