@@ -20,7 +20,7 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.embedded import Cluster, EmbeddedArmada
 
-from support.real_armada import uses_real_armada, wait_until_queue_accepts
+from support.real_armada import mark_known_failures, uses_real_armada, wait_until_queue_accepts
 
 ARMADA_URL = os.environ.get("ARMADA_URL", "")
 CONFORMANCE_QUEUE = os.environ.get("ARMADA_TEST_QUEUE", "conformance")
@@ -41,6 +41,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
         elif "armada_url" not in getattr(item, "fixturenames", ()):
             item.add_marker(own_server)
+    mark_known_failures(config, items)
 
 
 @pytest.fixture(scope="session")

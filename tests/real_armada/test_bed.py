@@ -60,6 +60,7 @@ def group_members(pgid: int) -> list[int]:
     return [int(pid) for pid in ps.stdout.split()]
 
 
+@pytest.mark.timeout(UP_TIMEOUT_SECONDS)
 def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest.FixtureRequest) -> None:
     if not uses_real_armada(request.config):
         pytest.skip("starts a bed of its own: run with --armada real")
