@@ -11,6 +11,7 @@ Tests that look behind the API (processes, sandboxes, clusters of their own) are
 from __future__ import annotations
 
 import os
+import pathlib
 import uuid
 from typing import Callable, Iterator, Optional
 
@@ -23,6 +24,7 @@ from armada_flyte.embedded import Cluster, EmbeddedArmada
 from support.real_armada import mark_known_failures, uses_real_armada, wait_until_queue_accepts
 
 ARMADA_URL = os.environ.get("ARMADA_URL", "")
+SUITE = pathlib.Path(__file__).parent
 CONFORMANCE_QUEUE = os.environ.get("ARMADA_TEST_QUEUE", "conformance")
 
 
@@ -37,11 +39,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs the embedded server (the suite runs against real Armada)")
     own_server = pytest.mark.skip(reason="talks to a server of its own, not to the suite's Armada")
     for item in items:
+        if SUITE not in item.path.parents:
+            continue  # the hook sees the whole session's tests; only this folder's are the suite
         if "embedded_only" in item.keywords:
             item.add_marker(skip)
         elif "armada_url" not in getattr(item, "fixturenames", ()):
             item.add_marker(own_server)
-    mark_known_failures(config, items)
+    mark_known_failures(config, [item for item in items if SUITE in item.path.parents])
 
 
 @pytest.fixture(scope="session")

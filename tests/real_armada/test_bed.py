@@ -14,9 +14,9 @@ import pytest
 
 from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, parse_assignments, uses_real_armada
 
-# Bases of their own, away from the session's bed (50150) and the executor helper's (51150).
-LIFECYCLE_BASE = 52150
-BUSY_PORT_BASE = 53150
+# Bases of their own, away from the session's bed (50150) and other helpers' beds (51150, 52150).
+LIFECYCLE_BASE = 56150
+BUSY_PORT_BASE = 57150
 
 
 def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess[str]:
