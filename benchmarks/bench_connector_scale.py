@@ -108,9 +108,10 @@ def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[b
     return count / seconds, metas, len(failed)
 
 
-def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
-    """Ask for every task once, the asks spread evenly over one round; count what reached Armada."""
-    before = armada.calls.counts()
+def status_round(stub, armada_calls: Callable[[], dict[str, int]], metas: list[bytes]) -> dict:
+    """Ask for every task once, the asks spread evenly over one round; count what reached Armada
+    (`armada_calls` gives the server's calls so far, by method)."""
+    before = armada_calls()
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
@@ -138,9 +139,10 @@ def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
         sent = time.perf_counter()
         call = stub.GetTask.future(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=60)
         call.add_done_callback(lambda c, sent=sent: finished(c, sent))
-    done.wait(120)
+    if not done.wait(120):  # every call has its own 60 s deadline, so this only trips on a lost callback
+        raise RuntimeError(f"{remaining[0]} of {len(metas)} GetTask calls unanswered after 120 s")
     took = time.perf_counter() - began
-    after = armada.calls.counts()
+    after = armada_calls()
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
     latencies.sort()
     return {
@@ -215,7 +217,7 @@ def main() -> int:
             # warm up: imports, channels, the first job sets' streams
             _, metas, _ = creates(stub, "armada", 0, 200)
             creates(stub, "noop", 0, 200)
-            status_round(stub, armada, metas)
+            status_round(stub, armada.calls.counts, metas)
             baseline_mb = rss_mb(pid)
 
             noop_rate, _, noop_failed = creates(stub, "noop", 200, args.creates)
@@ -228,11 +230,11 @@ def main() -> int:
             for n in (1000, 5000):
                 if len(metas) < n:
                     metas += creates(stub, "armada", len(metas), n - len(metas))[1]
-                status_round(stub, armada, metas[:n])  # the round before: jobs asked for the first time
-                rounds[n] = status_round(stub, armada, metas[:n])
+                status_round(stub, armada.calls.counts, metas[:n])  # the round before: jobs asked for the first time
+                rounds[n] = status_round(stub, armada.calls.counts, metas[:n])
             if len(metas) < args.memory_in_flight:
                 metas += creates(stub, "armada", len(metas), args.memory_in_flight - len(metas))[1]
-            rounds[len(metas)] = status_round(stub, armada, metas)
+            rounds[len(metas)] = status_round(stub, armada.calls.counts, metas)
             memory_mb = rss_mb(pid) - baseline_mb
 
     r1, r5 = rounds[1000], rounds[5000]

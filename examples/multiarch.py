@@ -20,6 +20,7 @@ import pathlib
 import platform
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import flyte
 
@@ -90,37 +91,9 @@ async def pipeline(n: int = 200, epochs: int = 200) -> float:
     return best
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
+def _print_result(run: Any, executor: str) -> None:
     from armada_flyte.local.journal import print_jobs_table
 
-    parser = argparse.ArgumentParser(description="A multi-architecture Flyte pipeline on Armada.")
-    parser.add_argument(
-        "--executor",
-        choices=("process", "docker"),
-        default="process",
-        help="how the embedded server runs pods: local processes (default), or containers of "
-        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node group arch> (needs Docker, and QEMU binfmt for the other arch)",
-    )
-    executor = parser.parse_args(argv).executor
-    if executor == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
-        parser.error(
-            "--executor docker runs the tasks in ARMADA_FLYTE_RUNTIME_IMAGE: set it to a multi-arch runtime image "
-            "your Docker daemon can pull (docs/admins/runtime-image.md builds one)"
-        )
-    root = pathlib.Path(__file__).parent
-    if os.environ.get("ARMADA_URL"):
-        flyte.init(root_dir=root, storage=flyte.storage.S3.auto())
-        raw_data_path = os.environ.get("ARMADA_FLYTE_RAW_DATA_PATH", "s3://flyte/raw")
-        run = flyte.with_runcontext(mode="local", raw_data_path=raw_data_path).run(pipeline)
-    else:
-        from armada_flyte.local.stack import local_stack
-
-        with local_stack(executor=executor) as stack:
-            print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
-            stack.init_flyte(root)
-            run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
     outputs = run.outputs()
     best = outputs[0] if isinstance(outputs, tuple) else outputs
     print(f"\npipeline result: best RMSE {float(best):.4f}\n")
@@ -133,6 +106,69 @@ def main(argv: list[str] | None = None) -> int:
             "arm64 pods were scheduled on the arm64 node group (see each job's log, or use "
             "`./scripts/demo.sh --executor docker` to run them in the runtime image under emulation)."
         )
+
+
+def _wait_for_ctrl_c() -> None:
+    import signal
+    import threading
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(timeout=0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A multi-architecture Flyte pipeline on Armada.")
+    parser.add_argument(
+        "--executor",
+        choices=("process", "docker"),
+        default="process",
+        help="how the embedded server runs pods: local processes (default), or containers of "
+        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node group arch> (needs Docker, and QEMU binfmt for the other arch)",
+    )
+    parser.add_argument(
+        "--view",
+        action="store_true",
+        help="serve the local view of the run on 127.0.0.1 (the embedded server only), up until Ctrl-C after the run",
+    )
+    args = parser.parse_args(argv)
+    executor = args.executor
+    if args.view and os.environ.get("ARMADA_URL"):
+        parser.error("--view shows the embedded server; for another Armada run `armada-flyte view --armada HOST:PORT`")
+    if executor == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
+        parser.error(
+            "--executor docker runs the tasks in ARMADA_FLYTE_RUNTIME_IMAGE: set it to a multi-arch runtime image "
+            "your Docker daemon can pull (docs/admins/runtime-image.md builds one)"
+        )
+    root = pathlib.Path(__file__).parent
+    if os.environ.get("ARMADA_URL"):
+        flyte.init(root_dir=root, storage=flyte.storage.S3.auto())
+        raw_data_path = os.environ.get("ARMADA_FLYTE_RAW_DATA_PATH", "s3://flyte/raw")
+        run = flyte.with_runcontext(mode="local", raw_data_path=raw_data_path).run(pipeline)
+    else:
+        import contextlib
+
+        from armada_flyte.local.stack import local_stack, stack_view
+
+        with local_stack(executor=executor) as stack:
+            with stack_view(stack) if args.view else contextlib.nullcontext() as view_url:
+                print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
+                if view_url:
+                    print(f"view: {view_url}", flush=True)
+                stack.init_flyte(root)
+                run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
+                if view_url:
+                    _print_result(run, executor)
+                    print(f"\nview: {view_url} stays up until Ctrl-C", flush=True)
+                    _wait_for_ctrl_c()
+                    return 0
+    _print_result(run, executor)
     return 0
 
 

@@ -14,6 +14,8 @@
 #   ARMADA_FLYTE_CMD    command that runs the CLI (default: armada-flyte on PATH, else
 #                       .venv/bin/armada-flyte of this checkout)
 #   OUT_DIR             where logs and JUnit reports go (default: a new temp dir)
+#   ARMADA_TESTSUITE_START_TIMEOUT  seconds the started server may take to say it is ready
+#                       (default 120: a busy machine can be slow to start it)
 #   PER_CASE=1          run each case by itself instead of a folder at a time
 #                       (the testsuite runs every case of one --tests pattern in parallel)
 #   SKIP_CASES="a/b c/d"  leave these cases out (e.g. the two stress-ng load
@@ -54,6 +56,35 @@ stop_server() {
 }
 trap stop_server EXIT
 
+start_timeout="${ARMADA_TESTSUITE_START_TIMEOUT:-120}"
+
+# server_failed REASON: say why the started server is of no use, with the end of its log, and stop.
+server_failed() {
+  echo "armada-testsuite: the embedded server $1; the end of $out/server.log:" >&2
+  tail -n 40 "$out/server.log" >&2 2>/dev/null || echo "(no log was written)" >&2
+  exit 1
+}
+
+# wait_for_server_log REGEX WHAT: return once a line of the server's log matches REGEX; fail if the
+# server exits first or start_timeout seconds pass.
+wait_for_server_log() {
+  local deadline=$((SECONDS + start_timeout))
+  until grep -q -- "$1" "$out/server.log" 2>/dev/null; do
+    kill -0 "$server_pid" 2>/dev/null || server_failed "exited before printing $2"
+    [ "$SECONDS" -lt "$deadline" ] \
+      || server_failed "did not print $2 within ${start_timeout} s (ARMADA_TESTSUITE_START_TIMEOUT)"
+    sleep 0.1
+  done
+}
+
+# server_log_value SED_SCRIPT WHAT: the first value SED_SCRIPT prints from the log the server has written.
+server_log_value() {
+  local value
+  value="$(sed -n "$1" "$out/server.log" | head -n1)"
+  [ -n "$value" ] || server_failed "did not print $2"
+  printf '%s' "$value"
+}
+
 url="${ARMADA_URL:-}"
 if [ -z "$url" ]; then
   if [ -n "${ARMADA_FLYTE_CMD:-}" ]; then
@@ -73,32 +104,16 @@ if [ -z "$url" ]; then
     --cluster "${ARMADA_TESTSUITE_CLUSTER:-$here/armada-testsuite-cluster.yaml}" --kubeconfig "$KUBECONFIG" \
     >"$out/server.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 1 300); do
-    url="$(sed -n 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "$out/server.log" | head -n1)"
-    [ -n "$url" ] && break
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      echo "armada-testsuite: the embedded server exited; its log:" >&2
-      cat "$out/server.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  if [ -z "$url" ]; then
-    echo "armada-testsuite: the embedded server printed no address within 30 s" >&2
-    exit 1
-  fi
+  # The server prints its addresses in one block, flushed with its last line: wait for that line.
+  # On a busy machine the log may not even exist yet when we first look.
+  wait_for_server_log "^Press Ctrl-C to stop" "its ready line (\"Press Ctrl-C to stop.\")"
+  url="$(server_log_value 's/^Armada-compatible server listening on \([^ ]*\).*/\1/p' "its address")"
   echo "armada-testsuite: embedded server (pid $server_pid) on $url" >&2
   # The testsuite GETs every ingress host it is told of at ARMADA_EXECUTOR_INGRESS_URL:PORT with the
   # host as Host header (Armada's CI: kind's ingress controller on localhost:5001); here the
   # embedded server's ingress controller routes them.
-  for _ in $(seq 1 50); do
-    ingress="$(sed -n 's|^ingress controller on http://\([^ ]*\).*|\1|p' "$out/server.log" | head -n1)"
-    [ -n "$ingress" ] && break
-    sleep 0.1
-  done
-  if [ -n "$ingress" ]; then
-    export ARMADA_EXECUTOR_INGRESS_URL="http://${ingress%:*}" ARMADA_EXECUTOR_INGRESS_PORT="${ingress##*:}"
-  fi
+  ingress="$(server_log_value 's|^ingress controller on http://\([^ ]*\).*|\1|p' "its ingress controller's address")"
+  export ARMADA_EXECUTOR_INGRESS_URL="http://${ingress%:*}" ARMADA_EXECUTOR_INGRESS_PORT="${ingress##*:}"
 fi
 
 # armadactl/testsuite dial with TLS unless told otherwise or the URL names "localhost".

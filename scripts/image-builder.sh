@@ -37,16 +37,24 @@ EOF
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-# wait_for WHAT SECONDS COMMAND...: retry COMMAND every 0.2s.
+# wait_for NAME WHAT SECONDS COMMAND...: retry COMMAND every 0.2 s until it succeeds; fail with the end of
+# NAME's log when NAME (started in the background, $run_dir/NAME.pid) exits first or SECONDS pass.
 wait_for() {
-  local what=$1 limit=$2 i
-  shift 2
-  for ((i = 0; i < limit * 5; i++)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.2
+  local name=$1 what=$2 limit=$3 deadline=$((SECONDS + $3)) why
+  shift 3
+  until "$@" >/dev/null 2>&1; do
+    if ! alive "$run_dir/$name.pid"; then
+      why="$name exited"
+    elif [ "$SECONDS" -ge "$deadline" ]; then
+      why="$what did not come up in ${limit}s"
+    else
+      sleep 0.2
+      continue
+    fi
+    echo "image-builder: $why; the end of $run_dir/$name.log:" >&2
+    tail -n 30 "$run_dir/$name.log" >&2 2>/dev/null || true
+    return 1
   done
-  echo "image-builder: $what did not come up in ${limit}s" >&2
-  return 1
 }
 
 ensure_host_parts() {
@@ -94,7 +102,7 @@ EOF
   log "docker-registry on $registry (storage $state/registry)"
   setsid docker-registry serve "$run_dir/registry.yml" >"$run_dir/registry.log" 2>&1 </dev/null &
   echo $! >"$run_dir/registry.pid"
-  wait_for "the registry on $registry" 20 curl -fsS "http://$registry/v2/"
+  wait_for registry "the registry on $registry" 60 curl -fsS "http://$registry/v2/"
 }
 
 start_buildkitd() {
@@ -128,7 +136,7 @@ EOF
   log "buildkitd on unix://$socket (state $state/buildkit)"
   setsid "$tools/buildkitd" --config "$run_dir/buildkitd.toml" >"$run_dir/buildkitd.log" 2>&1 </dev/null &
   echo $! >"$run_dir/buildkitd.pid"
-  wait_for "buildkitd" 60 "$tools/buildctl" --addr "unix://$socket" debug workers
+  wait_for buildkitd "buildkitd" 120 "$tools/buildctl" --addr "unix://$socket" debug workers
 }
 
 ensure_builder() {

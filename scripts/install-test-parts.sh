@@ -3,8 +3,9 @@
 # docker.io engine (Docker SDK paths and the docker executor), htpasswd (a basic-auth registry),
 # kubectl (kubernetes-client: pods of Armada's gang and service cases query the embedded cluster),
 # a static busybox for FROM-scratch images (and the alpine programs of Armada's testsuite cases),
-# stress-ng (its load cases), and QEMU in binfmt_misc with a busybox of the other
-# architecture (a foreign-arch pod really running under emulation). Installs only what is
+# stress-ng (its load cases), Chromium (the local view's browser test, headless), and QEMU in
+# binfmt_misc with a busybox of the other architecture (a foreign-arch pod really running under
+# emulation). Installs only what is
 # missing; needs root (CI runs as root).
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then
@@ -22,6 +23,7 @@ command -v htpasswd >/dev/null 2>&1 || packages+=(apache2-utils)
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 dpkg -s busybox-static >/dev/null 2>&1 || packages+=(busybox-static)
 command -v stress-ng >/dev/null 2>&1 || packages+=(stress-ng)
+command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 dpkg -s qemu-user-static >/dev/null 2>&1 || packages+=(qemu-user-static)
 command -v update-binfmts >/dev/null 2>&1 || packages+=(binfmt-support)
 if [ ${#packages[@]} -gt 0 ]; then

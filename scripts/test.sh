@@ -8,15 +8,28 @@
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default fake), runs the conformance suite against it
 # with --armada real, and stops it.
+#
+# `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
+# socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
+# go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=false
+if [ "${1:-}" = --fast ]; then
+  fast=true
+  shift
+fi
 cleanups=()
 trap 'for step in "${cleanups[@]}"; do $step || true; done' EXIT
 scripts/setup-venv.sh test
-scripts/install-test-parts.sh
+"$fast" || scripts/install-test-parts.sh
 echo "==> ruff"
 .venv/bin/ruff check src tests benchmarks examples deploy
 .venv/bin/ruff format --check --quiet src tests benchmarks examples deploy
+if "$fast"; then
+  echo "==> pytest -m pure"
+  exec .venv/bin/python -m pytest -m pure "$@"
+fi
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
   cleanups+=("scripts/prepare-image-parts.sh stop")
   echo "==> image parts (scripts/prepare-image-parts.sh)"

@@ -3,6 +3,8 @@
 A test that needs a real part (a registry, a Docker engine, buildx) that isn't on this machine
 may skip locally; under CI (`CI=true`) a missing part fails the run instead (`support.real_parts`).
 Helpers live in `tests/support/`, importable as `support.*` (pytest's `pythonpath`).
+A test marked `pure` may not open a socket, start a process or a gRPC server or channel
+(`support.purity_guard` fails it if it does): `scripts/test.sh --fast` runs those alone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ pytest_plugins = [
     "support.flyte_serialization",
     "support.armada_tools",
     "support.real_armada",
+    "support.purity_guard",
+    "pytester",
 ]
 
 

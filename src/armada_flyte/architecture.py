@@ -91,3 +91,8 @@ def host_architecture() -> Architecture | None:
         return Architecture.parse(platform.machine())
     except InvalidConfig:
         return None
+
+
+def host_architecture_name() -> str:
+    """This machine's architecture as `kubernetes.io/arch` spells it, or its raw machine name."""
+    return str(host_architecture() or platform.machine().lower())

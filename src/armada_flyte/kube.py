@@ -8,9 +8,11 @@ written, not as a pod the cluster refuses later. The objects built from these ru
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal, localcontext
+from typing import Any
 
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label carrying a node's CPU architecture."""
@@ -159,3 +161,25 @@ def _capped(amount: Decimal) -> Decimal:
     if amount.is_nan():
         raise ValueError("NaN is not a quantity")
     return max(-MAX_QUANTITY, min(MAX_QUANTITY, amount))
+
+
+MAX_MILLI = (2**63 - 1) * 1000
+"""Kubernetes caps a quantity at 2^63-1 of its base unit ("numbers larger ... will be capped", resource.Quantity's
+documentation); so does this, so an absurd amount (cpu "1e5000") stays a number the scheduler can compare."""
+
+
+@functools.lru_cache(maxsize=4096)
+def milli(quantity: str | int | float) -> int:
+    """A Kubernetes quantity in thousandths, rounded up and capped as Kubernetes does; ValueError if malformed."""
+    try:
+        amount = parse_quantity(quantity) * 1000
+    except ArithmeticError:  # an exponent past what a Decimal holds: capped like any other huge amount
+        return MAX_MILLI if not str(quantity).strip().startswith("-") else -MAX_MILLI
+    if not amount.is_finite():
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
+    return max(-MAX_MILLI, min(MAX_MILLI, math.ceil(amount)))
+
+
+def container_requests(container: Any) -> dict[str, int]:
+    """A container's resource requests (armada_client's k8s proto) in thousandths, by resource name."""
+    return {name: milli(q.string) for name, q in container.resources.requests.items()}

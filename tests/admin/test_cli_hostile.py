@@ -74,6 +74,7 @@ def test_generated_command_lines_end_in_a_typed_error_or_usage(project, capsys, 
         assert len(line) < MAX_MESSAGE
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "task, problem",
     [

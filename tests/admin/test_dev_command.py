@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import grpc
@@ -22,6 +21,7 @@ from armada_flyte.embedded.state_store import saved_job_states
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.process_checks import is_alive, pids_in_log
+from support.process_output import Output
 from support.waiting import wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
@@ -29,25 +29,6 @@ pytestmark = pytest.mark.embedded_only
 DEV = [sys.executable, "-m", "armada_flyte.admin.cli", "dev"]
 CLI = [*DEV, "--ephemeral"]
 """Most tests want a server of their own that keeps nothing; the state tests pass --state-dir instead."""
-
-
-class Output:
-    """The server's stdout, collected line by line on a thread so the test can wait for lines."""
-
-    def __init__(self, process: subprocess.Popen):
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _read(self, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str) -> re.Match:
-        def found():
-            return next((m for line in self.lines if (m := re.search(pattern, line))), None)
-
-        return wait_until(found, timeout=20, what=f"a line matching {pattern!r} in {self.lines}")
 
 
 @pytest.fixture
@@ -97,6 +78,33 @@ def test_no_blob_store_when_asked() -> None:
     try:
         output.wait_for(r"Press Ctrl-C to stop")
         assert not any("FLYTE_BLOB_ENDPOINT" in line for line in output.lines)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+
+
+def test_serves_the_view_of_every_job_set_of_its_server(server) -> None:
+    import urllib.request
+
+    process, output = server
+    view = output.wait_for(r"^view: (http://127\.0\.0\.1:\d+/)$").group(1)
+    url = output.wait_for(r"listening on (127\.0\.0\.1:\d+)").group(1)
+    with grpc.insecure_channel(url) as channel:
+        client = ArmadaClient(channel)
+        job_id = submit_one(client, "cli", "seen-by-the-view", item(pod(["true"])))
+        wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    with urllib.request.urlopen(view, timeout=30) as response:
+        page = response.read().decode()
+    assert 'data-queue="cli" data-job-set="seen-by-the-view"' in page
+    assert f'data-job-id="{job_id}" data-state="SUCCEEDED"' in page
+
+
+def test_no_view_when_asked() -> None:
+    command = [*CLI, "--port", "0", "--no-blob-store", "--no-view"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = Output(process)
+    try:
+        output.wait_for(r"^view: off \(--no-view\)$")
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
@@ -298,7 +306,8 @@ def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_doe
     from flyteidl2.core.execution_pb2 import TaskExecution
 
     import armada_flyte
-    from armada_flyte.connector.service import ArmadaConnector, ArmadaJobMetadata
+    from armada_flyte.connector.metadata import ArmadaJobMetadata
+    from armada_flyte.connector.service import ArmadaConnector
 
     from support.armada_templates import run
 

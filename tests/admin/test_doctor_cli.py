@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.pure
+
 
 def test_good_configs_exit_zero_with_a_table_of_passed_checks(doctor, write_yaml, good_executor, good_scheduler):
     executor = write_yaml("executor.yaml", good_executor)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from armada_flyte.admin.doctor.config_checks import (
     check_executor_config,
     check_node_groups,
@@ -12,6 +14,8 @@ from armada_flyte.admin.doctor.config_checks import (
 )
 from armada_flyte.architecture import Architecture
 from armada_flyte.connector.node_groups import NodeGroups
+
+pytestmark = pytest.mark.pure
 
 
 def _problems(findings):

@@ -6,6 +6,8 @@ ARMADA_FLYTE_AUTH_USERNAME/PASSWORD) and tells UNAUTHENTICATED from PERMISSION_D
 
 from __future__ import annotations
 
+import pytest
+
 
 def _by_check(report):
     return {f["check"]: f for f in report["findings"]}
@@ -96,6 +98,7 @@ def test_server_serving_queues_only_on_submit_is_still_checked(
     assert _by_check(report)["armada.queue"]["message"] == "queue 'flyte' exists"
 
 
+@pytest.mark.pure
 def test_unreadable_ca_bundle_is_a_problem_before_any_call(doctor_json, tmp_path, monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_ARMADA_TLS", "true")
     monkeypatch.setenv("ARMADA_FLYTE_ARMADA_CA_CERT", str(tmp_path / "absent.pem"))
@@ -106,6 +109,7 @@ def test_unreadable_ca_bundle_is_a_problem_before_any_call(doctor_json, tmp_path
     assert live["message"].startswith("can't read the CA bundle")
 
 
+@pytest.mark.pure
 def test_invalid_connector_settings_stop_the_live_checks(doctor_json, monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_AUTH_USERNAME", "bob")
     code, report = doctor_json("--preset", "gke", "--armada-url", "127.0.0.1:1")

@@ -3,6 +3,8 @@
 import json
 import pathlib
 
+import pytest
+
 from armada_flyte.admin.cli import main
 
 PROJECT = pathlib.Path(__file__).parents[1] / "e2e" / "project"
@@ -42,6 +44,7 @@ def test_an_architecture_the_platform_lacks_is_the_clear_error(capsys, tmp_path)
     assert "not offered" in out.err and "offered: amd64" in out.err
 
 
+@pytest.mark.pure
 def test_a_bad_task_reference_names_the_form(capsys):
     code, out = dry_run(capsys, "workflows", "--preset", "gke")
     assert code == 1 and "module:task" in out.err

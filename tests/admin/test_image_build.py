@@ -50,25 +50,30 @@ def bake_default(variable: str) -> str:
 # --- the files --------------------------------------------------------------------------
 
 
+@pytest.mark.pure
 def test_the_package_finds_the_repository_images_folder():
     assert runtime_image_dir().name == "images"
     assert runtime_dockerfile().is_file()
 
 
+@pytest.mark.pure
 def test_the_dockerfile_pins_flyte_to_the_installed_version():
     assert dockerfile_arg("FLYTE_VERSION") == importlib.metadata.version("flyte")
 
 
+@pytest.mark.pure
 def test_the_dockerfile_pins_armada_flyte_to_this_version():
     assert dockerfile_arg("ARMADA_FLYTE_VERSION") == importlib.metadata.version("armada-flyte")
 
 
+@pytest.mark.pure
 def test_the_dockerfile_installs_from_the_index_unless_told_otherwise():
     """Flyte's builder passes no build args and uses the Dockerfile's folder as the context."""
     assert dockerfile_arg("ARMADA_FLYTE_FROM") == "index"
     assert re.search(r"(?m)^FROM install-\$\{ARMADA_FLYTE_FROM\}", DOCKERFILE)
 
 
+@pytest.mark.pure
 def test_the_dockerfile_runs_as_a_numeric_non_root_user_with_a0_on_path():
     users = re.findall(r"(?m)^USER (\S+)$", DOCKERFILE)
     assert users and all(u.split(":")[0] != "0" for u in users)
@@ -76,17 +81,20 @@ def test_the_dockerfile_runs_as_a_numeric_non_root_user_with_a0_on_path():
     assert "command -v a0" in DOCKERFILE
 
 
+@pytest.mark.pure
 def test_the_python_base_is_a_build_argument_with_the_cli_default():
     assert dockerfile_arg("PYTHON_VERSION") == DEFAULT_PYTHON_VERSION
     assert re.search(r"(?m)^FROM python:\$\{PYTHON_VERSION\}", DOCKERFILE)
 
 
+@pytest.mark.pure
 def test_the_bake_file_builds_both_platforms_by_default():
     assert re.search(r"(?m)^group \"default\" \{\s*targets = \[\"runtime\"\]", BAKE_FILE)
     platforms = re.search(r"platforms\s*=\s*\[([^\]]*)\]", BAKE_FILE).group(1)
     assert tuple(re.findall(r'"([^"]+)"', platforms)) == RUNTIME_PLATFORMS
 
 
+@pytest.mark.pure
 def test_the_bake_file_agrees_with_the_cli_on_python_and_source():
     assert bake_default("PYTHON_VERSION") == DEFAULT_PYTHON_VERSION
     assert '"armada-flyte-wheel" = "dist"' in BAKE_FILE
@@ -98,6 +106,7 @@ def test_the_bake_file_agrees_with_the_cli_on_python_and_source():
 # --- runtime_image() --------------------------------------------------------------------
 
 
+@pytest.mark.pure
 def test_runtime_image_is_a_flyte_image_from_the_dockerfile_for_both_platforms():
     import flyte
 
@@ -108,6 +117,7 @@ def test_runtime_image_is_a_flyte_image_from_the_dockerfile_for_both_platforms()
     assert image.uri.startswith("127.0.0.1:5000/armada-flyte-runtime:")
 
 
+@pytest.mark.pure
 def test_the_package_level_runtime_image_stays_callable_once_its_module_is_loaded():
     import armada_flyte
 
@@ -115,6 +125,7 @@ def test_the_package_level_runtime_image_stays_callable_once_its_module_is_loade
     assert callable(armada_flyte.runtime_image)
 
 
+@pytest.mark.pure
 def test_runtime_image_takes_the_name():
     assert runtime_image("ghcr.io/org", "tasks").uri.startswith("ghcr.io/org/tasks:")
 
@@ -178,6 +189,7 @@ def docker_on_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
 
+@pytest.mark.pure
 def test_preflight_passes_with_buildx_and_emulation(binfmt, docker_on_path):
     (binfmt / "qemu-aarch64").write_text("enabled\ninterpreter /usr/bin/qemu-aarch64-static\n")
     assert (
@@ -185,12 +197,14 @@ def test_preflight_passes_with_buildx_and_emulation(binfmt, docker_on_path):
     )
 
 
+@pytest.mark.pure
 def test_preflight_says_how_to_add_buildx(binfmt, docker_on_path):
     problems = preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(False))
     assert len(problems) == 1
     assert "docker buildx is missing" in problems[0] and "docker-buildx-plugin" in problems[0]
 
 
+@pytest.mark.pure
 def test_preflight_says_how_to_add_qemu_for_the_foreign_architecture(binfmt, docker_on_path):
     problems = preflight_problems(
         RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)
@@ -200,6 +214,7 @@ def test_preflight_says_how_to_add_qemu_for_the_foreign_architecture(binfmt, doc
     assert "tonistiigi/binfmt" in problems[0] and "qemu-user-static" in problems[0]
 
 
+@pytest.mark.pure
 def test_preflight_on_arm64_needs_x86_64_emulation(binfmt, docker_on_path):
     problems = preflight_problems(
         RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.arm64, runner=FakeDocker(True)
@@ -207,6 +222,7 @@ def test_preflight_on_arm64_needs_x86_64_emulation(binfmt, docker_on_path):
     assert len(problems) == 1 and "qemu-x86_64" in problems[0]
 
 
+@pytest.mark.pure
 def test_preflight_ignores_a_disabled_emulator(binfmt, docker_on_path):
     (binfmt / "qemu-aarch64").write_text("disabled\n")
     problems = preflight_problems(
@@ -215,12 +231,14 @@ def test_preflight_ignores_a_disabled_emulator(binfmt, docker_on_path):
     assert len(problems) == 1
 
 
+@pytest.mark.pure
 def test_preflight_needs_no_emulation_for_the_native_platform(binfmt, docker_on_path):
     assert (
         preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=FakeDocker(True)) == []
     )
 
 
+@pytest.mark.pure
 def test_preflight_skips_emulation_when_asked(binfmt, docker_on_path):
     assert (
         preflight_problems(
@@ -234,12 +252,14 @@ def test_preflight_skips_emulation_when_asked(binfmt, docker_on_path):
     )
 
 
+@pytest.mark.pure
 def test_preflight_without_a_docker_cli(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     problems = preflight_problems(RUNTIME_PLATFORMS, runner=FakeDocker(True))
     assert problems and "docker CLI is not on PATH" in problems[0]
 
 
+@pytest.mark.pure
 def test_a_build_with_missing_tools_runs_nothing_and_lists_every_fix(docker_on_path):
     runner = FakeDocker(False)
     request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), platforms=("linux/amd64",))
@@ -249,6 +269,7 @@ def test_a_build_with_missing_tools_runs_nothing_and_lists_every_fix(docker_on_p
     assert "cannot build the runtime image here" in str(caught.value)
 
 
+@pytest.mark.pure
 def test_a_build_runs_the_printed_command(docker_on_path, capsys):
     runner = FakeDocker(True)
     request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), platforms=("linux/amd64",), push=True)
@@ -257,12 +278,14 @@ def test_a_build_runs_the_printed_command(docker_on_path, capsys):
     assert f"+ {request.printable()}" in capsys.readouterr().err
 
 
+@pytest.mark.pure
 def test_preflight_asks_the_builder_to_start(binfmt, docker_on_path):
     runner = FakeDocker(True)
     preflight_problems(["linux/amd64"], builder="multiarch", binfmt_dir=binfmt, host=Architecture.amd64, runner=runner)
     assert ["docker", "buildx", "inspect", "--bootstrap", "multiarch"] in runner.calls
 
 
+@pytest.mark.pure
 def test_preflight_says_how_to_get_a_builder_when_the_default_one_has_no_daemon(binfmt, docker_on_path):
     runner = FakeDocker(True, inspect=UNREACHABLE_DEFAULT)
     (problem,) = preflight_problems(["linux/amd64"], binfmt_dir=binfmt, host=Architecture.amd64, runner=runner)
@@ -271,6 +294,7 @@ def test_preflight_says_how_to_get_a_builder_when_the_default_one_has_no_daemon(
     assert "docker buildx inspect --bootstrap" in problem and "--driver docker-container" in problem
 
 
+@pytest.mark.pure
 def test_preflight_names_the_platform_a_builder_lacks(binfmt, docker_on_path):
     runner = FakeDocker(True, inspect=BUILDER_DESCRIPTION.format(platforms="linux/amd64, linux/386"))
     (problem,) = preflight_problems(RUNTIME_PLATFORMS, builder="multiarch", check_emulation=False, runner=runner)
@@ -278,12 +302,14 @@ def test_preflight_names_the_platform_a_builder_lacks(binfmt, docker_on_path):
     assert "it offers linux/386, linux/amd64" in problem and "qemu-user-static" in problem
 
 
+@pytest.mark.pure
 def test_preflight_reports_missing_emulation_once(binfmt, docker_on_path):
     runner = FakeDocker(True, inspect=BUILDER_DESCRIPTION.format(platforms="linux/amd64"))
     problems = preflight_problems(RUNTIME_PLATFORMS, binfmt_dir=binfmt, host=Architecture.amd64, runner=runner)
     assert len(problems) == 1 and "qemu-aarch64" in problems[0]
 
 
+@pytest.mark.pure
 def test_from_a_checkout_the_wheel_is_built_first_then_installed(docker_on_path, tmp_path, capsys):
     runner = FakeDocker(True)
     checkout, wheels = tmp_path / "checkout", tmp_path / "wheels"
@@ -299,6 +325,7 @@ def test_from_a_checkout_the_wheel_is_built_first_then_installed(docker_on_path,
     assert all(f"+ {line}" in err for line in request.printable().splitlines())
 
 
+@pytest.mark.pure
 def test_a_failed_wheel_stops_the_build(docker_on_path, tmp_path):
     class NoWheel(FakeDocker):
         def __call__(self, argv, **kwargs):
@@ -313,6 +340,7 @@ def test_a_failed_wheel_stops_the_build(docker_on_path, tmp_path):
     assert "wheel" in runner.calls[-1] and not any(call[:3] == ["docker", "buildx", "build"] for call in runner.calls)
 
 
+@pytest.mark.pure
 def test_the_base_image_and_the_pip_cert_become_a_build_arg_and_a_secret(tmp_path):
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\n")
@@ -323,23 +351,27 @@ def test_the_base_image_and_the_pip_cert_become_a_build_arg_and_a_secret(tmp_pat
     assert argv[argv.index("--secret") + 1] == f"id=pip-cert,src={bundle}"
 
 
+@pytest.mark.pure
 def test_without_a_base_image_the_dockerfile_default_is_used():
     argv = BuildRequest(tags=("127.0.0.1:5000/rt:1",)).command()
     assert not any(word.startswith("BASE_IMAGE=") for word in argv) and "--secret" not in argv
 
 
+@pytest.mark.pure
 def test_a_missing_pip_cert_is_rejected_naming_the_flag(tmp_path):
     with pytest.raises(InvalidConfig) as caught:
         BuildRequest(tags=("127.0.0.1:5000/rt:1",), pip_cert=tmp_path / "nope.pem")
     assert caught.value.field == "--pip-cert"
 
 
+@pytest.mark.pure
 def test_a_bad_base_image_is_rejected_naming_the_flag():
     with pytest.raises(InvalidConfig) as caught:
         BuildRequest(tags=("127.0.0.1:5000/rt:1",), base_image="Not A Reference")
     assert caught.value.field == "--base-image" and "lower-case" in str(caught.value)
 
 
+@pytest.mark.pure
 def test_the_pip_cert_comes_from_what_pip_trusts_here(tmp_path):
     bundle = tmp_path / "ca.pem"
     bundle.write_text("x")
@@ -348,12 +380,14 @@ def test_the_pip_cert_comes_from_what_pip_trusts_here(tmp_path):
     assert pip_cert_from_environment({}) is None
 
 
+@pytest.mark.pure
 def test_a_multi_platform_build_without_push_says_where_the_result_stays(docker_on_path, capsys):
     request = BuildRequest(tags=("127.0.0.1:5000/rt:1",), builder="native-nodes")
     run_build(request, runner=FakeDocker(True))
     assert "add --push" in capsys.readouterr().err
 
 
+@pytest.mark.pure
 def test_without_a_checkout_armada_flyte_comes_from_the_index():
     argv = BuildRequest(tags=("127.0.0.1:5000/rt:1",), source=None).command()
     assert "ARMADA_FLYTE_FROM=index" in argv and "--build-context" not in argv

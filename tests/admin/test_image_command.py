@@ -91,6 +91,7 @@ def test_inspect_through_the_daemon(images, dockerd, capsys, monkeypatch):
     assert (code, out) == (0, "linux/amd64\nlinux/arm64/v8\n"), err
 
 
+@pytest.mark.pure
 def test_inspect_rejects_a_malformed_reference(capsys):
     code, _, err = cli(capsys, "image", "inspect", "Not/A/Reference")
     assert code == 1 and "is not an image reference" in err
@@ -110,6 +111,7 @@ def flag_values(argv: list[str], flag: str) -> list[str]:
     return [argv[i + 1] for i, word in enumerate(argv[:-1]) if word == flag]
 
 
+@pytest.mark.pure
 def test_print_defaults_to_both_platforms_and_keeps_the_result_in_the_build_cache(capsys):
     argv = printed(capsys, "--tag", TAG)
     assert argv[:3] == ["docker", "buildx", "build"]
@@ -121,11 +123,13 @@ def test_print_defaults_to_both_platforms_and_keeps_the_result_in_the_build_cach
     assert argv[-1] == str(runtime_image_dir())
 
 
+@pytest.mark.pure
 def test_print_with_push(capsys):
     argv = printed(capsys, "--tag", TAG, "--push")
     assert "--push" in argv and "--load" not in argv
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     ("given", "platforms"),
     [
@@ -140,32 +144,38 @@ def test_print_with_a_platform_subset(capsys, given, platforms):
     assert flag_values(printed(capsys, "--tag", TAG, "--platform", given), "--platform") == [platforms]
 
 
+@pytest.mark.pure
 def test_print_a_single_platform_without_push_loads_into_docker(capsys):
     assert "--load" in printed(capsys, "--tag", TAG, "--platform", "linux/arm64")
 
 
+@pytest.mark.pure
 def test_print_a_single_platform_with_push_pushes(capsys):
     argv = printed(capsys, "--tag", TAG, "--platform", "linux/arm64", "--push")
     assert "--push" in argv and "--load" not in argv
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize("version", ["3.10", "3.12", "3.13"])
 def test_print_with_a_python_version(capsys, version):
     argv = printed(capsys, "--tag", TAG, "--python", version)
     assert f"PYTHON_VERSION={version}" in flag_values(argv, "--build-arg")
 
 
+@pytest.mark.pure
 def test_print_with_several_tags(capsys):
     other = "ghcr.io/org/armada-flyte-runtime:0.1.0"
     assert flag_values(printed(capsys, "--tag", TAG, "--tag", other), "--tag") == [TAG, other]
 
 
+@pytest.mark.pure
 def test_print_with_a_builder_and_plain_progress(capsys):
     argv = printed(capsys, "--tag", TAG, "--builder", "multiarch", "--progress", "plain")
     assert flag_values(argv, "--builder") == ["multiarch"]
     assert flag_values(argv, "--progress") == ["plain"]
 
 
+@pytest.mark.pure
 def test_print_every_flag_at_once(capsys):
     argv = printed(capsys, "--tag", TAG, "--platform", "linux/amd64,linux/arm64", "--push", "--python", "3.12")
     assert flag_values(argv, "--platform") == ["linux/amd64,linux/arm64"]
@@ -173,6 +183,7 @@ def test_print_every_flag_at_once(capsys):
     assert "PYTHON_VERSION=3.12" in flag_values(argv, "--build-arg")
 
 
+@pytest.mark.pure
 def test_print_from_a_checkout_builds_its_wheel_first_and_installs_that(capsys, tmp_path, monkeypatch):
     checkout = package_checkout()
     assert checkout is not None, "the tests run from an editable install of the checkout"
@@ -188,6 +199,7 @@ def test_print_from_a_checkout_builds_its_wheel_first_and_installs_that(capsys, 
     assert not (tmp_path / "runtime-wheel").exists()  # --print runs nothing
 
 
+@pytest.mark.pure
 def test_print_with_a_base_image_and_a_pip_cert(capsys, tmp_path):
     bundle = tmp_path / "ca.pem"
     bundle.write_text("x")
@@ -196,6 +208,7 @@ def test_print_with_a_base_image_and_a_pip_cert(capsys, tmp_path):
     assert flag_values(argv, "--secret") == [f"id=pip-cert,src={bundle}"]
 
 
+@pytest.mark.pure
 def test_print_takes_the_pip_cert_from_the_environment_unless_told_not_to(capsys, tmp_path, monkeypatch):
     bundle = tmp_path / "ca.pem"
     bundle.write_text("x")
@@ -204,6 +217,7 @@ def test_print_takes_the_pip_cert_from_the_environment_unless_told_not_to(capsys
     assert flag_values(printed(capsys, "--tag", TAG, "--no-pip-cert"), "--secret") == []
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     ("flags", "complaint"),
     [
@@ -221,11 +235,13 @@ def test_build_rejects_bad_input_naming_the_flag(capsys, flags, complaint):
     assert complaint in err
 
 
+@pytest.mark.pure
 def test_build_rejects_a_bad_tag(capsys):
     code, _, err = cli(capsys, "image", "build", "--print", "--tag", "Bad Tag")
     assert code == 1 and "is not an image reference" in err
 
 
+@pytest.mark.pure
 def test_build_needs_a_tag(capsys):
     with pytest.raises(SystemExit):
         main(["image", "build", "--print"])

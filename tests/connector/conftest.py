@@ -19,8 +19,12 @@ def armada():
 def connector(armada):
     from armada_flyte.connector.service import ArmadaConnector
 
+    from support.armada_templates import run
+
     armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", ack_timeout_seconds=30)
-    return ArmadaConnector()
+    connector = ArmadaConnector()
+    yield connector
+    run(connector.close())
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,7 @@ def plan(template, preset: str = "gke"):
     return plan_job(template, NodeGroups.preset(preset), identity, "s3://b/raw", BlobSettings())
 
 
+@pytest.mark.pure
 def test_flytes_own_serialisation_of_gpu_a100_is_what_the_connector_reads():
     import flyte
     from flyte._internal.runtime.resources_serde import get_proto_extended_resources, get_proto_resources
@@ -63,6 +64,7 @@ def test_flytes_own_serialisation_of_gpu_a100_is_what_the_connector_reads():
     assert any(e.name == tasks_pb2.Resources.GPU and e.value == "1" for e in get_proto_resources(resources).requests)
 
 
+@pytest.mark.pure
 def test_gke_a100_selects_the_accelerator_label_and_tolerates_the_gpu_taint():
     job = plan(gpu_template()).job
     spec = job.pod_spec
@@ -75,12 +77,14 @@ def test_gke_a100_selects_the_accelerator_label_and_tolerates_the_gpu_taint():
     assert spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
 
 
+@pytest.mark.pure
 def test_gke_h100_maps_flytes_device_name_to_gkes_label_value():
     # Flyte writes H100 as nvidia-tesla-h100; GKE labels those nodes nvidia-h100-80gb.
     spec = plan(gpu_template(device="nvidia-tesla-h100")).job.pod_spec
     assert spec["nodeSelector"]["cloud.google.com/gke-accelerator"] == "nvidia-h100-80gb"
 
 
+@pytest.mark.pure
 def test_mig_partition_is_required_by_node_affinity_and_tolerated_as_flytes_pod_plugin_does():
     spec = plan(gpu_template(partition="1g.5gb")).job.pod_spec
     [term] = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -95,12 +99,14 @@ def test_mig_partition_is_required_by_node_affinity_and_tolerated_as_flytes_pod_
     } in spec["tolerations"]
 
 
+@pytest.mark.pure
 def test_unpartitioned_asks_for_nodes_without_the_partition_label():
     spec = plan(gpu_template(unpartitioned=True)).job.pod_spec
     [term] = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [{"key": "cloud.google.com/gke-gpu-partition-size", "operator": "DoesNotExist"}]
 
 
+@pytest.mark.pure
 def test_a_partition_the_platform_does_not_offer_fails_naming_the_offered_ones():
     with pytest.raises(AcceleratorNotOffered) as info:
         plan(gpu_template(partition="3g.99gb"))
@@ -109,6 +115,7 @@ def test_a_partition_the_platform_does_not_offer_fails_naming_the_offered_ones()
         plan(gpu_template(device="nvidia-tesla-t4", partition="1g.5gb"))
 
 
+@pytest.mark.pure
 def test_an_accelerator_the_platform_does_not_offer_fails_at_create_naming_what_is_offered():
     with pytest.raises(AcceleratorNotOffered) as info:
         plan(gpu_template(device="nvidia-tesla-k80"))
@@ -119,6 +126,7 @@ def test_an_accelerator_the_platform_does_not_offer_fails_at_create_naming_what_
         plan(gpu_template(), preset="generic")
 
 
+@pytest.mark.pure
 def test_a_gpu_count_alone_needs_no_accelerator_entry():
     spec = plan(gpu_template(device="", count="2"), preset="generic").job.pod_spec
     assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
@@ -126,6 +134,7 @@ def test_a_gpu_count_alone_needs_no_accelerator_entry():
     assert "nodeSelector" not in spec
 
 
+@pytest.mark.pure
 def test_eks_karpenter_gpu_pool_replaces_the_architecture_groups_node_pool():
     spec = plan(gpu_template(device="nvidia-a10g"), preset="eks-karpenter").job.pod_spec
     assert spec["nodeSelector"] == {
@@ -135,6 +144,7 @@ def test_eks_karpenter_gpu_pool_replaces_the_architecture_groups_node_pool():
     }
 
 
+@pytest.mark.pure
 def test_other_device_classes_are_counted_in_their_own_resource():
     template = gpu_template(device="nvidia-tesla-a100", device_class=tasks_pb2.GPUAccelerator.AMD_GPU)
     spec = plan(template).job.pod_spec
@@ -143,6 +153,7 @@ def test_other_device_classes_are_counted_in_their_own_resource():
     assert {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
 
 
+@pytest.mark.pure
 def test_shared_memory_is_a_memory_backed_dev_shm_volume():
     spec = plan(gpu_template(device="", count="", shm="2Gi")).job.pod_spec
     assert spec["volumes"] == [
@@ -226,6 +237,7 @@ def test_a_gpu_task_on_a_cluster_without_gpu_nodes_is_rejected(armada, connector
     assert "label cloud.google.com/gke-accelerator not set" in resource.message
 
 
+@pytest.mark.pure
 def test_accelerator_entries_are_validated_when_the_file_is_read():
     from armada_flyte.errors import InvalidConfig
 

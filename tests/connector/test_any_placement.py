@@ -9,6 +9,8 @@ from armada_flyte.connector.accelerators import AcceleratorRequest
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.placement import ImageArchitectures, placement_for, resolve_architecture
 
+pytestmark = pytest.mark.pure
+
 ARM_TOLERATION = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
 BOTH = (Architecture.amd64, Architecture.arm64)
 

@@ -79,6 +79,7 @@ def test_refusals_are_not_retried_and_say_what_to_do(jobs, code, details, error,
     assert jobs.calls == 1
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "state, phase",
     [
@@ -87,7 +88,7 @@ def test_refusals_are_not_retried_and_say_what_to_do(jobs, code, details, error,
         (submit_pb2.LEASED, TaskExecution.QUEUED),
         (submit_pb2.PENDING, TaskExecution.INITIALIZING),
         (submit_pb2.RUNNING, TaskExecution.RUNNING),
-        (submit_pb2.UNKNOWN, TaskExecution.RUNNING),
+        (submit_pb2.UNKNOWN, TaskExecution.QUEUED),
         (submit_pb2.SUCCEEDED, TaskExecution.SUCCEEDED),
         (submit_pb2.FAILED, TaskExecution.FAILED),
         (submit_pb2.REJECTED, TaskExecution.FAILED),
@@ -99,6 +100,7 @@ def test_state_table(state, phase):
     assert phase_of(state) == phase
 
 
+@pytest.mark.pure
 def test_every_armada_state_is_mapped_and_a_new_one_keeps_polling():
     assert set(PHASE_OF_STATE) == set(submit_pb2.JobState.values())
     assert phase_of(99) == TaskExecution.RUNNING

@@ -178,6 +178,7 @@ def test_c0_authenticates_with_client_credentials_from_its_environment(armada, p
 
 
 # ---- plaintext and malformed credentials ----
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "credentials",
     [
@@ -197,6 +198,7 @@ def test_credentials_over_plaintext_to_a_remote_armada_are_refused_unless_allowe
     resolve_settings(armada_url="localhost:50051", **credentials)
 
 
+@pytest.mark.pure
 def test_a_plaintext_token_endpoint_off_this_machine_is_refused():
     with pytest.raises(InvalidConfig, match="client secret would be sent in the clear"):
         resolve_settings(
@@ -207,6 +209,7 @@ def test_a_plaintext_token_endpoint_off_this_machine_is_refused():
         )
 
 
+@pytest.mark.pure
 def test_a_token_with_a_line_break_is_refused_without_showing_it(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_AUTH_TOKEN", "abc\ndef-SENTINEL")
     with pytest.raises(InvalidConfig, match="line breaks") as info:

@@ -21,6 +21,7 @@ from support.service_links import service_link_env
 ARMADA = ARMADA_TASKS
 
 
+@pytest.mark.pure
 def test_entry_point_names_the_connector_module():
     (entry,) = [e for e in entry_points(group="flyte.connectors") if e.name == "armada"]
     assert entry.value == "armada_flyte.connector.service"

@@ -11,10 +11,11 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 import armada_flyte
 from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
 from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.service import ArmadaConnector, ArmadaJobMetadata
+from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.connector.settings import resolve_settings
-from armada_flyte.embedded.executors.process_tree import is_alive
 from armada_flyte.errors import SubmissionRefused
+from armada_flyte.pod_runner.process_tree import is_alive
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import free_port
@@ -268,7 +269,7 @@ def test_job_never_acknowledged_fails_after_the_ack_timeout(armada):
     connector = ArmadaConnector()
     lost = ArmadaJobMetadata(job_id="01-never-submitted", job_set_id="x", queue="flyte", submitted_at=time.time() - 5)
     fresh = ArmadaJobMetadata(job_id="01-never-submitted", job_set_id="x", queue="flyte", submitted_at=time.time())
-    assert run(connector.get(fresh)).phase == TaskExecution.RUNNING
+    assert run(connector.get(fresh)).phase == TaskExecution.QUEUED  # not visible yet: before what comes next
     resource = run(connector.get(lost))
     assert resource.phase == TaskExecution.FAILED
     assert "not acknowledged" in resource.message

@@ -13,6 +13,8 @@ import armada_flyte
 from armada_flyte import ArmadaConfig, ImagePlatformMismatch
 from armada_flyte.spec import SubmissionSpec
 
+from support.armada_templates import wait_for
+
 pytestmark = pytest.mark.usefixtures("docker_config")
 
 
@@ -60,11 +62,7 @@ def test_arm64_task_on_a_multi_arch_index_is_submitted_and_runs(armada, images):
 
     async def scenario():
         meta = await connector.create(template(images.multi, "arm64"), "s3://b/raw")
-        while True:
-            resource = await connector.get(meta)
-            if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-                return meta, resource
-            await asyncio.sleep(0.05)
+        return meta, await wait_for(connector, meta, {TaskExecution.SUCCEEDED, TaskExecution.FAILED})
 
     meta, resource = asyncio.run(scenario())
     assert meta.node_group == "arm64"
@@ -91,11 +89,7 @@ def test_any_on_a_single_arch_image_is_narrowed_to_it_by_the_registry(armada, im
 
     async def scenario():
         meta = await connector.create(template(images.arm64_only, "any", job_set_id="narrowed"), "s3://b/raw")
-        while True:
-            resource = await connector.get(meta)
-            if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-                return meta, resource
-            await asyncio.sleep(0.05)
+        return meta, await wait_for(connector, meta, {TaskExecution.SUCCEEDED, TaskExecution.FAILED})
 
     meta, resource = asyncio.run(scenario())
     assert (meta.architecture, meta.any_of, meta.node_group) == ("arm64", "arm64", "arm64")

@@ -17,6 +17,7 @@ REASON = "container main failed with exit code 1 because Error: exec /bin/x: exe
 """The shape of Armada's failure reason (internal/executor/util/pod_status.go: "... because REASON: MESSAGE")."""
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "crash",
     [
@@ -36,6 +37,7 @@ def test_each_foreign_architecture_crash_is_recognised_with_its_line(crash: str)
     assert BUILD_BOTH in found.fix() and "pin the task to an architecture the image has" in found.fix()
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "other",
     [
@@ -48,6 +50,7 @@ def test_other_crashes_are_not_taken_for_a_wrong_architecture(other: str) -> Non
     assert wrong_architecture(other, "reg/app:1", "arm64") is None
 
 
+@pytest.mark.pure
 def test_an_unknown_architecture_is_not_guessed() -> None:
     found = wrong_architecture(REASON, "reg/app:1", "")
     assert (

@@ -16,6 +16,8 @@ from armada_flyte.errors import InvalidConfig
 
 from support.armada_templates import execution_metadata, python_template
 
+pytestmark = pytest.mark.pure
+
 IDENTITY = RunIdentity(project="proj", domain="dev", run="r1", action="a0", task="t")
 
 

@@ -100,7 +100,7 @@ def poll_to_end_or_running(c0, meta: bytes):
         pass
 
     def stop_when_running(resource):
-        if resource.custom_info["armada_state"] == "RUNNING":  # phase RUNNING also covers UNKNOWN
+        if resource.custom_info["armada_state"] == "RUNNING":  # Armada's state: the phase never goes back once RUNNING
             raise Running(resource)
 
     try:

@@ -20,6 +20,8 @@ from armada_flyte.errors import InvalidConfig
 
 from support.hostile_values import MAX_MESSAGE, alias_bomb, awkward_text, dumpable_values, yaml_documents
 
+pytestmark = pytest.mark.pure
+
 ENV_NAMES = [f"ARMADA_FLYTE_{name.upper()}" for name in FIELDS] + ["ARMADA_URL", "FLYTE_BLOB_ENDPOINT"]
 _env_text = st.one_of(
     awkward_text.filter(lambda t: "\x00" not in t),

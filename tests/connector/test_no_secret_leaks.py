@@ -7,7 +7,6 @@ the tests for client credentials), real pods, moto S3, the connector in-process 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import pathlib
@@ -26,7 +25,7 @@ from armada_flyte.embedded import EmbeddedArmada
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, LocalBlobServer
 
-from support.armada_templates import execution_metadata, python_template, run
+from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.auth_front import auth_front
 from support.oidc_provider import oidc_provider
 
@@ -84,8 +83,7 @@ def _exercise(url: str) -> tuple[list[str], str, str]:
             metas.append(meta)
             texts.append(json.dumps(meta.__dict__, default=str))
         for meta in metas:
-            while (resource := await connector.get(meta)).phase not in TERMINAL:
-                await asyncio.sleep(0.05)
+            resource = await wait_for(connector, meta, TERMINAL)
             texts.append(resource.message or "")
             texts.append(json.dumps(resource.custom_info, default=str))
             texts.extend((await connector.get_logs(meta)).body.results)

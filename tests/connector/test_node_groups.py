@@ -4,6 +4,8 @@ from armada_flyte import Architecture, ArchitectureNotOffered, InvalidConfig
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.kube_objects import Taint, Toleration
 
+pytestmark = pytest.mark.pure
+
 PRESETS = ["gke", "eks-karpenter", "aks", "embedded", "generic"]
 
 

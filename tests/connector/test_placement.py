@@ -4,6 +4,8 @@ from armada_flyte import Architecture, ArchitectureConflict, ArchitectureNotOffe
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.placement import placement_for, resolve_architecture
 
+pytestmark = pytest.mark.pure
+
 ARM_TOLERATION = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
 
 

@@ -18,6 +18,8 @@ from armada_flyte.errors import InvalidConfig
 
 from support.armada_templates import python_template
 
+pytestmark = pytest.mark.pure
+
 A0_ARGS = ["a0", "--inputs", "s3://b/{{.runName}}/in.pb", "--outputs-path", "s3://b/{{.runName}}/{{.actionName}}"]
 
 

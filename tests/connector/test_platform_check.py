@@ -11,7 +11,7 @@ import pytest
 
 from armada_flyte.architecture import Architecture
 from armada_flyte.connector.image_check import ImagePlatformCheck
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.settings_groups import ImageChecks
 from armada_flyte.errors import (
     ImageNotFound,
     ImagePlatformMismatch,
@@ -29,8 +29,8 @@ pytestmark = [
 ]
 
 
-def settings(**overrides) -> ConnectorConfig:
-    return ConnectorConfig(check_image_platforms=True, **overrides)
+def settings(**overrides) -> ImageChecks:
+    return ImageChecks(check_image_platforms=True, **overrides)
 
 
 class Clock:

@@ -17,6 +17,8 @@ from armada_flyte.spec import SubmissionSpec
 
 from support.flyte_metadata import execution_metadata
 
+pytestmark = pytest.mark.pure
+
 
 def make_task(config: ArmadaConfig, resources=flyte.Resources(cpu=2, memory="4Gi"), env_vars=None, name="env"):
     env = flyte.TaskEnvironment(name, image="python:3.11", resources=resources, plugin_config=config, env_vars=env_vars)

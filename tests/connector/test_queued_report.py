@@ -176,6 +176,7 @@ ARMADA_JOB_REPORT = """cpu:
 """
 
 
+@pytest.mark.pure
 def test_a_real_armada_report_is_read_whatever_its_spacing_and_taints_are_matched_to_declared_groups():
     groups = NodeGroups.from_mapping(
         {
@@ -205,3 +206,45 @@ def test_metadata_round_trips_without_the_report(armada, amd64_full):
     with contextlib.closing(_submit_waiting_amd64_job(armada, queued_report_after_seconds=0)) as waiting:
         run(waiting.connector.poll(waiting.meta))
         assert "report" not in json.loads(waiting.meta.encode())
+
+
+# Real Armada counts nodes its resource index skipped as "insufficient resources available"
+# (v0.22.7 internal/scheduler/nodedb/nodematching.go and nodedb.go), naming no resource.
+ARMADA_BUSY_REPORT = """default:
+    Most recent scheduling round that affected job 01hbusy:
+        UnschedulableReason:  job does not fit on any node
+        Node:                 none
+        Number of nodes in cluster: 3
+        Excluded nodes:
+            3: insufficient resources available
+"""
+ARMADA_QUEUE_REPORT = """default:
+    Total allocated resources after scheduling: {cpu: 12}
+    Number of jobs that could not be scheduled: 4
+"""
+
+
+def test_real_armadas_insufficient_resources_reads_as_busy_nodes_while_queued():
+    groups = NodeGroups.from_mapping({"architectures": {"amd64": {}}}, origin="groups.yaml")
+    report = gist(ARMADA_BUSY_REPORT, ARMADA_QUEUE_REPORT, "q", "amd64", groups)
+    assert report.message == (
+        "3 nodes are busy: not enough of the task's resources is free; queue q holds {cpu: 12}, 4 of its jobs "
+        "wait for room (Armada shares the cluster between queues by fair share)"
+    )
+
+
+def test_real_armadas_rejections_for_size_say_to_lower_the_tasks_resources():
+    groups = NodeGroups.from_mapping({"architectures": {"amd64": {}}}, origin="groups.yaml")
+    too_big = "pool default:\nNode: none\nExcluded nodes:\n\t3:\tinsufficient resources available\n---"
+    assert explain_rejection(too_big, groups, "amd64") == (
+        "the task asks for more resources than the nodes have: lower the task's resources, or ask for bigger nodes"
+    )
+    # internal/scheduler/submitcheck.go: a job bigger than its queue's limit
+    over_limit = (
+        "pool default:\njob/gang requests resources {cpu: 64, memory: 1Gi} which exceeds the total limit of "
+        "{cpu: 16} for its queue/priority class\n\n---"
+    )
+    assert explain_rejection(over_limit, groups, "amd64") == (
+        "the task asks for {cpu: 64, memory: 1Gi}, more than its queue's limit of {cpu: 16} for its priority "
+        "class: lower the task's resources, or ask the Armada admin to raise the queue's limit"
+    )

@@ -9,6 +9,7 @@ from armada_flyte import InvalidConfig
 from armada_flyte.connector.settings import check_env_names, resolve_settings
 
 
+@pytest.mark.pure
 def test_reference_design_env_names_still_work(monkeypatch):
     monkeypatch.setenv("ARMADA_URL", "127.0.0.1:6000")
     monkeypatch.setenv("FLYTE_BLOB_ENDPOINT", "http://127.0.0.1:9000")
@@ -22,6 +23,7 @@ def test_reference_design_env_names_still_work(monkeypatch):
     assert settings.blob_secret_key.get_secret_value() == "sk"
 
 
+@pytest.mark.pure
 def test_prefixed_env_names_work(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_NODE_GROUPS_PRESET", "gke")
     monkeypatch.setenv("ARMADA_FLYTE_POLL_INTERVAL_SECONDS", "0.5")
@@ -31,12 +33,14 @@ def test_prefixed_env_names_work(monkeypatch):
     assert settings.node_groups().platform == "gke"
 
 
+@pytest.mark.pure
 def test_configure_in_code_beats_environment(monkeypatch):
     monkeypatch.setenv("ARMADA_URL", "127.0.0.1:6000")
     armada_flyte.configure(armada_url="127.0.0.1:7000")
     assert resolve_settings().armada_url == "127.0.0.1:7000"
 
 
+@pytest.mark.pure
 def test_config_file_is_weakest(monkeypatch, tmp_path):
     config = tmp_path / "connector.yaml"
     config.write_text("armada_url: 127.0.0.1:8000\nnode_groups_preset: aks\n")
@@ -47,6 +51,7 @@ def test_config_file_is_weakest(monkeypatch, tmp_path):
     assert resolve_settings().armada_url == "127.0.0.1:6000"
 
 
+@pytest.mark.pure
 def test_unknown_key_in_config_file_is_an_error(monkeypatch, tmp_path):
     config = tmp_path / "connector.yaml"
     config.write_text("armada_ulr: 127.0.0.1:8000\n")
@@ -56,6 +61,7 @@ def test_unknown_key_in_config_file_is_an_error(monkeypatch, tmp_path):
     assert "armada_ulr" in str(info.value)
 
 
+@pytest.mark.pure
 def test_configure_refuses_unknown_names_and_bad_values_without_keeping_them():
     with pytest.raises(InvalidConfig, match="unknown settings"):
         armada_flyte.configure(armada_ulr="x")
@@ -65,12 +71,14 @@ def test_configure_refuses_unknown_names_and_bad_values_without_keeping_them():
     assert resolve_settings().poll_interval_seconds == 3.0
 
 
+@pytest.mark.pure
 def test_secrets_are_not_echoed_in_errors():
     with pytest.raises(InvalidConfig) as info:
         armada_flyte.configure(auth_username="me")  # password missing
     assert "auth_password" in str(info.value)
 
 
+@pytest.mark.pure
 def test_contradictory_settings_are_refused():
     with pytest.raises(InvalidConfig, match="not both"):
         armada_flyte.configure(node_groups_preset="gke", node_groups_file="/tmp/x.yaml")
@@ -78,12 +86,14 @@ def test_contradictory_settings_are_refused():
         armada_flyte.configure(armada_ca_cert="/tmp/ca.pem")
 
 
+@pytest.mark.pure
 def test_missing_config_file_is_named(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_CONFIG_FILE", "/nonexistent/connector.yaml")
     with pytest.raises(InvalidConfig, match="ARMADA_FLYTE_CONFIG_FILE"):
         resolve_settings()
 
 
+@pytest.mark.pure
 def test_a_mistyped_variable_is_an_error_with_a_suggestion(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_NODE_GROUP_FILE", "/etc/groups.yaml")
     with pytest.raises(InvalidConfig) as info:
@@ -92,12 +102,14 @@ def test_a_mistyped_variable_is_an_error_with_a_suggestion(monkeypatch):
     assert "did you mean ARMADA_FLYTE_NODE_GROUPS_FILE" in str(info.value)
 
 
+@pytest.mark.pure
 def test_project_default_variables_are_known_to_the_connector(monkeypatch):
     monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "arm64")
     monkeypatch.setenv("ARMADA_FLYTE_QUEUE", "ml")
     assert resolve_settings().armada_url
 
 
+@pytest.mark.pure
 def test_errors_never_show_secret_values(monkeypatch):
     with pytest.raises(InvalidConfig) as info:
         armada_flyte.configure(auth_token="SUPERSECRET", auth_username="u", auth_password="PASSWORD123")
@@ -112,6 +124,7 @@ def test_errors_never_show_secret_values(monkeypatch):
     assert "SECRET" not in str(info.value)
 
 
+@pytest.mark.pure
 def test_doctor_never_prints_secret_values(monkeypatch, capsys):
     from armada_flyte.admin.cli import main
 

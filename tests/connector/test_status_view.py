@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 import time
 
 import grpc
@@ -18,11 +19,14 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as 
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
+import armada_flyte
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.service import ArmadaJobMetadata
+from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.connector.settings import resolve_settings
 from armada_flyte.connector.status_view import StatusView
 
+from support.armada_templates import run
 from support.c0_service import ARMADA_TASKS, running_c0
 from support.flaky_proxy import FlakyProxy
 from support.waiting import wait_until
@@ -172,3 +176,40 @@ def test_memory_is_bounded_after_jobs_end(paused_armada):
         wait_until(lambda: view.size() == (0, 0), timeout=30)
     finally:
         view.close()
+
+
+def _view_threads() -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == "armada-status-view")
+
+
+def test_each_connector_owns_its_view_and_closing_it_ends_the_views_thread(paused_armada):
+    """No process-wide cache of views: connectors with different settings each follow the job set on a
+    view of their own; closing a connector, or configuring new settings, ends its view (its thread, and
+    with it the view's channels and streams), so nothing piles up."""
+    job_id = _submit(paused_armada, "owned", 1)[0]
+    meta = ArmadaJobMetadata(job_id=job_id, job_set_id="owned", queue="flyte", submitted_at=time.time())
+    before = _view_threads()
+    views = []
+    for refresh in (0.5, 1.0, 2.0):
+        connector = ArmadaConnector(resolve_settings(armada_url=paused_armada.url, status_refresh_seconds=refresh))
+        run(connector.poll(meta))
+        view = run(connector.context()).view
+        wait_until(lambda view=view: view.streaming("flyte", "owned"), what="the view's stream of the job set")
+        views.append(view)
+        run(connector.close())
+        assert view.wait_stopped(10), "the closed connector's view still runs"
+    assert len({id(view) for view in views}) == 3
+
+    armada_flyte.configure(armada_url=paused_armada.url, status_refresh_seconds=1.5)
+    connector = ArmadaConnector()
+    run(connector.poll(meta))
+    first = run(connector.context()).view
+    armada_flyte.configure(armada_url=paused_armada.url, status_refresh_seconds=3.0)
+    run(connector.poll(meta))
+    second = run(connector.context()).view
+    assert second is not first and first.wait_stopped(10), "new settings left the old view running"
+    run(connector.close())
+    assert second.wait_stopped(10)
+    with pytest.raises(RuntimeError, match="closed"):
+        run(second.state_of(job_id, "flyte", "owned"))
+    wait_until(lambda: _view_threads() <= before, what=f"the views' threads to end ({_view_threads()} left)")

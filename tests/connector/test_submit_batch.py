@@ -83,6 +83,7 @@ def test_batches_are_per_job_set_and_capped(paused_armada):
         assert paused_armada.job(job_id).job_set == f"set-{n % 2}"
 
 
+@pytest.mark.pure
 def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
     from armada_flyte.connector.submit_batch import SubmitBatcher
 
@@ -112,6 +113,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
     assert sent == [1, 1, 30]
 
 
+@pytest.mark.pure
 def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
     from armada_flyte.connector.submit_batch import SubmitBatcher
 

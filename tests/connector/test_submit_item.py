@@ -63,6 +63,7 @@ FROM_POD_TEMPLATE = {  # what MessageToDict makes of a pod template's Struct: ev
 }
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     "pod_spec", [PLAIN, FROM_POD_TEMPLATE, {"containers": [{}]}], ids=["plain", "template", "bare"]
 )
@@ -73,6 +74,7 @@ def test_the_pod_spec_proto_is_what_json_format_builds(pod_spec):
     assert built == expected
 
 
+@pytest.mark.pure
 def test_a_pod_spec_kubernetes_cannot_hold_is_named():
     with pytest.raises(InvalidConfig) as refused:
         pod_spec_message({**PLAIN, "volumes": [{"name": "v", "emptyDir": {}}]})

@@ -17,6 +17,8 @@ from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
 
+pytestmark = pytest.mark.pure
+
 SECRETS_DIR = pathlib.Path("/etc/flyte/secrets")
 
 
@@ -150,5 +152,7 @@ def test_the_connector_refuses_literal_pod_blob_keys():
     with pytest.raises(InvalidConfig, match="Kubernetes Secret"):
         resolve_settings(blob_credentials_secret="Blob_Keys")
     settings = resolve_settings(blob_endpoint="http://s3:9000", blob_access_key="ak", blob_workload_identity=True)
-    assert BlobSettings.from_settings(settings).pod_env() == [{"name": "FLYTE_AWS_ENDPOINT", "value": "http://s3:9000"}]
+    assert BlobSettings.from_settings(settings.blob).pod_env() == [
+        {"name": "FLYTE_AWS_ENDPOINT", "value": "http://s3:9000"}
+    ]
     assert "the-secret-key" not in repr(BlobSettings("e", "ak", "the-secret-key"))

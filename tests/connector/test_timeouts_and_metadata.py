@@ -14,7 +14,7 @@ from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.service import ArmadaJobMetadata
+from armada_flyte.connector.metadata import ArmadaJobMetadata
 
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS
@@ -104,6 +104,7 @@ OLDER_FIELDS = (
 ).split()
 
 
+@pytest.mark.pure
 def test_metadata_decodes_leniently_unknown_keys_ignored_missing_ones_defaulted():
     newer = ArmadaJobMetadata.decode(
         json.dumps({"job_id": "j1", "queue": "flyte", "job_set_id": "s", "from_the_future": {"x": 1}}).encode()
@@ -115,6 +116,7 @@ def test_metadata_decodes_leniently_unknown_keys_ignored_missing_ones_defaulted(
     assert (retyped.submitted_at, retyped.timeout_seconds) == (12.5, 0.0)
 
 
+@pytest.mark.pure
 def test_metadata_is_written_as_the_sdk_writes_it():
     from dataclasses import asdict
 

@@ -63,18 +63,6 @@ def connector_app() -> ModuleType:
 @pytest.fixture(scope="session")
 def settings_env_names() -> set[str]:
     """Every environment variable name the connector's settings read (upper-cased)."""
-    from pydantic import AliasChoices
+    from armada_flyte.connector.settings import CONFIG_FILE_ENV, ENV_NAMES
 
-    from armada_flyte.connector.settings import CONFIG_FILE_ENV, ConnectorConfig
-
-    prefix = ConnectorConfig.model_config["env_prefix"]
-    names = {CONFIG_FILE_ENV}
-    for field_name, field in ConnectorConfig.model_fields.items():
-        alias = field.validation_alias
-        if isinstance(alias, AliasChoices):
-            names.update(str(choice).upper() for choice in alias.choices)
-        elif isinstance(alias, str):
-            names.add(alias.upper())
-        else:
-            names.add((prefix + field_name).upper())
-    return names
+    return {CONFIG_FILE_ENV} | {name for names in ENV_NAMES.values() for name in names}

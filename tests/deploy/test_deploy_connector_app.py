@@ -71,11 +71,13 @@ def test_own_node_group_file_is_baked_in_and_named_by_the_setting(connector_app,
     assert copied and copied[0].dst == "/etc/armada-flyte"
 
 
+@pytest.mark.pure
 def test_prebuilt_image_is_used_as_given(connector_app):
     app = connector_app.connector_environment("armada:50051", image="registry.example.com/armada-flyte-connector:0.1.0")
     assert app.image == "registry.example.com/armada-flyte-connector:0.1.0"
 
 
+@pytest.mark.pure
 def test_prebuilt_image_cannot_take_a_node_group_file(connector_app, tmp_path):
     with pytest.raises(SystemExit, match="--node-groups needs an image Flyte builds"):
         connector_app.connector_environment("armada:50051", image="x:1", node_groups=tmp_path / "g.yaml")

@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.pure
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = [
     "deploy/README.md",

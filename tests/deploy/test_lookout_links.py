@@ -66,6 +66,7 @@ def test_the_lookout_link_of_a_real_job_opens_its_flyte_run(armada):
     assert annotations["armada-flyte.io/flyte-action"] == "a3"
 
 
+@pytest.mark.pure
 def test_a_job_not_submitted_by_flyte_gets_no_link():
     (link,) = yaml.safe_load(SNIPPET.read_text())["uiConfig"]["jobLinks"]
     with pytest.raises(KeyError):  # Lookout's Proxy throws on a missing key, and the link is left out

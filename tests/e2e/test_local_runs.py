@@ -12,8 +12,8 @@ import pytest
 from armada_client.client import ArmadaClient
 
 import armada_flyte
-from armada_flyte.embedded.executors.process_tree import is_alive
 from armada_flyte.local import journal
+from armada_flyte.pod_runner.process_tree import is_alive
 
 pytestmark = pytest.mark.e2e
 

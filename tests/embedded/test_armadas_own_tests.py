@@ -9,12 +9,10 @@ so this list (and docs/embedded-server.md) stays true.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pathlib
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -22,7 +20,7 @@ from typing import NamedTuple
 
 import pytest
 
-from support.armada_tools import CLI, ROOT, port_in_use, running_dev_server
+from support.armada_tools import CLI, port_in_use, run_testsuite_runner, running_dev_server
 from support.real_parts import missing_part
 
 PASSES = None
@@ -133,25 +131,11 @@ def test_every_case_of_the_pinned_version_has_an_expectation(armada_tools):
 
 @pytest.fixture(scope="module")
 def testsuite_results(armada_tools, tmp_path_factory) -> dict[str, str]:
-    """Run every case once (as Armada's CI does, a folder at a time): case -> "" or its failure.
-
-    The runner and the server it starts get a process group of their own, ended whatever happens
-    here (a timeout included), so an interrupted run leaves no server or pod behind."""
+    """Run every case once (as Armada's CI does, a folder at a time): case -> "" or its failure."""
     out = tmp_path_factory.mktemp("armada-testsuite")
     env = {**os.environ, "OUT_DIR": str(out), "ARMADA_FLYTE_CMD": str(CLI)}
     env.pop("ARMADA_URL", None)
-    runner = subprocess.Popen(
-        [str(ROOT / "scripts" / "armada-testsuite.sh")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = runner.communicate(timeout=1500)
-    finally:
-        _end_group(runner)
+    stderr = run_testsuite_runner([], env, timeout=1500).stderr
     results = {}
     for report in out.glob("*.junit.xml"):
         folder = report.name.split(".")[0].split("__")[0]  # <folder> or, for a case run alone, <folder>__<case>
@@ -160,17 +144,6 @@ def testsuite_results(armada_tools, tmp_path_factory) -> dict[str, str]:
             results[f"{folder}/{case.get('name')}"] = "" if failure is None else (failure.get("message") or "failed")
     assert results, f"the testsuite ran no case: {stderr[-3000:]}"
     return results
-
-
-def _end_group(runner: subprocess.Popen) -> None:
-    """Stop the runner's process group: politely (its trap stops the server), then whatever is left, for good."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(runner.pid, signum)
-        except ProcessLookupError:
-            return  # nothing of the group is left
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            runner.wait(timeout=15)
 
 
 @pytest.mark.timeout(1800)  # the first case runs the whole testsuite (its fixture): about 8 minutes here

@@ -160,6 +160,7 @@ def test_cancel_needs_a_job_set(client: ArmadaClient, queue: str) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.submit_stub.CancelJobs(submit_pb2.JobCancelRequest(queue=queue, job_set_id="", job_ids=["x"]))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert 'for field "JobSetId": jobset cannot be empty' in error.value.details()  # validation/job_set.go
 
 
 def test_cancel_in_an_unknown_queue_is_unknown(client: ArmadaClient) -> None:

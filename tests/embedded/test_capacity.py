@@ -12,7 +12,7 @@ import pytest
 from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded import gang_fit
-from armada_flyte.embedded.executors.process import ProcessExecutor
+from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import (
     ARCH,
@@ -212,7 +212,7 @@ def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armad
     wait_for_state(client, waiting, SUCCEEDED)
 
 
-class _FirstLaunchFails(ProcessExecutor):
+class _FirstLaunchFails(ProcessPodRunner):
     """A process executor that can't start its first pod (as when no thread can be started)."""
 
     def __init__(self) -> None:

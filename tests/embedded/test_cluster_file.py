@@ -8,6 +8,8 @@ import yaml
 from armada_flyte.embedded.cluster import DEFAULT_CLUSTER_FILE, Cluster
 from armada_flyte.errors import InvalidConfig
 
+pytestmark = pytest.mark.pure
+
 
 def group(**overrides) -> dict:
     base = {

@@ -13,6 +13,8 @@ from armada_flyte.errors import InvalidConfig
 
 from support.hostile_values import MAX_MESSAGE, alias_bomb, dumpable_values, yaml_documents
 
+pytestmark = pytest.mark.pure
+
 _group = st.fixed_dictionaries(
     {},
     optional={

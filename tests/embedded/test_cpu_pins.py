@@ -15,38 +15,10 @@ import pathlib
 import pytest
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.executors.cpu_pins import CpuPins
-
 from support.pods import item, pod, python, submit_one
 from support.waiting import wait_for_state, wait_until
 
 AFFINITY = "import os; print('cpus', sorted(os.sched_getaffinity(0)), flush=True)"
-
-
-def test_a_fractional_cpu_limit_is_not_pinned() -> None:
-    pins = CpuPins((0, 1, 2, 3))
-    assert pins.take(250) == ()
-    assert pins.take(1500) == ()
-    assert pins.holders() == {0: 0, 1: 0, 2: 0, 3: 0}
-
-
-def test_whole_cpus_go_to_the_cpus_the_fewest_pinned_containers_hold() -> None:
-    pins = CpuPins((0, 1, 2, 3))
-    first = pins.take(2000)
-    second = pins.take(1000)
-    third = pins.take(1000)
-    assert first == (0, 1) and second == (2,) and third == (3,)
-    pins.release(second)
-    assert pins.take(1000) == (2,)
-    assert pins.take(3000)[:1] == (0,)  # every CPU is held now: the least held ones, sharing
-
-
-def test_a_limit_of_every_host_cpu_or_more_or_none_is_not_pinned() -> None:
-    pins = CpuPins((0, 1))
-    assert pins.take(2000) == ()
-    assert pins.take(4000) == ()
-    assert pins.take(0) == ()
-    assert CpuPins(()).take(1000) == ()
 
 
 def _affinity(armada, job_id: str) -> list[int]:

@@ -9,8 +9,6 @@ import json
 import pytest
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.executors.cpu_shares import cpu_nice
-
 from support.pods import item, node_group, pod, python, submit_one
 from support.waiting import wait_for_state
 
@@ -27,13 +25,6 @@ def _report(armada, client, cpu: str) -> dict:
     job_id = submit_one(client, "conformance", "shares", item(pod(python(REPORT), cpu=cpu)))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
     return json.loads(next(line for line in armada.logs(job_id) if line.startswith("{")))
-
-
-def test_nice_levels_follow_kubernetes_shares() -> None:
-    assert cpu_nice(1000) == 0 and cpu_nice(4000) == 0  # never above normal priority
-    assert cpu_nice(100) == 10  # 102 shares; nice 10 weighs 110
-    assert cpu_nice(50) == 13  # 51 shares; nice 13 weighs 56
-    assert cpu_nice(0) == 19  # no request: Kubernetes' minimum of 2 shares
 
 
 def test_a_small_request_runs_at_a_low_priority_with_cpu_shares(own_armada) -> None:

@@ -1,76 +1,19 @@
-"""The docker executor: container settings built from a leased pod, and its run loop against a stand-in
-Docker API (nothing here pulls or runs a real container; test_docker_executor_real.py does, on a real engine).
+"""The docker executor's run loop against a stand-in Docker API (nothing here pulls or runs a real container;
+test_docker_executor_real.py does, on a real engine; tests/pod_runner/test_docker_pod_runner.py checks the
+container settings built from a leased pod).
 """
 
 from __future__ import annotations
 
 import grpc
-import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
-from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from armada_flyte.embedded import EmbeddedArmada
-from armada_flyte.embedded.executors.base import PodLaunch
-from armada_flyte.embedded.executors.docker import DockerExecutor, container_options
-from armada_flyte.embedded.logs import PodLog
-from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner.docker import DockerPodRunner
 
-from support.pods import arm64_pod, item, pod, submit_one
+from support.pods import arm64_pod, item, submit_one
 from support.waiting import wait_for_state
-
-
-def launch(spec: core.PodSpec, architecture: str = "arm64") -> PodLaunch:
-    return PodLaunch("run-1", "job-1", "armada-job-1-0", "default", "arm64-0", "arm64", architecture, spec, PodLog())
-
-
-def options(spec: core.PodSpec, architecture: str = "arm64") -> dict:
-    return container_options(launch(spec, architecture))
-
-
-def test_runs_on_the_node_groups_platform_with_the_host_network() -> None:
-    result = options(pod(["true"]), "arm64")
-    assert result["platform"] == "linux/arm64"
-    assert result["network_mode"] == "host"
-
-
-def test_command_replaces_the_entrypoint_and_args_the_cmd() -> None:
-    result = options(pod(["python3"], args=["-c", "print(1)"]))
-    assert (result["entrypoint"], result["command"]) == (["python3"], ["-c", "print(1)"])
-
-
-def test_without_command_the_images_entrypoint_stays() -> None:
-    result = options(pod([], args=["a0", "--inputs", "s3://x"]))
-    assert result["entrypoint"] is None and result["command"] == ["a0", "--inputs", "s3://x"]
-
-
-def test_image_env_working_dir_and_paths_are_kept_as_the_pod_gives_them() -> None:
-    result = options(pod(["true"], env={"DEST": "/opt/flyte/"}, working_dir="/opt/flyte"))
-    assert result["image"] == pod().containers[0].image
-    assert result["environment"] == {"DEST": "/opt/flyte/"}
-    assert result["working_dir"] == "/opt/flyte"
-
-
-def test_limits_become_docker_limits() -> None:
-    result = options(pod(["true"], cpu="1500m", memory="256Mi"))
-    assert result["nano_cpus"] == 1_500_000_000
-    assert result["mem_limit"] == 256 * 2**20
-
-
-def test_field_refs_resolve_to_the_pod() -> None:
-    spec = pod(["true"])
-    spec.containers[0].env.append(
-        core.EnvVar(
-            name="POD", valueFrom=core.EnvVarSource(fieldRef=core.ObjectFieldSelector(fieldPath="metadata.name"))
-        )
-    )
-    assert options(spec)["environment"]["POD"] == "armada-job-1-0"
-
-
-def test_no_reachable_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
-    with pytest.raises(InvalidConfig, match="no Docker daemon is reachable"):
-        DockerExecutor()
 
 
 class FakeContainer:
@@ -122,7 +65,7 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
     container = FakeContainer(b"hello\n", b"disk full\n", exit_code=3)
     docker_client = FakeDockerClient(container)
     with (
-        EmbeddedArmada(executor=DockerExecutor(client=docker_client)) as armada,
+        EmbeddedArmada(executor=DockerPodRunner(client=docker_client)) as armada,
         grpc.insecure_channel(armada.url) as channel,
     ):
         client = ArmadaClient(channel)

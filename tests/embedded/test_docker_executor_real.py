@@ -18,9 +18,9 @@ from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
+from armada_flyte.architecture import host_architecture_name as host_architecture
 from armada_flyte.embedded import EmbeddedArmada
-from armada_flyte.embedded.executors.base import host_architecture_name as host_architecture
-from armada_flyte.embedded.executors.docker import LABEL_JOB_ID
+from armada_flyte.pod_runner.docker import LABEL_JOB_ID
 
 from support import real_parts
 from support.docker_engine import DockerEngine, EngineUnavailable
@@ -241,11 +241,11 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
     from armada_flyte import ArmadaConfig
     from armada_flyte.connector.crash_reasons import BUILD_BOTH
     from armada_flyte.connector.service import ArmadaConnector
-    from armada_flyte.embedded.executors.docker import DockerExecutor
+    from armada_flyte.pod_runner.docker import DockerPodRunner
 
     from support.armada_templates import python_template, run, wait_for
 
-    with EmbeddedArmada(executor=DockerExecutor(docker_client), queues=("flyte",)) as server:
+    with EmbeddedArmada(executor=DockerPodRunner(docker_client), queues=("flyte",)) as server:
         armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
         connector = ArmadaConnector()
         template = python_template("", ArmadaConfig(architecture=FOREIGN_ARCH))

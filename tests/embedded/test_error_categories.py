@@ -14,8 +14,8 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.embedded.cluster import Cluster
 from armada_flyte.embedded.error_categories import ErrorCategories
-from armada_flyte.embedded.executors.base import ContainerEnd
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner.model import ContainerEnd
 
 from support.pods import cluster, item, node_group, pod, python, submit_one
 from support.waiting import wait_for_state
@@ -36,6 +36,7 @@ def exits(code: int) -> tuple[ContainerEnd, ...]:
     return (ContainerEnd("main", code, "Error", "boom"),)
 
 
+@pytest.mark.pure
 def test_the_defaults_are_armadas_local_config() -> None:
     defaults = ErrorCategories()
     assert [defaults.classify(exits(code)).category for code in (1, 2, 126, 127)] == ["user_error"] * 4
@@ -45,6 +46,7 @@ def test_the_defaults_are_armadas_local_config() -> None:
     assert defaults.classify((ContainerEnd("ok", 0, "Completed"), *exits(3))).category == "uncategorized"
 
 
+@pytest.mark.pure
 def test_rules_match_in_config_order_with_their_subcategory_and_hint() -> None:
     categories = ErrorCategories.model_validate(
         {
@@ -87,6 +89,7 @@ def test_rules_match_in_config_order_with_their_subcategory_and_hint() -> None:
     assert ErrorCategories(enabled=False).classify(exits(1)).event_fields() == {}
 
 
+@pytest.mark.pure
 @pytest.mark.parametrize(
     ("section", "field"),
     [

@@ -65,6 +65,7 @@ def test_missing_job_set_is_not_found_when_asked_to_error(client: ArmadaClient, 
     with pytest.raises(grpc.RpcError) as error:
         list(client.event_stub.GetJobSetEvents(request))
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
+    assert f"Jobset {request.id} for queue {queue} does not exist" in error.value.details()
 
 
 def test_events_of_an_unknown_queue_are_not_found(client: ArmadaClient) -> None:
@@ -72,13 +73,16 @@ def test_events_of_an_unknown_queue_are_not_found(client: ArmadaClient) -> None:
     with pytest.raises(grpc.RpcError) as error:
         list(client.event_stub.GetJobSetEvents(request))
     assert error.value.code() == grpc.StatusCode.NOT_FOUND  # GetJobSetEvents in internal/server/event/event.go
+    assert f"Queue {request.queue} does not exist" in error.value.details()
 
 
 def test_watching_a_missing_job_set_is_not_found(client: ArmadaClient, queue: str) -> None:
-    stream = client.event_stub.Watch(event_pb2.WatchRequest(queue=queue, job_set_id=unique("never")))
+    missing = unique("never")
+    stream = client.event_stub.Watch(event_pb2.WatchRequest(queue=queue, job_set_id=missing))
     with pytest.raises(grpc.RpcError) as error:
         list(stream)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND  # Watch sets ErrorIfMissing (event/event.go)
+    assert f"Jobset {missing} for queue {queue} does not exist" in error.value.details()
 
 
 def test_message_ids_read_ms_seq_subseq_last(client: ArmadaClient, queue: str, job_set: str) -> None:
@@ -104,6 +108,7 @@ def test_an_unparsable_message_id_is_unknown(client: ArmadaClient, queue: str, j
     with pytest.raises(grpc.RpcError) as error:
         list(client.event_stub.GetJobSetEvents(request))
     assert error.value.code() == grpc.StatusCode.UNKNOWN  # event.go wraps the parse error unconverted
+    assert "Could not convert legacy message id" in error.value.details()
 
 
 def test_health_reports_serving(client: ArmadaClient) -> None:

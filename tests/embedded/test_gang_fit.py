@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from armada_flyte.embedded.gang_fit import Verdict, fit_gang
 from armada_flyte.embedded.requirements import Requirements
+
+pytestmark = pytest.mark.pure
 
 
 def cpus(amount: int, selector: str = "") -> Requirements:

@@ -17,7 +17,6 @@ import pytest
 from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded import Cluster
-from armada_flyte.embedded.images import normalise_reference
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_of, job_set_events, kind
@@ -51,14 +50,6 @@ def _image_pod(image: str, command=(), args=()):
     spec = pod(command, args=args)
     spec.containers[0].image = image
     return spec
-
-
-def test_image_references_normalise_as_containerd_resolves_them() -> None:
-    assert normalise_reference("alpine:3.20.0") == "docker.io/library/alpine:3.20.0"
-    assert normalise_reference("ubuntu") == "docker.io/library/ubuntu:latest"
-    assert normalise_reference("bitnamilegacy/kubectl:1.33.4") == "docker.io/bitnamilegacy/kubectl:1.33.4"
-    assert normalise_reference("localhost:5000/x") == "localhost:5000/x:latest"
-    assert normalise_reference("ghcr.io/a/b@sha256:ab") == "ghcr.io/a/b@sha256:ab"
 
 
 @pytest.mark.parametrize(
@@ -132,6 +123,7 @@ def test_without_a_catalogue_any_image_runs_on_the_host(own_armada) -> None:
     assert "hi" in armada.logs(job_id)
 
 
+@pytest.mark.pure
 def test_a_program_folder_that_is_not_there_is_refused_naming_the_field(tmp_path) -> None:
     data = {"images": [{"image": "alpine:3.20.0", "path": "no-such-folder"}], "node_groups": [node_group("a")]}
     with pytest.raises(InvalidConfig) as raised:
@@ -141,6 +133,7 @@ def test_a_program_folder_that_is_not_there_is_refused_naming_the_field(tmp_path
     assert "is not a folder" in raised.value.fix
 
 
+@pytest.mark.pure
 def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
     _programs(tmp_path / "images" / "bin")
     (tmp_path / "cluster.yaml").write_text(
@@ -154,6 +147,7 @@ def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
     assert image is not None and image.programs == (tmp_path / "images" / "bin").resolve()
 
 
+@pytest.mark.pure
 def test_an_unknown_image_field_is_refused() -> None:
     data = {"images": [{"image": "alpine", "entrypiont": ["sh"]}], "node_groups": [node_group("a")]}
     with pytest.raises(InvalidConfig) as raised:
@@ -161,6 +155,7 @@ def test_an_unknown_image_field_is_refused() -> None:
     assert "images.0.entrypiont" in raised.value.field
 
 
+@pytest.mark.pure
 def test_an_image_listed_twice_is_refused() -> None:
     data = {
         "images": [{"image": "alpine"}, {"image": "docker.io/library/alpine:latest"}],

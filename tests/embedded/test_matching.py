@@ -20,6 +20,8 @@ from armada_flyte.kube_objects import Taint
 
 from support.pods import ARM64_TOLERATION, pod, required_affinity
 
+pytestmark = pytest.mark.pure
+
 CLUSTER = Cluster.default()
 AMD64, ARM64 = CLUSTER.nodes[0], CLUSTER.nodes[2]
 

@@ -10,16 +10,12 @@ _local/executor/config.yaml). Tests not marked `embedded_only` hold on a real cl
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 import uuid
 
 import pytest
 from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
-
-from armada_flyte.embedded.executors import pod_shim
 
 from support.job_events import failed_event
 from support.pods import item, pod, python, submit_one
@@ -132,34 +128,3 @@ def test_a_fast_grower_is_killed_near_its_limit(embedded_armada, client, queue, 
     assert_oom_killed(client, queue, job_set, job_id)
     held = max(int(line) for line in embedded_armada.logs(job_id) if line.strip().isdigit())
     assert 48 <= held < 64 + 128
-
-
-PEAK_CHECK = """
-import resource, sys, types
-sys.path.insert(0, sys.argv[1])
-import pod_shim
-limit = 8 * 2**20
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * pod_shim.MAXRSS_UNIT
-watch = pod_shim.MemoryWatch(limit, [])
-watch.main_ended(types.SimpleNamespace(ru_maxrss=baseline // pod_shim.MAXRSS_UNIT), baseline)
-print(watch.over_limit())
-watch.main_ended(types.SimpleNamespace(ru_maxrss=(baseline + limit) // pod_shim.MAXRSS_UNIT + 1), baseline)
-print(watch.over_limit())
-"""
-
-
-def test_the_main_processs_peak_counts_only_above_the_shims_own_size():
-    # At exec the kernel carries the forking shim's resident size over as the new program's starting peak.
-    # Run in a process of its own, which has no children: the watch counts every process below it.
-    shim_folder = str(pathlib.Path(pod_shim.__file__).parent)
-    run = subprocess.run([sys.executable, "-I", "-S", "-c", PEAK_CHECK, shim_folder], capture_output=True, text=True)
-    assert run.stdout.split() == ["False", "True"], run.stderr
-
-
-def test_files_in_memory_folders_count_by_their_blocks(tmp_path: pathlib.Path):
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub/full").write_bytes(b"x" * MiB)
-    with open(tmp_path / "sparse", "wb") as sparse:
-        sparse.truncate(64 * MiB)
-    (tmp_path / "again").hardlink_to(tmp_path / "sub/full")
-    assert MiB <= pod_shim.folder_bytes([str(tmp_path)]) < 2 * MiB

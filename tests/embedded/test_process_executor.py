@@ -17,9 +17,9 @@ from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded.executors.base import host_architecture_name as host_architecture
-from armada_flyte.embedded.executors.process import ProcessExecutor
+from armada_flyte.architecture import host_architecture_name as host_architecture
 from armada_flyte.embedded.messages import NOTE_ANNOTATION
+from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
 from support.waiting import wait_for_state, wait_until
@@ -162,7 +162,7 @@ def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, 
 
 @pytest.mark.embedded_only
 def test_only_the_newest_finished_sandboxes_are_kept(own_armada, tmp_path: pathlib.Path) -> None:
-    executor = ProcessExecutor(sandbox_root=tmp_path, kept_sandboxes=1)
+    executor = ProcessPodRunner(sandbox_root=tmp_path, kept_sandboxes=1)
     armada, client = own_armada(executor=executor)
     first = submit_one(client, "conformance", "js", item(pod(python("print('one')"))))
     wait_for_state(client, first, submit_pb2.SUCCEEDED)

@@ -45,12 +45,15 @@ def test_priority_factor_below_one_is_invalid(client: ArmadaClient) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.create_queue(queue_request(client, unique("q"), priority_factor=0.5))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "priority factor cannot be lower than 1.0" in error.value.details()  # pkg/client/queue
 
 
 def test_unknown_queue_is_not_found(client: ArmadaClient) -> None:
+    missing = unique("missing")
     with pytest.raises(grpc.RpcError) as error:
-        client.get_queue(unique("missing"))
+        client.get_queue(missing)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
+    assert f'could not find queue "{missing}"' in error.value.details()
 
 
 def test_update_changes_the_queue(client: ArmadaClient) -> None:
@@ -88,6 +91,7 @@ def test_deleted_queue_is_gone(client: ArmadaClient) -> None:
     with pytest.raises(grpc.RpcError) as error:
         client.get_queue(name)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
+    assert f'could not find queue "{name}"' in error.value.details()
 
 
 def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set: str) -> None:
@@ -100,6 +104,7 @@ def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set:
     with pytest.raises(grpc.RpcError) as error:
         client.get_queue(name)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
+    assert f'could not find queue "{name}"' in error.value.details()
 
 
 def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
@@ -128,9 +133,11 @@ def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClien
 
 
 def test_cordoning_an_unknown_queue_is_unknown(client: ArmadaClient) -> None:
+    missing = unique("missing")
     with pytest.raises(grpc.RpcError) as error:
-        client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=unique("missing")))
+        client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=missing))
     assert error.value.code() == grpc.StatusCode.UNKNOWN  # queue_service.go returns the repository's error
+    assert f'could not find queue "{missing}"' in error.value.details()
 
 
 def test_cancel_on_queue_cancels_the_jobs_in_the_given_states(client: ArmadaClient, job_set: str) -> None:

@@ -138,6 +138,7 @@ def test_secrets_file_reads_kubernetes_secret_manifests(tmp_path) -> None:
         assert armada.secrets.get("three") == {"c": b"given"}
 
 
+@pytest.mark.pure
 def test_bad_secrets_are_refused_with_the_fix(tmp_path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("kind: ConfigMap\nmetadata: {name: x}\n")

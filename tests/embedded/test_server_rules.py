@@ -132,6 +132,7 @@ def test_acting_in_an_unknown_queue_is_unknown(client: ArmadaClient, call: str) 
         else:
             client.reprioritize_jobs(new_priority=1.0, job_ids=["x"], job_set_id="js", queue=missing)
     assert error.value.code() == grpc.StatusCode.UNKNOWN  # `authorize` in submit.go returns it unwrapped
+    assert f'could not find queue "{missing}"' in error.value.details()
 
 
 def test_a_client_id_twice_in_one_request_makes_two_jobs(client: ArmadaClient, queue: str, job_set: str) -> None:

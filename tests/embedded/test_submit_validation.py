@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import grpc
@@ -30,11 +31,13 @@ def test_unknown_queue_is_permission_denied_naming_the_queue(client: ArmadaClien
 def test_empty_queue_is_permission_denied(client: ArmadaClient, job_set: str) -> None:
     error = refusal(lambda: client.submit_jobs("", job_set, [item(pod())]))
     assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert 'could not find queue ""' in error.details()
 
 
 def test_job_set_id_is_required(client: ArmadaClient, queue: str) -> None:
     error = refusal(lambda: client.submit_jobs(queue, "", [item(pod())]))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "job set id is a required field" in error.details()
 
 
 def _preferred_affinity() -> core.Affinity:
@@ -77,12 +80,33 @@ INVALID_ITEMS = {
     "bad affinity operator": lambda: item(pod(affinity=required_affinity("kubernetes.io/arch", "Near", ["arm64"]))),
 }
 
+# What each refusal says, as a pattern both Armada's wording and the embedded server's match
+# (internal/server/submit/validation/submit_request.go), so a request refused by another rule fails.
+INVALID_ITEM_REASONS = {
+    "limits differ from requests": r"container main defines cpu with limits",
+    "limits miss a resource": r"container main defines different resources for requests and limits",
+    "no resources": r"container main has no resources specified",
+    "negative cpu": r"negative resource request \(-1\) for resource cpu",
+    "memory under 1Mi": r"memory requests? \(512Ki\) (is )?below (the )?server minimum \(1Mi\)",
+    "no pod spec": r"(?i)must contain (a|at least one) pod ?spec",
+    "two pod specs": r"(?i)jobs with (more than one pod|multiple pods) are not supported",
+    "pod_spec and pod_specs": r"(?i)pod_?spec .*pod_?specs",
+    "no namespace": r"namespace is a required field",
+    "client id over 100 chars": r"client id of length 101 is",
+    "preferred node affinity": r"preferredDuringSchedulingIgnoredDuringExecution node affinity is not supported",
+    "grace period over 5 min": r"terminationGracePeriodSeconds of 301 must be \[1, 300\]",
+    "gang without cardinality": r"invalid gang information: .*armadaproject.io/gangCardinality",
+    "gang with empty id": r"invalid gang information: .*(gang id|gangId) is empty",
+    "bad affinity operator": r"(?i)invalid requiredDuringSchedulingIgnoredDuringExecution node affinity",
+}
+
 
 @pytest.mark.parametrize("case", sorted(INVALID_ITEMS))
 def test_invalid_item_fails_the_whole_request(client: ArmadaClient, queue: str, job_set: str, case: str) -> None:
     valid = item(pod())
     error = refusal(lambda: client.submit_jobs(queue, job_set, [valid, INVALID_ITEMS[case]()]))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.search(INVALID_ITEM_REASONS[case], error.details()), error.details()
     assert job_set_events(client, queue, job_set) == [], "a refused request creates no job, not even its valid items"
 
 
@@ -90,12 +114,14 @@ def test_gang_members_must_agree_on_cardinality(client: ArmadaClient, queue: str
     items = [item(pod(), annotations=gang("g", 2)), item(pod(), annotations=gang("g", 3))]
     error = refusal(lambda: client.submit_jobs(queue, job_set, items))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.search(r"inconsistent (gang )?cardinality in gang g: expected 2 but got 3", error.details())
 
 
 def test_gang_members_must_agree_on_uniformity_label(client: ArmadaClient, queue: str, job_set: str) -> None:
     items = [item(pod(), annotations=gang("g", 2, "kubernetes.io/arch")), item(pod(), annotations=gang("g", 2))]
     error = refusal(lambda: client.submit_jobs(queue, job_set, items))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.search(r"(?i)inconsistent node ?uniformity ?label in gang g", error.details())
 
 
 @pytest.mark.parametrize("seconds", [0, 1, 300])

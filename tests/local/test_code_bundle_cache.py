@@ -3,7 +3,11 @@
 import importlib
 import sys
 
+import pytest
+
 from armada_flyte.local.run import _code_fingerprint
+
+pytestmark = pytest.mark.pure
 
 
 def test_the_fingerprint_follows_the_loaded_code(tmp_path, monkeypatch):

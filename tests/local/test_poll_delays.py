@@ -14,6 +14,7 @@ from armada_flyte.local.run import poll_delays
 from support.armada_templates import execution_metadata, python_template
 
 
+@pytest.mark.pure
 def test_delays_start_small_and_back_off_to_the_interval():
     delays = list(itertools.islice(poll_delays(0.05, 0.5), 9))
     assert delays[0] == 0.05
@@ -51,5 +52,5 @@ def test_the_end_is_seen_as_it_happens_without_polling_armada(armada):
     meta, outcome, seen_at = asyncio.run(scenario())
     assert outcome.terminal and outcome.info["armada_state"] == "SUCCEEDED", outcome.message
     ended = armada.plane.find_job(meta.job_id).latest_run.finished_at
-    assert seen_at - ended < 2.0  # not the 30 s poll interval
+    assert seen_at - ended < 10.0  # not the 30 s poll interval (with room for a busy machine)
     assert armada.calls.count("GetJobStatus") - before <= 1  # at most the first look, before any event

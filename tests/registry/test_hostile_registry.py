@@ -132,7 +132,7 @@ def test_the_submit_time_check_only_warns_about_a_malformed_registry(registry, c
         headers={"Content-Type": INDEX}, body=b'{"manifests": [{"platform": "linux/arm64", "annotations": [1]}, 7]}'
     )
     registry.answers["app/manifests/2"] = Answer(body=b'{"mediaType": 5, "config": {"digest": "../../etc"}}')
-    check = ImagePlatformCheck(resolve_settings(check_image_platforms=True))
+    check = ImagePlatformCheck(resolve_settings(check_image_platforms=True).images)
     with caplog.at_level(logging.WARNING):
         asyncio.run(check.check(f"{registry.host}/app:2", Architecture.arm64, "t"))
     check.close()

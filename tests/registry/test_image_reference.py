@@ -7,7 +7,7 @@ import pytest
 from armada_flyte.errors import InvalidImageReference
 from armada_flyte.registry.reference import ImageReference
 
-pytestmark = pytest.mark.usefixtures("docker_config")
+pytestmark = [pytest.mark.usefixtures("docker_config"), pytest.mark.pure]
 
 DIGEST = "sha256:" + "ab" * 32
 

@@ -103,6 +103,7 @@ def test_a_broken_docker_config_means_anonymous_access(basic_registry, docker_co
         image_platforms(basic_registry.multi)
 
 
+@pytest.mark.pure
 def test_credentials_never_show_their_password():
     assert PASSWORD not in repr(RIGHT)
 
@@ -158,6 +159,7 @@ def test_the_token_registry_checks_token_signatures(token_registry):
     assert answer.status_code == 401
 
 
+@pytest.mark.pure
 def test_challenges_are_parsed_with_quoted_commas():
     scheme, params = parse_challenge(
         'Bearer realm="https://auth.example.com/token",service="registry.example.com",'

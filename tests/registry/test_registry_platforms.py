@@ -148,6 +148,7 @@ def test_one_client_reads_many_images(images):
     }
 
 
+@pytest.mark.pure
 def test_platforms_compare_by_os_and_architecture_not_variant():
     assert Platform.parse("linux/arm64/v8").runs(Architecture.arm64)
     assert not Platform.parse("windows/amd64").runs(Architecture.amd64)

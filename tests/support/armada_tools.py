@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
-import re
+import signal
 import socket
 import subprocess
 import sys
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import pytest
 
+from support.process_output import Output
 from support.real_parts import missing_part
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -36,6 +38,39 @@ def armada_tools() -> dict[str, str]:
     return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
 
 
+def run_testsuite_runner(args: list[str], env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """scripts/armada-testsuite.sh `args`, in a process group of its own that is ended whatever happens
+    (a timeout included), so an interrupted run leaves no server or pod behind."""
+    runner = subprocess.Popen(
+        [str(ROOT / "scripts" / "armada-testsuite.sh"), *args],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = runner.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(runner)
+        _, stderr = runner.communicate(timeout=30)
+        raise AssertionError(f"armada-testsuite.sh {' '.join(args)} ran past {timeout} s: {stderr[-3000:]}") from None
+    finally:
+        _end_group(runner)
+    return subprocess.CompletedProcess(runner.args, runner.returncode, stdout, stderr)
+
+
+def _end_group(runner: subprocess.Popen) -> None:
+    """Stop the runner's process group: politely (its trap stops the server), then whatever is left, for good."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(runner.pid, signum)
+        except ProcessLookupError:
+            return  # nothing of the group is left
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            runner.wait(timeout=15)
+
+
 @pytest.fixture(scope="module")
 def dev_server() -> Iterator[str]:
     """`armada-flyte dev` on a free port, as a user starts it; yields host:port."""
@@ -53,11 +88,7 @@ def running_dev_server(port: int) -> Iterator[str]:
         text=True,
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"listening on (\S+)", line)
-        assert match, line + process.stdout.read()
-        yield match.group(1)
+        yield Output(process).wait_for(r"listening on (\S+)").group(1)
     finally:
         process.terminate()
         process.wait(timeout=30)

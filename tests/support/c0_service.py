@@ -13,7 +13,11 @@ from typing import Iterator, Mapping
 import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
 
+from support.waiting import wait_until
+
 ARMADA_TASKS = connector_pb2.TaskCategory(name="armada", version=0)
+START_SECONDS = 60.0
+"""How long c0 may take to answer after it starts; generous, for a loaded machine."""
 
 
 def free_port() -> int:
@@ -36,9 +40,26 @@ def running_c0(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[servi
         )
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         try:
-            grpc.channel_ready_future(channel).result(timeout=60)
+            _wait_until_it_answers(channel, process, log_path)
             yield service_pb2_grpc.AsyncConnectorServiceStub(channel)
         finally:
             channel.close()
             process.terminate()
             process.wait(timeout=30)
+
+
+def _wait_until_it_answers(channel: grpc.Channel, process: subprocess.Popen, log_path: pathlib.Path) -> None:
+    """Return once c0 accepts calls; fail with the end of its log if it exits first or takes over START_SECONDS."""
+    ready = grpc.channel_ready_future(channel)
+    try:
+        wait_until(lambda: ready.done() or process.poll() is not None, timeout=START_SECONDS, what="c0 to answer")
+    except AssertionError as late:
+        ready.cancel()
+        raise AssertionError(f"{late}; the end of {log_path}:\n{_tail(log_path)}") from None
+    if not ready.done():
+        ready.cancel()
+        raise AssertionError(f"c0 exited ({process.returncode}); the end of {log_path}:\n{_tail(log_path)}")
+
+
+def _tail(log_path: pathlib.Path, lines: int = 40) -> str:
+    return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from armada_flyte.embedded.executors.process_tree import is_alive
+from armada_flyte.pod_runner.process_tree import is_alive
 
 __all__ = ["is_alive", "pids_in_log"]
 

@@ -9,10 +9,12 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 T = TypeVar("T")
+DEFAULT_TIMEOUT = 60.0
+"""Long enough for a pod's process to start on a machine busy with other builds; a bound on failures only."""
 TERMINAL = {submit_pb2.SUCCEEDED, submit_pb2.FAILED, submit_pb2.CANCELLED, submit_pb2.PREEMPTED, submit_pb2.REJECTED}
 
 
-def wait_until(condition: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
+def wait_until(condition: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "the condition") -> T:
     """The first truthy value of `condition()`, polled until `timeout` seconds have passed."""
     deadline = time.monotonic() + timeout
     interval = 0.005
@@ -30,7 +32,7 @@ def state_of(client: ArmadaClient, job_id: str) -> int:
     return client.get_job_status([job_id]).job_states[job_id]
 
 
-def wait_for_state(client: ArmadaClient, job_id: str, *states: int, timeout: float = 15.0) -> int:
+def wait_for_state(client: ArmadaClient, job_id: str, *states: int, timeout: float = DEFAULT_TIMEOUT) -> int:
     """Wait until the job is in one of `states`; fail early if it ends in another terminal state."""
     wanted = set(states)
 

@@ -54,6 +54,7 @@ def custom_of(serialize, task, root):
     return json_format.MessageToDict(serialize(task, root_dir=root).custom)
 
 
+@pytest.mark.pure
 def test_pyproject_sets_defaults_with_provenance(serialize, project):
     root = project('architecture = "aarch64"\nqueue = "ml"\npriority = 3')
     custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
@@ -63,6 +64,7 @@ def test_pyproject_sets_defaults_with_provenance(serialize, project):
     assert custom["sources"] == {"architecture": "project", "queue": "project", "priority": "project"}
 
 
+@pytest.mark.pure
 def test_env_beats_pyproject(serialize, project, monkeypatch):
     root = project('architecture = "arm64"\nqueue = "ml"')
     monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "x86_64")
@@ -72,6 +74,7 @@ def test_env_beats_pyproject(serialize, project, monkeypatch):
     assert custom["sources"]["queue"] == "project"
 
 
+@pytest.mark.pure
 def test_task_beats_env_and_pyproject(serialize, project, monkeypatch):
     root = project('architecture = "arm64"')
     monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "arm64")
@@ -80,6 +83,7 @@ def test_task_beats_env_and_pyproject(serialize, project, monkeypatch):
     assert (custom["queue"], custom["sources"]["queue"]) == ("mine", "task")
 
 
+@pytest.mark.pure
 def test_nothing_set_leaves_architecture_to_the_platform(serialize, project):
     root = project("")
     custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
@@ -87,6 +91,7 @@ def test_nothing_set_leaves_architecture_to_the_platform(serialize, project):
     assert custom["queue"] == "flyte" and "queue" not in custom["sources"]
 
 
+@pytest.mark.pure
 def test_registered_template_keeps_its_architecture_when_defaults_change(serialize, project):
     root = project('architecture = "arm64"')
     task = make_task(ArmadaConfig(), root=root)
@@ -96,6 +101,7 @@ def test_registered_template_keeps_its_architecture_when_defaults_change(seriali
     assert custom_of(serialize, task, root)["architecture"] == "amd64"
 
 
+@pytest.mark.pure
 def test_task_override_is_the_launch_time_override(serialize, project):
     root = project('architecture = "amd64"')
     task = make_task(ArmadaConfig(queue="q"), root=root)
@@ -106,6 +112,7 @@ def test_task_override_is_the_launch_time_override(serialize, project):
     assert type(overridden) is type(task)
 
 
+@pytest.mark.pure
 def test_unknown_pyproject_key_is_refused(serialize, project):
     root = project('arch = "arm64"')
     with pytest.raises(InvalidConfig) as info:
@@ -114,6 +121,7 @@ def test_unknown_pyproject_key_is_refused(serialize, project):
     assert "architecture" in str(info.value)
 
 
+@pytest.mark.pure
 def test_bad_pyproject_value_names_file_and_key(serialize, project):
     root = project('architecture = "sparc"')
     with pytest.raises(InvalidConfig) as info:
@@ -121,6 +129,7 @@ def test_bad_pyproject_value_names_file_and_key(serialize, project):
     assert "pyproject.toml [tool.armada-flyte] architecture" in str(info.value)
 
 
+@pytest.mark.pure
 def test_bad_env_value_names_the_variable(serialize, project, monkeypatch):
     root = project("")
     monkeypatch.setenv("ARMADA_FLYTE_PRIORITY", "urgent")
@@ -157,6 +166,7 @@ def test_multi_arch_image_passes(serialize, project):
     )
 
 
+@pytest.mark.pure
 def test_prebuilt_reference_is_left_to_the_registry_check(serialize, project):
     root = project("")
     custom = custom_of(serialize, make_task(ArmadaConfig(architecture="arm64"), image="python:3.11", root=root), root)
@@ -165,6 +175,7 @@ def test_prebuilt_reference_is_left_to_the_registry_check(serialize, project):
 
 # ---- architecture = "any": the request and its source are baked in, with the architectures a
 # Flyte-built image declares (its `platform`), so the connector can narrow the platform's set.
+@pytest.mark.pure
 def test_pyproject_any_is_baked_with_its_source(serialize, project):
     root = project('architecture = "any"')
     custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
@@ -173,6 +184,7 @@ def test_pyproject_any_is_baked_with_its_source(serialize, project):
     assert "image_architectures" not in custom  # a prebuilt reference: left to the registry check
 
 
+@pytest.mark.pure
 def test_env_any_beats_a_pinned_pyproject(serialize, project, monkeypatch):
     root = project('architecture = "arm64"')
     monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "ANY")
@@ -180,6 +192,7 @@ def test_env_any_beats_a_pinned_pyproject(serialize, project, monkeypatch):
     assert (custom["architecture"], custom["sources"]["architecture"]) == ("any", "env")
 
 
+@pytest.mark.pure
 def test_task_pin_beats_a_project_any(serialize, project):
     root = project('architecture = "any"')
     custom = custom_of(serialize, make_task(ArmadaConfig(architecture="arm64"), root=root), root)

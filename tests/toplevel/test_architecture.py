@@ -4,6 +4,8 @@ from armada_flyte import Architecture, ArmadaConfig, InvalidConfig
 from armada_flyte.architecture import ANY, parse_optional, parse_request
 from armada_flyte.spec import SubmissionSpec
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.mark.parametrize(
     "spelling, expected",

@@ -3,6 +3,8 @@ import pytest
 from armada_flyte import Architecture, ArmadaConfig, InvalidConfig
 from armada_flyte.spec import SubmissionSpec
 
+pytestmark = pytest.mark.pure
+
 
 def test_architecture_is_normalised_when_built():
     assert ArmadaConfig(architecture="aarch64").architecture is Architecture.arm64

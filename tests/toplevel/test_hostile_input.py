@@ -20,6 +20,8 @@ from armada_flyte.spec import CONFIG_FIELDS, ArmadaConfig, SubmissionSpec
 
 from support.hostile_values import MAX_MESSAGE, awkward_numbers, awkward_text, values, yaml_documents
 
+pytestmark = pytest.mark.pure
+
 FAST = settings(max_examples=150, deadline=None)
 
 
@@ -86,12 +88,12 @@ def test_an_image_reference_parses_or_raises_invalid_image_reference(text):
 def test_the_yaml_reader_returns_a_mapping_or_raises_invalid_config(tmp_path_factory, document):
     path = tmp_path_factory.mktemp("yaml") / "file.yaml"
     path.write_bytes(document.encode("utf-8", "surrogatepass"))
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a runaway parse burns CPU; a busy machine only adds waiting
     try:
         assert isinstance(read_yaml(path, "some_file", "fix it"), dict)
     except InvalidConfig as exc:
         assert len(str(exc)) < MAX_MESSAGE
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_an_alias_bomb_is_refused_with_a_short_message(tmp_path):

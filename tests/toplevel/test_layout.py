@@ -3,53 +3,19 @@ one module, and no two modules import each other (imports inside functions count
 
 from __future__ import annotations
 
-import ast
-import pathlib
-
 import pytest
 
-PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2] / "src" / "armada_flyte"
-SIDES = ("task", "connector", "registry", "embedded", "local", "admin")
+from support.import_graph import EDGES, MODULES, imports
+
+pytestmark = pytest.mark.pure
+
+SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "view", "admin", "executor")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
 ALLOWED_LAZY = {
     ("armada_flyte.task.plugin", "armada_flyte.local.run"),
     ("armada_flyte", "armada_flyte.connector.settings"),
-}
-
-
-def _module_name(path: pathlib.Path) -> str:
-    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {_module_name(path): path for path in PACKAGE_DIR.rglob("*.py")}
-MODULE_NAMES = set(MODULES)
-
-
-def _imports(path: pathlib.Path) -> list[tuple[str, bool]]:
-    """(imported module, inside a function) for every import of the module at `path`."""
-    found = []
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            # `from package import module` imports that module; `from module import name` the module
-            submodules = [f"{node.module}.{alias.name}" for alias in node.names]
-            names = [name for name in submodules if name in MODULE_NAMES] or [node.module]
-        else:
-            continue
-        found += [(name, node.col_offset > 0) for name in names]
-    return found
-
-
-EDGES = {
-    (module, target, lazy)
-    for module, path in MODULES.items()
-    for target, lazy in _imports(path)
-    if target in MODULES and target != module
 }
 
 
@@ -88,11 +54,14 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
 @pytest.mark.parametrize(
     "side, forbidden",
     [
-        ("connector", {"task", "embedded", "local", "admin"}),
-        ("registry", {"task", "connector", "embedded", "local", "admin"}),
-        ("embedded", {"task", "connector", "registry", "local", "admin"}),
-        ("task", {"connector", "registry", "embedded", "admin"}),
+        ("connector", {"task", "pod_runner", "embedded", "local", "view", "admin"}),
+        ("registry", {"task", "connector", "pod_runner", "embedded", "local", "view", "admin"}),
+        ("pod_runner", {"task", "connector", "registry", "embedded", "local", "view", "admin"}),
+        ("embedded", {"task", "connector", "registry", "local", "view", "admin"}),
+        ("task", {"connector", "registry", "pod_runner", "embedded", "view", "admin"}),
         ("local", {"admin"}),
+        ("view", {"task", "registry", "pod_runner", "embedded", "local", "admin"}),
+        ("executor", {"task", "connector", "registry", "local", "view", "admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
@@ -100,10 +69,20 @@ def test_each_side_imports_only_downwards(side, forbidden):
     assert not bad
 
 
+def test_the_pod_runner_imports_nothing_from_other_sides():
+    """The runner is driven by the embedded server and by the Armada executor alike, so it knows neither."""
+    assert ("armada_flyte.pod_runner.process", "armada_flyte.pod_runner.sandbox") in _imports_of("pod_runner")
+    assert {_side(t) for _, t in _imports_of("pod_runner")} == {"top", "pod_runner"}
+
+
 def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():
     hops = {(m, t) for m, t, lazy in EDGES if _side(m) == "task" and _side(t) == "local"}
     assert hops == {("armada_flyte.task.plugin", "armada_flyte.local.run")}
     assert all(lazy for m, t, lazy in EDGES if (m, t) in ALLOWED_LAZY)
+
+
+def test_only_the_console_script_imports_the_executor_side():
+    assert not {(m, t) for m, t, _ in EDGES if _side(t) == "executor" and _side(m) not in ("executor", "admin")}
 
 
 def test_nothing_but_the_console_script_imports_admin():
@@ -114,7 +93,7 @@ def test_private_flyte_apis_are_imported_by_flyte_internals_only():
     users = {
         module
         for module, path in MODULES.items()
-        for target, _ in _imports(path)
+        for target, _ in imports(path)
         if target.split(".")[0] == "flyte" and any(part.startswith("_") for part in target.split(".")[1:])
     }
     assert users == {"armada_flyte.task.flyte_internals"}

@@ -4,10 +4,13 @@ store) until Ctrl-C or SIGTERM, printing the settings the connector and Flyte ne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
 from typing import Any
+
+from armada_flyte.admin import view_command
 
 DEFAULT_PORT = 50051
 """Armada's own gRPC port, so clients configured for a local Armada work unchanged."""
@@ -84,6 +87,7 @@ def register(subparsers: Any) -> None:
         help="write the kubeconfig of the cluster's read-only Kubernetes API here "
         "(default: kubeconfig in the state dir; with --ephemeral, a temporary file)",
     )
+    view_command.add_dev_arguments(parser)
     state = parser.add_mutually_exclusive_group()
     state.add_argument(
         "--state-dir",
@@ -98,7 +102,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from armada_flyte.embedded.executors.base import host_architecture_name
+    from armada_flyte.architecture import host_architecture_name
     from armada_flyte.embedded.secrets import parse_secret_argument
     from armada_flyte.embedded.server import GIL_SWITCH_SECONDS
     from armada_flyte.embedded.state_store import default_state_dir
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     sys.setswitchinterval(GIL_SWITCH_SECONDS)  # this process is only the server: keep its calls' waits short
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    view = contextlib.ExitStack()
     try:
         with local_stack(
             armada_port=args.port,
@@ -130,11 +135,13 @@ def run(args: argparse.Namespace) -> int:
             kubeconfig=args.kubeconfig,
             ingress_port=args.ingress_port,
         ) as stack:
+            view_url = view.enter_context(view_command.beside_dev(stack, args))
             security = ", ".join(
                 part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
             )
             shown = f"; {security}" if security else ""
             print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
+            print(f"view: {view_url}" if view_url else "view: off (--no-view)")
             print(f"ingress controller on {stack.server.ingress_url} (routes jobs' ingress hosts to their pods)")
             if stack.blob_endpoint:
                 print(f"S3-compatible blob store on {stack.blob_endpoint}, bucket {stack.bucket}")
@@ -164,5 +171,6 @@ def run(args: argparse.Namespace) -> int:
                 pass
         print("stopped", flush=True)
     finally:
+        view.close()
         signal.signal(signal.SIGTERM, previous)
     return 0

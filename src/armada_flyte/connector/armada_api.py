@@ -31,6 +31,7 @@ from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.auth import credentials_for
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.settings_groups import ArmadaConnection
 from armada_flyte.connector.submit_batch import SubmitBatcher
 from armada_flyte.errors import (
     ArmadaAuthError,
@@ -67,8 +68,9 @@ class ArmadaApi:
     """A thin async facade over Armada's Submit, Jobs and Binoculars services."""
 
     def __init__(self, settings: ConnectorConfig):
-        self._settings = settings
-        self._credentials = credentials_for(settings)
+        self._connection = settings.connection
+        self._limits = settings.limits
+        self._credentials = credentials_for(settings.connection)
         self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
             weakref.WeakKeyDictionary()
         )
@@ -79,10 +81,10 @@ class ArmadaApi:
     # ---- channel, metadata, retries ----
     def _channel(self, target: Optional[str] = None) -> grpc.aio.Channel:
         """This loop's channel to `target` (default: the Armada API)."""
-        target = target or self._settings.armada_url
+        target = target or self._connection.armada_url
         channels = self._channels.setdefault(asyncio.get_running_loop(), {})
         if target not in channels:
-            channels[target] = open_channel(self._settings, target, aio=True)
+            channels[target] = open_channel(self._connection, target, aio=True)
         return channels[target]
 
     def auth_metadata(self) -> list[tuple[str, str]]:
@@ -95,13 +97,13 @@ class ArmadaApi:
         if header is None:
             header = await asyncio.to_thread(self._credentials.header)
         metadata = [("authorization", header)] if header else []
-        return {"metadata": metadata, "timeout": self._settings.grpc_timeout_seconds}
+        return {"metadata": metadata, "timeout": self._connection.grpc_timeout_seconds}
 
     async def _call(self, what: str, make_call: Callable[[dict[str, Any]], Awaitable[T]]) -> T:
         """Run one RPC, retrying transient failures with jittered backoff, a bounded number of times.
 
         A refused token is fetched again once (it may have been revoked or expired early)."""
-        attempts = self._settings.grpc_retries + 1
+        attempts = self._connection.grpc_retries + 1
         refreshed = False
         attempt = 0
         while True:
@@ -119,7 +121,7 @@ class ArmadaApi:
                     log.warning("Armada %s: %s (%s); retrying in %.2fs", what, code.name, exc.details(), delay)
                     await asyncio.sleep(delay)
                     continue
-                raise _translate(what, exc, self._settings.armada_url) from None
+                raise _translate(what, exc, self._connection.armada_url) from None
 
     # ---- Submit ----
     async def submit(self, queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> list[str]:
@@ -147,7 +149,7 @@ class ArmadaApi:
         loop = asyncio.get_running_loop()
         batcher = self._submit_batches.get(loop)
         if batcher is None:
-            s = self._settings
+            s = self._limits
             batcher = SubmitBatcher(self._submit_items, s.submit_batch_window_seconds, s.submit_batch_max_items)
             self._submit_batches[loop] = batcher
         return await batcher.submit(queue, job_set_id, item)
@@ -220,13 +222,13 @@ class ArmadaApi:
         stays open for new ones. Errors come out translated, unretried: the caller resumes from the last id."""
         stub = event_pb2_grpc.EventStub(self._channel())
         request = event_pb2.JobSetRequest(id=job_set_id, queue=queue, from_message_id=from_message_id, watch=watch)
-        timeout = None if watch else self._settings.grpc_timeout_seconds
+        timeout = None if watch else self._connection.grpc_timeout_seconds
         call = stub.GetJobSetEvents(request, metadata=self.auth_metadata(), timeout=timeout)
         try:
             async for message in call:
                 yield message
         except grpc.aio.AioRpcError as exc:
-            raise _translate("GetJobSetEvents", exc, self._settings.armada_url) from None
+            raise _translate("GetJobSetEvents", exc, self._connection.armada_url) from None
         finally:
             call.cancel()
 
@@ -246,7 +248,7 @@ class ArmadaApi:
     # ---- Binoculars ----
     async def logs(self, job_id: str, namespace: str) -> list[str]:
         """The job's container log lines, from Armada's Binoculars log API."""
-        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url))
+        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._connection.binoculars_url))
         request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
         response = await self._call("Logs", lambda kw: stub.Logs(request, **kw))
         return [line.line for line in response.log]
@@ -257,7 +259,7 @@ class ArmadaApi:
             await channel.close()
 
 
-def open_channel(settings: ConnectorConfig, target: str, *, aio: bool) -> Any:
+def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
     """A channel to `target` with the connector's transport: TLS (with its CA bundle) or plaintext.
 
     The one place channels are built, so the doctor tests exactly what the connector uses.

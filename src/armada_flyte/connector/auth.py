@@ -18,7 +18,7 @@ from typing import Optional, Protocol
 
 import httpx
 
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.settings_groups import ArmadaConnection
 from armada_flyte.errors import ArmadaAuthError
 from armada_flyte.registry.bounded_http import BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_request
 
@@ -94,7 +94,7 @@ class ClientCredentials(_Expiring):
     or re-read from its file at each refresh, so a rotated Kubernetes Secret is picked up.
     """
 
-    def __init__(self, settings: ConnectorConfig):
+    def __init__(self, settings: ArmadaConnection):
         super().__init__()
         self._settings = settings
         self._token_url = settings.oidc_token_url
@@ -185,7 +185,7 @@ class ExecCredentials(_Expiring):
     `auth_exec_cache_seconds` (and fetched again at once when Armada refuses it).
     """
 
-    def __init__(self, settings: ConnectorConfig):
+    def __init__(self, settings: ArmadaConnection):
         super().__init__()
         self._command = [settings.auth_exec_cmd or "", *settings.auth_exec_args]
         self._lifetime = settings.auth_exec_cache_seconds
@@ -221,8 +221,8 @@ class ExecCredentials(_Expiring):
         return token, self._lifetime
 
 
-def credentials_for(settings: ConnectorConfig) -> CredentialSource:
-    """The source the settings configure (exactly one is allowed, checked with the settings)."""
+def credentials_for(settings: ArmadaConnection) -> CredentialSource:
+    """The source the connection settings configure (exactly one is allowed, checked with the settings)."""
     if settings.oidc_client_id is not None:
         return ClientCredentials(settings)
     if settings.auth_exec_cmd is not None:

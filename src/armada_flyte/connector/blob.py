@@ -10,7 +10,7 @@ from typing import Any, Optional
 from urllib.parse import urlparse
 
 from armada_flyte.connector.secrets import secret_key_ref
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.settings_groups import BlobStore
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +49,17 @@ class BlobSettings:
         return env
 
     @classmethod
-    def from_settings(cls, settings: ConnectorConfig) -> BlobSettings:
+    def from_settings(cls, store: BlobStore) -> BlobSettings:
         """The blob store the pods are told to use (and the connector reads error.pb with)."""
         return cls(
-            settings.blob_endpoint,
-            settings.blob_access_key,
-            settings.blob_secret_key.get_secret_value(),
-            settings.blob_region,
-            settings.blob_credentials_secret,
-            settings.blob_credentials_access_key_key,
-            settings.blob_credentials_secret_key_key,
-            settings.blob_workload_identity,
+            store.blob_endpoint,
+            store.blob_access_key,
+            store.blob_secret_key.get_secret_value(),
+            store.blob_region,
+            store.blob_credentials_secret,
+            store.blob_credentials_access_key_key,
+            store.blob_credentials_secret_key_key,
+            store.blob_workload_identity,
         )
 
 

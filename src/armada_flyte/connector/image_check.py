@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from armada_flyte.architecture import Architecture, sorted_architectures
 from armada_flyte.connector.placement import ImageArchitectures
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.settings_groups import ImageChecks
 from armada_flyte.errors import ImageNotFound, ImagePlatformMismatch, InvalidImageReference, RegistryError
 from armada_flyte.registry.client import RegistryClient
 from armada_flyte.registry.platforms import ImagePlatforms
@@ -35,7 +35,7 @@ class ImagePlatformCheck:
 
     def __init__(
         self,
-        settings: ConnectorConfig,
+        settings: ImageChecks,
         *,
         lookup: Optional[PlatformLookup] = None,
         clock: Callable[[], float] = time.monotonic,

@@ -12,7 +12,7 @@ PHASE_OF_STATE = {
     JobState.LEASED: TaskExecution.QUEUED,
     JobState.PENDING: TaskExecution.INITIALIZING,
     JobState.RUNNING: TaskExecution.RUNNING,
-    JobState.UNKNOWN: TaskExecution.RUNNING,  # transient right after submit; bounded by the ack timeout
+    JobState.UNKNOWN: TaskExecution.QUEUED,  # not visible yet: never ahead of what it reads next; ack timeout bounds it
     JobState.SUCCEEDED: TaskExecution.SUCCEEDED,
     JobState.FAILED: TaskExecution.FAILED,
     JobState.REJECTED: TaskExecution.FAILED,  # never schedulable: retrying can't help

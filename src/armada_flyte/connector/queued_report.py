@@ -36,6 +36,16 @@ _TAINT = re.compile(r"^taint (?P<key>[^=\s]+)=(?P<value>\S*):(?P<effect>\S+) not
 _MISSING_LABEL = re.compile(r"label (?P<label>\S+) not set$")
 _UNMATCHED_LABEL = re.compile(r"required label (?P<label>\S+) = (?P<wanted>\S+), but node has (?P<found>\S+)$")
 _RESOURCES = re.compile(r"^pod requires (?P<required>\S+) (?P<resource>\S+), but only (?P<available>\S+) is available$")
+_INSUFFICIENT = "insufficient resources available"
+"""Real Armada's reason for nodes excluded for lack of room (v0.22.7 internal/scheduler/nodedb/nodematching.go,
+PodRequirementsNotMetReasonInsufficientResources, counted by nodedb.go for nodes its resource index skipped): it
+names no resource, unlike the embedded server's "pod requires X, but only Y is available"."""
+_QUEUE_LIMIT = re.compile(
+    r"requests resources (?P<requested>.+?) which exceeds the total limit of (?P<limit>.+?) "
+    r"for its queue/priority class"
+)
+"""Real Armada's rejection of a job bigger than its queue's limit for its priority class (v0.22.7
+internal/scheduler/submitcheck.go); a line of its own in the reason, not an excluded-nodes count."""
 _FIELD = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z ]*?):\s+(?P<value>\S.*?)\s*$")
 
 
@@ -140,6 +150,15 @@ def explain(excluded: ExcludedNodes, node_groups: NodeGroups, own_group: str, *,
                 f"{match['available']} is free"
             )
         return Explanation(excluded.count, excluded.reason, groups, True, says, busy=not rejected)
+    elif excluded.reason == _INSUFFICIENT:
+        if rejected:
+            says = (
+                f"the task asks for more resources than the nodes{where} have: lower the task's resources, "
+                "or ask for bigger nodes"
+            )
+        else:
+            says = f"{nodes}{where} are busy: not enough of the task's resources is free"
+        return Explanation(excluded.count, excluded.reason, groups, True, says, busy=not rejected)
     else:
         says = f"{nodes}{where}: {excluded.reason}"
     return Explanation(excluded.count, excluded.reason, groups, True, says)
@@ -158,12 +177,17 @@ def _groups_declaring(reason: str, node_groups: NodeGroups) -> tuple[str, ...]:
 
 
 def explain_rejection(reason: str, node_groups: NodeGroups, own_group: str) -> str:
-    """Armada's rejection reason followed by what to fix, when it lists excluded nodes."""
+    """What to fix for Armada's rejection reason, when it lists excluded nodes or a queue limit (else "")."""
     fixes = [
         e.says
         for e in (explain(x, node_groups, own_group, rejected=True) for x in excluded_nodes(reason))
         if e.concerns_job
     ]
+    if match := _QUEUE_LIMIT.search(reason):
+        fixes.append(
+            f"the task asks for {match['requested']}, more than its queue's limit of {match['limit']} for its "
+            "priority class: lower the task's resources, or ask the Armada admin to raise the queue's limit"
+        )
     return "; ".join(fixes)
 
 

@@ -7,32 +7,43 @@ in-process by local runs.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from dataclasses import dataclass, field, fields
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Optional
 
-from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource, ResourceMeta
+from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource
 from flyteidl2.connector.connector_pb2 import GetTaskLogsResponse, GetTaskLogsResponseBody
-from flyteidl2.core.execution_pb2 import TaskExecution, TaskLog
+from flyteidl2.core.execution_pb2 import TaskLog
 from flyteidl2.logs.dataplane import payload_pb2
 
-from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.armada_names import TERMINAL_STATES
 from armada_flyte.connector import settings as settings_module
 from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, TaskError, read_task_error
-from armada_flyte.connector.crash_reasons import WrongArchitecture, wrong_architecture
+from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, read_task_error
 from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
 from armada_flyte.connector.image_check import ImagePlatformCheck
-from armada_flyte.connector.landing import landing_of
-from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
+from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.outcome import (
+    ERROR_FILE_STATES,
+    JobOutcome,
+    Observed,
+    Rules,
+    needs_queued_report,
+    needs_reason,
+    needs_run_details,
+    outcome_of,
+    refused,
+)
+from armada_flyte.connector.phases import state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
-from armada_flyte.connector.queued_report import QueuedReports, explain_rejection
+from armada_flyte.connector.queued_report import QueuedReport, QueuedReports
 from armada_flyte.connector.settings import ConnectorConfig
-from armada_flyte.connector.status_view import view_for
+from armada_flyte.connector.status_view import StatusView
 from armada_flyte.errors import (
     ArchitectureConflict,
     ArchitectureNotOffered,
@@ -45,9 +56,6 @@ from armada_flyte.spec import TASK_TYPE
 
 log = logging.getLogger(__name__)
 
-_DEADLINE_EXCEEDED = "Pod was active on the node longer than the specified deadline"
-"""The kubelet's message when it ends a pod at its activeDeadlineSeconds (reason DeadlineExceeded)."""
-
 PERMANENT_CREATE_ERRORS = (
     InvalidConfig,
     ArchitectureNotOffered,
@@ -59,99 +67,18 @@ PERMANENT_CREATE_ERRORS = (
 retryable failure (Flyte's webapi `launcher.go` retries every CreateTask error, whatever its gRPC
 code), so `create` turns these into metadata whose first `get` reports a permanent FAILED."""
 
-QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED})
-
-
-@dataclass
-class ArmadaJobMetadata(ResourceMeta):
-    """What Flyte persists for one Armada job and hands back on every get/delete.
-
-    Every field has a default and `decode` is lenient, so replicas of different versions read
-    each other's metadata during a rolling upgrade or rollback (new fields: defaults; fields a
-    newer connector added: ignored). Add fields with defaults; never rename or retype one.
-    """
-
-    job_id: str = ""
-    job_set_id: str = ""
-    queue: str = ""
-    namespace: str = "default"
-    outputs_path: str = ""
-    architecture: str = ""
-    architecture_source: str = ""
-    node_group: str = ""
-    image: str = ""
-    """The task's container image, named when a crash shows it lacks the architecture it ran on."""
-    any_of: str = ""
-    """For `architecture="any"`: the architectures the job may run on, comma-separated."""
-    submitted_at: float = 0.0
-    task: str = ""
-    timeout_seconds: float = 0.0
-    """The task's `timeout` (Flyte's max_runtime, per attempt; 0: none), counted from the run's start."""
-    queued_timeout_seconds: float = 0.0
-    """How long the job may wait to start, counted from submission: `flyte.Timeout(max_queued_time=)`,
-    else the task's `timeout`, so no job waits in the queue forever when a timeout is set."""
-    gang_id: str = ""
-    gang_cardinality: int = 0
-    refusal_code: str = ""
-    """Set when create refused the task for good (no job was submitted): the error's type name."""
-    refusal: str = ""
-
-    def encode(self) -> bytes:
-        """The JSON Flyte persists: what the SDK's `json.dumps(asdict(self))` writes, without asdict's
-        deep copy (every field is a str, int or float), which costs more than the rest of it."""
-        return json.dumps({name: getattr(self, name) for name in _FIELD_NAMES}).encode("utf-8")
-
-    @classmethod
-    def decode(cls, data: bytes) -> ArmadaJobMetadata:
-        """Read metadata written by any connector version: unknown keys are ignored, missing
-        ones take their defaults, and a value of the wrong type falls back to the default."""
-        try:
-            raw = json.loads(data.decode("utf-8")) if data else {}
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise InvalidConfig(
-                "resource_meta", data[:80], f"it is not the JSON the armada connector writes ({exc})"
-            ) from None
-        if not isinstance(raw, dict):
-            raise InvalidConfig("resource_meta", raw, "the armada connector writes a JSON object")
-        values = {}
-        for known in fields(cls):
-            if known.name in raw:
-                values[known.name] = _coerced(raw[known.name], known.default)
-        ignored = sorted(set(raw) - {f.name for f in fields(cls)})
-        if ignored:
-            log.debug("job %s: ignoring metadata fields of another connector version: %s", raw.get("job_id"), ignored)
-        return cls(**values)
-
-
-_FIELD_NAMES = tuple(f.name for f in fields(ArmadaJobMetadata))
-
-
-def _coerced(value: Any, default: Any) -> Any:
-    """`value` as the type of `default` (metadata holds only str, int and float fields)."""
-    if isinstance(default, bool) or not isinstance(default, (str, int, float)):
-        return value
-    if isinstance(value, type(default)) and not isinstance(value, bool):
-        return value
-    try:
-        return type(default)(value)
-    except (TypeError, ValueError):
-        return default
+MAX_REMEMBERED_PHASES = 10_000
+"""Tasks whose last reported phase is kept in the process (least recently polled dropped first)."""
 
 
 @dataclass(frozen=True)
-class JobOutcome:
-    """One poll's answer, richer than Flyte's `Resource` so local runs can raise the right error."""
+class ConnectorContext:
+    """What the connector works with, built from one resolution of the settings and closed together."""
 
-    phase: int
-    state: int
-    message: str
-    task_error: Optional[TaskError] = None
-    node: str = ""
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
+    settings: ConnectorConfig
+    api: ArmadaApi
+    view: StatusView
+    node_groups: NodeGroups
 
 
 class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
@@ -161,32 +88,42 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     task_type_name = TASK_TYPE
     metadata_type = ArmadaJobMetadata
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Optional[ConnectorConfig] = None) -> None:
+        """With `settings`, the connector uses them for good; without (as `c0` loads it), it resolves them
+        from `configure`, the environment and the settings file, and again after each `configure`."""
+        self._settings = settings
         self._generation = -1
-        self._settings: Optional[ConnectorConfig] = None
-        self._api: Optional[ArmadaApi] = None
-        self._node_groups = None
-        self._image_check = None
+        self._current: Optional[ConnectorContext] = None
+        self._image_check: Optional[ImagePlatformCheck] = None
         self._gangs = GangArchitectures()
         self._queued_reports = QueuedReports()
+        self._phases: OrderedDict[str, int] = OrderedDict()
 
     # ---- settings, resolved lazily and again after `configure` ----
-    async def _context(self) -> tuple[ConnectorConfig, ArmadaApi]:
-        """The current settings and client; rebuilt (closing the old ones) after `configure`."""
-        generation = settings_module.generation()
-        if self._settings is None or generation != self._generation:
-            settings = settings_module.resolve_settings()
+    async def context(self) -> ConnectorContext:
+        """The current settings, client and status view; rebuilt (closing the old ones) after `configure`."""
+        generation = settings_module.generation() if self._settings is None else 0
+        if self._current is None or generation != self._generation:
+            settings = self._settings or settings_module.resolve_settings()
             node_groups = settings.node_groups()
-            stale_api, stale_check = self._api, self._image_check
-            self._settings, self._api, self._node_groups = settings, ArmadaApi(settings), node_groups
-            self._image_check = None
-            self._generation = generation
-            if stale_api is not None:
-                await stale_api.close()
-            if stale_check is not None:
-                stale_check.close()
-        assert self._api is not None
-        return self._settings, self._api
+            fresh = ConnectorContext(settings, ArmadaApi(settings), StatusView(settings), node_groups)
+            stale, self._current, self._generation = self._current, fresh, generation
+            if stale is not None:
+                await self._close(stale)
+        return self._current
+
+    async def close(self) -> None:
+        """Close the client, the status view (its thread and channels) and the image check; the next call reopens."""
+        stale, self._current = self._current, None
+        if stale is not None:
+            await self._close(stale)
+
+    async def _close(self, stale: ConnectorContext) -> None:
+        stale.view.close()
+        await stale.api.close()
+        check, self._image_check = self._image_check, None
+        if check is not None:
+            check.close()
 
     async def create(
         self,
@@ -216,33 +153,34 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         task_execution_metadata: Any = None,
     ) -> ArmadaJobMetadata:
         """Plan and submit the task's job; every refusal raises its typed error (local runs)."""
-        settings, api = await self._context()
+        current = await self.context()
+        settings, api = current.settings, current.api
         identity = _identity(task_template, task_execution_metadata)
         extra_env = dict(task_execution_metadata.environment_variables) if task_execution_metadata else None
 
         def make_plan(image_in_registry: Any = None) -> Any:
             return plan_job(
                 task_template,
-                self._node_groups,
+                current.node_groups,
                 identity,
                 output_prefix,
-                BlobSettings.from_settings(settings),
+                BlobSettings.from_settings(settings.blob),
                 extra_env,
-                secret_env_prefix=settings.secret_env_var_prefix,
+                secret_env_prefix=settings.placement.secret_env_var_prefix,
                 context=ExecutionContext.of(task_execution_metadata, task_template),
-                namespace_template=settings.namespace_template,
+                namespace_template=settings.placement.namespace_template,
                 image_in_registry=image_in_registry,
             )
 
         plan = make_plan()
         architecture = plan.placement.architecture
-        if settings.check_image_platforms and plan.resolved.any_of:
+        if settings.images.check_image_platforms and plan.resolved.any_of:
             # `any`: the registry narrows the architectures (and refuses an image with none offered).
             in_registry = await self._image_checker(settings).architectures(plan.template.image, identity.task)
             if in_registry is not None:
                 plan = make_plan(in_registry)
                 architecture = plan.placement.architecture
-        elif settings.check_image_platforms and architecture is not None:
+        elif settings.images.check_image_platforms and architecture is not None:
             await self._image_checker(settings).check(plan.template.image, architecture, identity.task)
         job, queue = plan.job, plan.spec.queue
         if job.gang_id:
@@ -254,7 +192,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             if job.gang_id:
                 self._gangs.release(queue, job.gang_id, job.client_id)
             raise
-        view_for(settings).follow(queue, plan.job_set_id)
+        current.view.follow(queue, plan.job_set_id)
         log.info(
             "submitted %s as Armada job %s (queue %s, %s)",
             identity.task,
@@ -283,169 +221,64 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     def _image_checker(self, settings: ConnectorConfig) -> ImagePlatformCheck:
         if self._image_check is None:
-            self._image_check = ImagePlatformCheck(settings)
+            self._image_check = ImagePlatformCheck(settings.images)
         return self._image_check
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
-        """Ask Armada once; on a terminal state, read a0's error.pb and Armada's reason."""
+        """Ask Armada once and gather what the answer depends on (run details, a0's error.pb, Armada's
+        reason, the scheduler's report); `outcome_of` decides, and a job over its time limit is cancelled."""
         if meta.refusal_code or not meta.job_id:
-            return _refused(meta)
-        settings, api = await self._context()
-        state = await view_for(settings).state_of(meta.job_id, meta.queue, meta.job_set_id)
-        phase = phase_of(state)
-        info: dict[str, Any] = {
-            "armada_state": state_name(state),
-            "architecture": meta.architecture,
-            "node_group": meta.node_group,
-        }
-        if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at):
-            why = await self._why_queued(api, settings, meta, info) if state == JobState.QUEUED else ""
-            return await self._time_out(api, meta, state, info, meta.queued_timeout_seconds, "waiting to start", why)
+            return refused(meta)
+        current = await self.context()
+        timeouts, api = current.settings.timeouts, current.api
+        state = await current.view.state_of(meta.job_id, meta.queue, meta.job_set_id)
+        now = time.time()
+        report = None
+        if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds):
+            report = await self._queued_report(current, meta)
         details = None
-        if state in (JobState.PENDING, JobState.RUNNING) and (meta.timeout_seconds > 0 or meta.any_of):
+        if needs_run_details(meta, state):
             details = (await api.run_details([meta.job_id])).get(meta.job_id)
-            if details and _over(meta.timeout_seconds, details.started_at):
-                return await self._time_out(api, meta, state, info, meta.timeout_seconds, "running")
-        if state == JobState.UNKNOWN:
-            waited = time.time() - meta.submitted_at
-            if meta.submitted_at and waited > settings.ack_timeout_seconds:
-                return JobOutcome(
-                    TaskExecution.FAILED,
-                    state,
-                    f"Armada has not acknowledged job {meta.job_id} after {waited:.0f}s (ack timeout "
-                    f"{settings.ack_timeout_seconds:.0f}s); it was lost or submitted to another Armada.",
-                    info=info,
-                )
-            return JobOutcome(phase, state, f"Armada job {meta.job_id} not visible yet", info=info)
-        if state not in TERMINAL_STATES:
-            message = f"Armada job {meta.job_id} is {state_name(state)}"
-            if meta.any_of:
-                message += self._landed(meta, details.node if details else "", info)
-            if meta.gang_id and state in QUEUED_STATES:
-                message += _gang_wait(meta)
-            if state == JobState.QUEUED:
-                message += await self._why_queued(api, settings, meta, info)
-            return JobOutcome(phase, state, message, info=info)
-
-        self._queued_reports.forget(meta.job_id)
-
-        details = (await api.run_details([meta.job_id])).get(meta.job_id)
-        node = details.node if details else ""
-        info["node"] = node
-        task_error = None
-        if state in (JobState.SUCCEEDED, JobState.FAILED):
+        task_error, unreadable = None, ""
+        if state in ERROR_FILE_STATES:
+            blob = BlobSettings.from_settings(current.settings.blob)
             try:
-                task_error = await read_task_error(
-                    meta.outputs_path, settings.error_read_timeout_seconds, BlobSettings.from_settings(settings)
-                )
+                task_error = await read_task_error(meta.outputs_path, timeouts.error_read_timeout_seconds, blob)
             except ErrorFileUnreadable as exc:
-                ended = details.finished_at if details else 0.0
-                if ended and time.time() - ended < settings.error_read_grace_seconds:
-                    # Not terminal yet: a0 may have failed, and only error.pb would say so.
-                    return JobOutcome(
-                        TaskExecution.RUNNING, state, f"Armada job {meta.job_id} ended; {exc}; retrying", info=info
-                    )
-                # Unknown is not success: a system failure Flyte may retry, never SUCCEEDED.
-                log.warning("job %s: the blob store could not be read: %s", meta.job_id, exc)
-                message = (
-                    f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but the blob store could not be read "
-                    f"to learn whether the task raised ({exc}) within error_read_grace_seconds="
-                    f"{settings.error_read_grace_seconds:g}; check the blob store (blob_endpoint) and retry"
-                )
-                info["error"] = {
-                    "code": "BlobStoreUnreadable",
-                    "kind": "SYSTEM",
-                    "recoverable": True,
-                    "message": message,
-                }
-                return JobOutcome(
-                    TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node=node, info=info
-                )
+                unreadable = str(exc)
         reason = ""
-        if state in (JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED) and task_error is None:
+        if needs_reason(state, task_error, unreadable):
             reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
-        where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
-        if meta.any_of:
-            where = f"job {meta.job_id}" + self._landed(meta, node, info)
-        if task_error is not None:
-            info["error"] = task_error.as_info()
-            # a0 marks an error recoverable unless the task raised NonRecoverableError: a retryable
-            # failure lets the backend spend the task's `retries=`, as it does for stock pods.
-            phase = TaskExecution.RETRYABLE_FAILED if task_error.recoverable else TaskExecution.FAILED
-            kind = task_error.kind.upper()
-            message = f"{task_error.describe()} ({kind} error, {where})"
-            if crash := wrong_architecture(task_error.message, meta.image, info.get("architecture") or ""):
-                message = _explained(crash, message, info)
-            return JobOutcome(phase, state, message, task_error, node, info)
-        if state == JobState.SUCCEEDED:
-            return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded", None, node, info)
-        if state == JobState.PREEMPTED:
-            message = f"Preempted: Armada {where} was preempted" + (f": {reason}" if reason else "")
-            info["error"] = {"code": "Preempted", "kind": "SYSTEM", "recoverable": True, "message": message}
-            return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", None, node, info)
-        if state == JobState.FAILED and meta.timeout_seconds > 0 and _DEADLINE_EXCEEDED in reason:
-            # The kubelet ended the pod at its activeDeadlineSeconds before our own check saw the run
-            # go over: the same timeout, reported the same way.
-            message = (
-                f"TaskTimeout: Armada {where} exceeded the task's timeout of {meta.timeout_seconds:g}s running "
-                f"(the pod's deadline): {reason}"
-            )
-            info["error"] = {"code": "TaskTimeout", "kind": "USER", "recoverable": True, "message": message}
-            return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, None, node, info)
-        label = {
-            JobState.REJECTED: "was rejected by Armada",
-            JobState.CANCELLED: "was cancelled",
-        }.get(state, "failed")
-        message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
-        if state == JobState.FAILED and (
-            crash := wrong_architecture(reason, meta.image, info.get("architecture") or "")
-        ):
-            message = _explained(crash, message, info)
-        if state == JobState.REJECTED and (fix := explain_rejection(reason, self._node_groups, meta.node_group)):
-            info["fix"] = fix
-            message += f"\nTo fix: {fix}"
-        return JobOutcome(phase, state, message, None, node, info)
+        seen = Observed(state, now, details, task_error, unreadable, reason, report, self._phases.get(meta.job_id))
+        rules = Rules(timeouts.ack_timeout_seconds, timeouts.error_read_grace_seconds, current.node_groups)
+        outcome = outcome_of(meta, seen, rules)
+        if outcome.cancel:
+            await api.cancel(meta.queue, meta.job_set_id, meta.job_id, reason="task timeout exceeded")
+        if outcome.error is not None and outcome.error.code == "BlobStoreUnreadable":
+            log.warning("job %s: the blob store could not be read: %s", meta.job_id, unreadable)
+        self._remember(meta.job_id, outcome)
+        return outcome
 
-    def _landed(self, meta: ArmadaJobMetadata, node: str, info: dict[str, Any]) -> str:
-        """For `any`: record where the job ran in `info`, and say it for the message."""
-        landing = landing_of(meta.any_of.split(","), node, self._node_groups)
-        info.update(landing.info(meta.any_of.split(",")))
-        return landing.describe()
+    def _remember(self, job_id: str, outcome: JobOutcome) -> None:
+        """Keep the phase reported for a job in flight (so it never goes backwards); forget an ended one."""
+        if outcome.terminal or outcome.state in TERMINAL_STATES:
+            self._phases.pop(job_id, None)
+            self._queued_reports.forget(job_id)
+            return
+        self._phases[job_id] = outcome.phase
+        self._phases.move_to_end(job_id)
+        while len(self._phases) > MAX_REMEMBERED_PHASES:
+            self._phases.popitem(last=False)
 
-    async def _why_queued(self, api: ArmadaApi, settings: ConnectorConfig, meta: ArmadaJobMetadata, info: dict) -> str:
-        """The gist of Armada's scheduling report once the job has been queued long enough (else "");
-        the report itself goes to `info["queued_report"]`."""
-        if not meta.submitted_at or time.time() - meta.submitted_at < settings.queued_report_after_seconds:
-            return ""
-        report = await self._queued_reports.report_for(
-            api, meta.job_id, meta.queue, meta.node_group, self._node_groups, settings.queued_report_refresh_seconds
+    async def _queued_report(self, current: ConnectorContext, meta: ArmadaJobMetadata) -> QueuedReport:
+        return await self._queued_reports.report_for(
+            current.api,
+            meta.job_id,
+            meta.queue,
+            meta.node_group,
+            current.node_groups,
+            current.settings.timeouts.queued_report_refresh_seconds,
         )
-        info["queued_report"] = report.info
-        return f"; why: {report.message}" if report.message else ""
-
-    async def _time_out(
-        self,
-        api: ArmadaApi,
-        meta: ArmadaJobMetadata,
-        state: int,
-        info: dict[str, Any],
-        limit: float,
-        doing: str,
-        why: str = "",
-    ) -> JobOutcome:
-        """Cancel a job over its limit and report the attempt as timed out: retryable, as Flyte's
-        per-attempt timeouts are (`retries=` decides whether another attempt runs)."""
-        await api.cancel(meta.queue, meta.job_set_id, meta.job_id, reason="task timeout exceeded")
-        message = (
-            f"TaskTimeout: Armada job {meta.job_id} exceeded the task's timeout of {limit:g}s {doing} "
-            f"(it was {state_name(state)}); the job was cancelled"
-        )
-        if meta.gang_id and state in QUEUED_STATES:
-            message += _gang_wait(meta)
-        message += why
-        self._queued_reports.forget(meta.job_id)
-        info["error"] = {"code": "TaskTimeout", "kind": "USER", "recoverable": True, "message": message}
-        return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, info=info)
 
     async def get(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> Resource:
         outcome = await self.poll(resource_meta)
@@ -460,7 +293,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         """Cancel the job; cancelling a finished or already-cancelled job is a no-op."""
         if not resource_meta.job_id:  # create refused it: nothing was submitted
             return
-        _, api = await self._context()
+        api = (await self.context()).api
         state = (await api.status([resource_meta.job_id]))[resource_meta.job_id]
         if state in TERMINAL_STATES:
             return
@@ -468,13 +301,13 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     async def armada_state(self, resource_meta: ArmadaJobMetadata) -> str:
         """Armada's state name for the job, e.g. `CANCELLED`."""
-        _, api = await self._context()
+        api = (await self.context()).api
         return state_name((await api.status([resource_meta.job_id]))[resource_meta.job_id])
 
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
         """The job's container log from Armada's log API (Binoculars); where that can't be
         reached, a pointer to the job in Lookout when a link template is set."""
-        settings, api = await self._context()
+        api = (await self.context()).api
         try:
             lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
         except ArmadaFlyteError as exc:
@@ -493,49 +326,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         )
 
     def _log_links(self, meta: ArmadaJobMetadata) -> list[TaskLog]:
-        template = self._settings.lookout_url_template if self._settings else None
+        template = self._current.settings.connection.lookout_url_template if self._current else None
         if not template:
             return []
         uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
         return [TaskLog(uri=uri, name="Armada Lookout")]
-
-
-def _explained(crash: WrongArchitecture, message: str, info: dict[str, Any]) -> str:
-    """The crash said as the missing image variant, before what Armada or a0 reported; the fix as for a rejection."""
-    info["wrong_architecture"] = crash.as_info()
-    info["fix"] = crash.fix()
-    return f"{crash.says()}: {message.rstrip()}\nTo fix: {crash.fix()}"
-
-
-def _refused(meta: ArmadaJobMetadata) -> JobOutcome:
-    """The answer for metadata of a task create refused for good (or metadata naming no job)."""
-    code = meta.refusal_code or "MissingJobId"
-    message = meta.refusal or "the connector metadata names no Armada job (written by a broken connector?)"
-    info = {
-        "armada_state": "NOT_SUBMITTED",
-        "error": {"code": code, "kind": "USER", "recoverable": False, "message": message},
-    }
-    return JobOutcome(TaskExecution.FAILED, JobState.UNKNOWN, f"{code}: {message}", info=info)
-
-
-def _over(limit: float, since: float) -> bool:
-    """More than `limit` seconds have passed since `since` (either 0: no limit, or not known)."""
-    return limit > 0 and since > 0 and time.time() - since > limit
-
-
-def _gang_wait(meta: ArmadaJobMetadata) -> str:
-    """Why a gang member sits in the queue: Armada starts no member until all are submitted."""
-    waited = time.time() - meta.submitted_at if meta.submitted_at else 0.0
-    bound = (
-        f"it fails once queued for the task's timeout of {meta.queued_timeout_seconds:g}s"
-        if meta.queued_timeout_seconds
-        else "no timeout is set, so it waits until cancelled: set timeout= on the task to bound it"
-    )
-    return (
-        f"; waiting {waited:.0f}s for gang {meta.gang_id}: Armada starts none of its {meta.gang_cardinality} "
-        f"members until all are submitted and fit at once (if fewer than {meta.gang_cardinality} tasks "
-        f"use gang_id, it never starts; {bound})"
-    )
 
 
 def _identity(task_template: Any, metadata: Any) -> RunIdentity:

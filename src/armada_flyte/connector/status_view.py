@@ -1,4 +1,4 @@
-"""One shared view of Armada job states per connector process, so a `get` costs no RPC.
+"""A connector's view of Armada job states, so a `get` costs no RPC.
 
 Flyte's backend asks for every in-flight task every few seconds, one call each. The view answers
 those calls from memory. It follows each job set's event stream (GetJobSetEvents: read to the
@@ -9,8 +9,10 @@ never one call per job.
 
 The view runs on a thread of its own with its own event loop. That way callers on any loop or
 thread (c0's server loop, a local run's loop) share it, and a caller never waits on another
-loop's channel. Memory stays bounded: a terminal job leaves once its state has been read, and a
-job nobody asks about for `status_idle_seconds` leaves too.
+loop's channel. The connector that made it owns it and closes it with its client (when its
+settings change, or it is closed); nothing else holds a view. Memory stays bounded: a terminal
+job leaves once its state has been read, and a job nobody asks about for `status_idle_seconds`
+leaves too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.job_set_streams import STATE_OF_EVENT, StreamEvent, StreamMode
 from armada_flyte.connector.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
@@ -34,22 +37,6 @@ log = logging.getLogger(__name__)
 JobSetKey = tuple[str, str]
 """(queue, job set id)."""
 
-_STATE_OF_EVENT = {
-    "submitted": JobState.SUBMITTED,
-    "queued": JobState.QUEUED,
-    "lease_returned": JobState.QUEUED,
-    "lease_expired": JobState.QUEUED,
-    "leased": JobState.LEASED,
-    "pending": JobState.PENDING,
-    "running": JobState.RUNNING,
-    "succeeded": JobState.SUCCEEDED,
-    "failed": JobState.FAILED,
-    "cancelled": JobState.CANCELLED,
-    "preempted": JobState.PREEMPTED,
-}
-"""The state an event kind moves a job to; other kinds (utilisation, cancelling, ...) change nothing."""
-
-_SYNCING, _LIVE, _DOWN, _BULK = "syncing", "live", "down", "bulk"
 _MAX_BACKOFF_SECONDS = 10.0
 
 
@@ -69,12 +56,16 @@ class _Follow:
 
     key: JobSetKey
     asked: float
-    mode: str = _BULK
+    mode: StreamMode = StreamMode.BULK
     last_id: str = ""
     failing: bool = False
     task: Optional[asyncio.Task[None]] = None
     parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
+
+    def move(self, event: StreamEvent) -> None:
+        """The one way the mode changes."""
+        self.mode = self.mode.after(event)
 
 
 class StatusView:
@@ -82,7 +73,7 @@ class StatusView:
 
     def __init__(self, settings: ConnectorConfig):
         self._api = ArmadaApi(settings)  # used on the view's loop only
-        self._settings = settings
+        self._limits = settings.limits
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._follows: dict[JobSetKey, _Follow] = {}
@@ -108,7 +99,7 @@ class StatusView:
                     del self._entries[job_id]  # read once: nothing will change it again
                 return entry.state
             future: concurrent.futures.Future[int] = concurrent.futures.Future()
-            if follow.mode == _SYNCING:
+            if follow.mode is StreamMode.SYNCING:
                 follow.parked.setdefault(job_id, []).append(future)
             else:
                 self._want(job_id, follow.key, future)
@@ -148,7 +139,7 @@ class StatusView:
         """Whether the job set's stream is caught up and watching (else its jobs are polled in bulk)."""
         with self._lock:
             follow = self._follows.get((queue, job_set))
-            return follow is not None and follow.mode == _LIVE
+            return follow is not None and follow.mode is StreamMode.LIVE
 
     def close(self) -> None:
         """Stop following and polling; waiting callers get an error. Doesn't block."""
@@ -157,6 +148,13 @@ class StatusView:
             loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._shut_down()))
+
+    def wait_stopped(self, timeout: float) -> bool:
+        """After `close`: whether the view's thread (and so its channels) ended within `timeout` seconds."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
 
     # ---- bookkeeping under the lock ----
     def _follow(self, queue: str, job_set: str, now: float) -> _Follow:
@@ -168,16 +166,16 @@ class StatusView:
             follow = self._follows[key] = _Follow(key, now)
             self._ensure_loop()
             if self._may_stream():
-                follow.mode = _SYNCING
+                follow.move(StreamEvent.STARTED)
                 self._call(lambda: self._start_stream(follow))
         follow.asked = now
         return follow
 
     def _may_stream(self) -> bool:
-        if not self._settings.status_event_streams:
+        if not self._limits.status_event_streams:
             return False
-        streaming = sum(1 for f in self._follows.values() if f.mode != _BULK)
-        return streaming < self._settings.status_streams_max
+        streaming = sum(1 for f in self._follows.values() if f.mode is not StreamMode.BULK)
+        return streaming < self._limits.status_streams_max
 
     def _want(self, job_id: str, key: JobSetKey, future: Optional[concurrent.futures.Future[int]]) -> None:
         """Put the job into the next bulk refresh (`future`, if given, gets its state)."""
@@ -186,7 +184,7 @@ class StatusView:
             futures.append(future)
         if not self._flush_due:
             self._flush_due = True
-            window = self._settings.status_batch_window_seconds
+            window = self._limits.status_batch_window_seconds
             self._call(lambda: self._loop_now().call_later(window, self._start_flush))
 
     def _set(self, job_id: str, key: JobSetKey, state: int, now: float) -> None:
@@ -264,7 +262,7 @@ class StatusView:
     async def _stream(self, follow: _Follow) -> None:
         """Catch up on the job set (a read that ends), then watch it; on an error, fall back and retry."""
         queue, job_set = follow.key
-        backoff = self._settings.status_batch_window_seconds * 10
+        backoff = self._limits.status_batch_window_seconds * 10
         while not self._closed and self._follows.get(follow.key) is follow:
             try:
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
@@ -272,7 +270,7 @@ class StatusView:
                 self._caught_up(follow)
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
                     self._apply(follow, message)
-                    backoff, follow.failing = self._settings.status_batch_window_seconds * 10, False
+                    backoff, follow.failing = self._limits.status_batch_window_seconds * 10, False
                 self._fall_back(follow)  # the server ended the watch: resume shortly
             except asyncio.CancelledError:
                 raise
@@ -286,7 +284,7 @@ class StatusView:
 
     def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
         kind = message.message.WhichOneof("events")
-        state = _STATE_OF_EVENT.get(kind or "")
+        state = STATE_OF_EVENT.get(kind or "")
         with self._lock:
             follow.last_id = message.id
             if state is None:
@@ -295,20 +293,19 @@ class StatusView:
             if kind == "failed" and event.cause == event_pb2.Rejected:
                 state = JobState.REJECTED
             self._set(event.job_id, follow.key, state, time.monotonic())
-            parked = follow.parked.pop(event.job_id, None) if follow.mode != _SYNCING else None
+            parked = follow.parked.pop(event.job_id, None) if follow.mode is not StreamMode.SYNCING else None
             if parked:
                 self._answer(event.job_id, parked)
 
     def _caught_up(self, follow: _Follow) -> None:
         """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
         with self._lock:
-            follow.mode = _LIVE
+            follow.move(StreamEvent.CAUGHT_UP)
             self._release_parked(follow)
 
     def _fall_back(self, follow: _Follow) -> None:
         with self._lock:
-            if follow.mode != _BULK:
-                follow.mode = _DOWN
+            follow.move(StreamEvent.LOST)
             self._release_parked(follow)
 
     def _release_parked(self, follow: _Follow) -> None:
@@ -332,10 +329,10 @@ class StatusView:
         """Every refresh period: poll in bulk the jobs no live stream covers, drop what nobody asks about,
         and give free stream slots to job sets waiting for one."""
         while not self._closed:
-            await asyncio.sleep(self._settings.status_refresh_seconds)
+            await asyncio.sleep(self._limits.status_refresh_seconds)
             now = time.monotonic()
-            idle = self._settings.status_idle_seconds
-            stale_before = now - self._settings.status_refresh_seconds / 2
+            idle = self._limits.status_idle_seconds
+            stale_before = now - self._limits.status_refresh_seconds / 2
             with self._lock:
                 for job_id in [j for j, e in self._entries.items() if now - e.asked > idle]:
                     del self._entries[job_id]
@@ -343,13 +340,13 @@ class StatusView:
                     follow = self._follows.pop(key)
                     if follow.task is not None:
                         follow.task.cancel()
-                polled = {k for k, f in self._follows.items() if f.mode in (_DOWN, _BULK)}
+                polled = {k for k, f in self._follows.items() if f.mode in (StreamMode.DOWN, StreamMode.BULK)}
                 for job_id, entry in self._entries.items():
                     if entry.job_set in polled and entry.state not in TERMINAL_STATES and entry.updated < stale_before:
                         self._want(job_id, entry.job_set, None)
                 for follow in self._follows.values():
-                    if follow.mode == _BULK and self._may_stream():
-                        follow.mode = _SYNCING
+                    if follow.mode is StreamMode.BULK and self._may_stream():
+                        follow.move(StreamEvent.STARTED)
                         self._start_stream(follow)
 
     async def _shut_down(self) -> None:
@@ -368,39 +365,3 @@ class StatusView:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._api.close()
         asyncio.get_running_loop().stop()
-
-
-_views: dict[tuple[object, ...], StatusView] = {}
-_views_lock = threading.Lock()
-
-
-def view_for(settings: ConnectorConfig) -> StatusView:
-    """The process's view of the Armada `settings` point at (one per Armada, credentials and view settings)."""
-    key = _view_key(settings)
-    with _views_lock:
-        view = _views.get(key)
-        if view is None:
-            view = _views[key] = StatusView(settings)
-        return view
-
-
-def _view_key(s: ConnectorConfig) -> tuple[object, ...]:
-    secret = (
-        s.auth_token.get_secret_value()
-        if s.auth_token
-        else (s.auth_password.get_secret_value() if s.auth_password else "")
-    )
-    return (
-        s.armada_url,
-        s.armada_tls,
-        str(s.armada_ca_cert),
-        s.auth_username,
-        hash(secret),  # in memory only: views for different credentials stay apart
-        s.grpc_retries,
-        s.grpc_timeout_seconds,
-        s.status_event_streams,
-        s.status_streams_max,
-        s.status_batch_window_seconds,
-        s.status_refresh_seconds,
-        s.status_idle_seconds,
-    )

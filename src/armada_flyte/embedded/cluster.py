@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from armada_flyte.config_file import read_yaml
 from armada_flyte.embedded.error_categories import ErrorCategories
-from armada_flyte.embedded.images import PULL_FAILURE_GRACE_SECONDS, ImageCatalogue, ImageEntry
-from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.embedded.resources import format_amount
 from armada_flyte.errors import invalid_config_from
-from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem
+from armada_flyte.kube import ARCH_LABEL, dns_label_problem, label_key_problem, label_value_problem, milli
 from armada_flyte.kube_objects import Taint
+from armada_flyte.pod_runner.images import PULL_FAILURE_GRACE_SECONDS, ImageCatalogue, ImageEntry
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_CLUSTER_FILE = pathlib.Path(__file__).with_name("default_cluster.yaml")

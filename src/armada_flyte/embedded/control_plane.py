@@ -27,7 +27,6 @@ from armada_flyte.embedded.error_categories import (
     internal,
 )
 from armada_flyte.embedded.events import EventLog, EventRecord
-from armada_flyte.embedded.executors.base import ContainerEnd, Executor, PodLaunch, grace_seconds
 from armada_flyte.embedded.gc_freeze import GcFreezer
 from armada_flyte.embedded.ingress import IngressController, ingress_host, ingress_ports
 from armada_flyte.embedded.job_set_rules import (
@@ -50,6 +49,7 @@ from armada_flyte.embedded.secrets import WAITING_REASON, SecretStore, SecretUna
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, apply_defaults, preemptible, priority_of
 from armada_flyte.embedded.state_store import EphemeralStore, SavedState, StateStore
 from armada_flyte.embedded.validation import EXTERNAL_JOB_URI, gang_info, main_pod_spec, validate_request
+from armada_flyte.pod_runner.model import ContainerEnd, PodLaunch, PodRunner, grace_seconds
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class ControlPlane:
     def __init__(
         self,
         cluster: Cluster,
-        executor: Executor,
+        executor: PodRunner,
         *,
         visibility_delay: float = 0.0,
         paused: bool = False,

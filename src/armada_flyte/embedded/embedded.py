@@ -8,6 +8,7 @@ Leaving the block stops the server and kills every pod still running.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import shutil
 import tempfile
@@ -20,17 +21,17 @@ from armada_flyte.embedded.auth import ANONYMOUS, Credentials
 from armada_flyte.embedded.call_counts import CallCounter
 from armada_flyte.embedded.cluster import Cluster, ClusterNodeGroup
 from armada_flyte.embedded.control_plane import ControlPlane
-from armada_flyte.embedded.executors import Executor, make_executor
-from armada_flyte.embedded.executors.process import ProcessExecutor
-from armada_flyte.embedded.executors.sandbox import DEFAULT_PRIVATE_PREFIXES
 from armada_flyte.embedded.ingress import IngressController
 from armada_flyte.embedded.kube_api import KubeApiServer
-from armada_flyte.embedded.kubeconfig import write_kubeconfig
+from armada_flyte.embedded.kubeconfig import kubeconfig_text, write_kubeconfig
 from armada_flyte.embedded.secrets import SecretStore
 from armada_flyte.embedded.server import HOST, GrpcServer, TlsFiles, start_grpc_server
 from armada_flyte.embedded.server_defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from armada_flyte.embedded.state_store import make_store
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner import PodRunner, make_pod_runner
+from armada_flyte.pod_runner.process import ProcessPodRunner
+from armada_flyte.pod_runner.sandbox import DEFAULT_PRIVATE_PREFIXES
 
 _STOP_GRACE_SECONDS = 1.0
 
@@ -57,7 +58,7 @@ class EmbeddedArmada:
 
     `cluster` is a `Cluster`, a path to a cluster YAML, or None for the default (amd64 and
     tainted arm64 groups). `executor` is "process" (pods run as local processes), "docker", or
-    an `Executor` object of your own.
+    a `PodRunner` object of your own.
     `paused` leaves scheduled jobs LEASED until `resume()`. `visibility_delay` makes a new job
     read UNKNOWN on the Jobs API for that many seconds, as on a real cluster.
     `auth` ("basic:USER:PASSWORD", "bearer:TOKEN") requires credentials on every call, as Armada
@@ -79,7 +80,7 @@ class EmbeddedArmada:
         self,
         cluster: Cluster | str | pathlib.Path | None = None,
         port: int = 0,
-        executor: str | Executor = "process",
+        executor: str | PodRunner = "process",
         queues: Iterable[str] = ("flyte",),
         *,
         paused: bool = False,
@@ -153,7 +154,7 @@ class EmbeddedArmada:
             ingress = IngressController(self.requested_ingress_port).start()
             executor = self._executor
             if isinstance(executor, str):
-                executor = make_executor(executor, **self._executor_options)
+                executor = make_pod_runner(executor, **self._executor_options)
             plane = ControlPlane(
                 self.cluster,
                 executor,
@@ -218,8 +219,8 @@ class EmbeddedArmada:
             self._kube_tmp = pathlib.Path(tempfile.mkdtemp(prefix="armada-flyte-kube-"))
             path = self._kube_tmp / "kubeconfig"
         self.kubeconfig = write_kubeconfig(path, self._kube_api.url)
-        if isinstance(plane.executor, ProcessExecutor):
-            plane.executor.kube_api_url = self._kube_api.url
+        if isinstance(plane.executor, ProcessPodRunner):
+            plane.executor.kubeconfig = functools.partial(kubeconfig_text, self._kube_api.url)
 
     def _stop_kube_api(self) -> None:
         if self._kube_api is not None:
@@ -315,4 +316,4 @@ class EmbeddedArmada:
     def sandbox_of(self, job_id: str) -> Optional[pathlib.Path]:
         """The folder a process-executor pod used as its private filesystem (None for other executors)."""
         executor = self.plane.executor
-        return executor.sandbox_of(job_id) if isinstance(executor, ProcessExecutor) else None
+        return executor.sandbox_of(job_id) if isinstance(executor, ProcessPodRunner) else None

@@ -17,7 +17,7 @@ from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from armada_flyte.embedded.executors.base import ContainerEnd
+from armada_flyte.pod_runner.model import ContainerEnd
 
 INTERNAL = "internal"
 """The category Armada gives failures of its own making (`CategoryInternal` in internal/common/errormatch/types.go)."""

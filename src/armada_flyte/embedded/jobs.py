@@ -16,10 +16,10 @@ from typing import Any, Optional
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.embedded.cluster import Node
-from armada_flyte.embedded.executors.base import ContainerEnd
-from armada_flyte.embedded.logs import PodLog
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.validation import GangInfo
+from armada_flyte.pod_runner.model import ContainerEnd
+from armada_flyte.pod_runner.pod_log import PodLog
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 _FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode())

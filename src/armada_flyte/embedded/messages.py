@@ -9,9 +9,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.embedded.error_categories import ErrorCategories
 from armada_flyte.embedded.events import EventRecord
-from armada_flyte.embedded.executors.base import DEADLINE_REASON, ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run
 from armada_flyte.embedded.records import EVENT_TYPES
+from armada_flyte.pod_runner.model import DEADLINE_REASON, ContainerEnd
 
 NOTE_ANNOTATION = "armada-flyte.dev/note"
 """Annotation GetJobDetails(expand_job_spec) adds to say what the executor really did (e.g. ran natively)."""

@@ -15,11 +15,11 @@ from armada_client.armada import event_pb2, submit_pb2
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.embedded.cluster import Cluster, Node
-from armada_flyte.embedded.executors.base import ContainerEnd
 from armada_flyte.embedded.jobs import Job, Run, RunState
-from armada_flyte.embedded.logs import LogLine, PodLog
 from armada_flyte.embedded.requirements import Requirements
 from armada_flyte.embedded.validation import gang_info, main_pod_spec
+from armada_flyte.pod_runner.model import ContainerEnd
+from armada_flyte.pod_runner.pod_log import LogLine, PodLog
 
 EVENT_TYPES = {
     "submitted": event_pb2.JobSubmittedEvent,

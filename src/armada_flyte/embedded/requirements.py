@@ -10,7 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from armada_flyte.embedded.resources import milli
+from armada_flyte.kube import container_requests
 from armada_flyte.kube_objects import Toleration
 
 NODE_NAME_FIELD = "metadata.name"
@@ -92,10 +92,6 @@ def toleration(proto: Any) -> Toleration:
 @functools.lru_cache(maxsize=1024)
 def _toleration(key: str, operator: str, value: str, effect: str, seconds: int | None) -> Toleration:
     return Toleration(key=key, operator=operator, value=value, effect=effect, tolerationSeconds=seconds)
-
-
-def container_requests(container: Any) -> dict[str, int]:
-    return {name: milli(q.string) for name, q in container.resources.requests.items()}
 
 
 def pod_resources(pod: Any) -> dict[str, int]:

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Iterable, Mapping
-
-from armada_flyte.kube import parse_quantity
 
 Resources = Mapping[str, int]
 """Resource name -> amount in thousandths of its base unit (millicores, millibytes)."""
 
 _BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-
-
-MAX_MILLI = (2**63 - 1) * 1000
-"""Kubernetes caps a quantity at 2^63-1 of its base unit ("numbers larger ... will be capped", resource.Quantity's
-documentation); so does this, so an absurd amount (cpu "1e5000") stays a number the scheduler can compare."""
-
-
-@functools.lru_cache(maxsize=4096)
-def milli(quantity: str | int | float) -> int:
-    """A Kubernetes quantity in thousandths, rounded up and capped as Kubernetes does; ValueError if malformed."""
-    try:
-        amount = parse_quantity(quantity) * 1000
-    except ArithmeticError:  # an exponent past what a Decimal holds: capped like any other huge amount
-        return MAX_MILLI if not str(quantity).strip().startswith("-") else -MAX_MILLI
-    if not amount.is_finite():
-        raise ValueError(f"{quantity!r} is not a Kubernetes quantity (e.g. '500m', '2', '4Gi')")
-    return max(-MAX_MILLI, min(MAX_MILLI, math.ceil(amount)))
 
 
 def fits(required: Iterable[tuple[str, int]], free: Mapping[str, int]) -> bool:

@@ -15,16 +15,20 @@ import base64
 import pathlib
 import posixpath
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
 
 import yaml
 
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import secret_key_problem, secret_name_problem
+from armada_flyte.pod_runner.pod_secrets import (
+    DEFAULT_SECRET_FILE_MODE,
+    ContainerSecrets,
+    PodSecrets,
+    SecretFile,
+)
 
 WAITING_REASON = "CreateContainerConfigError"
-_DEFAULT_FILE_MODE = 0o644  # Kubernetes' defaultMode for secret volumes
 
 
 class SecretStore:
@@ -102,41 +106,6 @@ def _manifest_data(document: Any, path: pathlib.Path) -> tuple[str, dict[str, by
     return name, data
 
 
-@dataclass(frozen=True)
-class SecretFile:
-    """One file a secret volume puts into the container: its absolute path, content and mode."""
-
-    path: str
-    data: bytes
-    mode: int = _DEFAULT_FILE_MODE
-
-
-@dataclass(frozen=True)
-class ContainerSecrets:
-    """What one container's Secret references resolve to: env values by name, and files to place."""
-
-    env_from: dict[str, str] = field(default_factory=dict)
-    """Variables from `envFrom.secretRef` (the container's own `env` entries override them)."""
-    env: dict[str, str] = field(default_factory=dict)
-    """Values of `env[].valueFrom.secretKeyRef` entries, by variable name."""
-    files: tuple[SecretFile, ...] = ()
-    """Files of the secret volumes the container mounts, at the paths it sees them."""
-
-
-@dataclass(frozen=True)
-class PodSecrets:
-    """Every container's resolved Secret references (init containers too), by container name."""
-
-    containers: dict[str, ContainerSecrets] = field(default_factory=dict)
-    secret_volumes: frozenset[str] = frozenset()
-    """Names of the pod's secret volumes."""
-    mount_paths: tuple[str, ...] = ()
-    """Where any container mounts a secret volume (the process executor maps these into the sandbox)."""
-
-    def of(self, container: str) -> ContainerSecrets:
-        return self.containers.get(container) or ContainerSecrets()
-
-
 class SecretUnavailable(Exception):
     """A required Secret or key is missing; the message is Kubernetes' reason for the waiting container."""
 
@@ -196,7 +165,7 @@ def _volume_files(pod: Any, container: Any, store: SecretStore, namespace: str) 
             continue
         source = volume.volumeSource.secret
         found = store.get(source.secretName)
-        mode = source.defaultMode if source.HasField("defaultMode") else _DEFAULT_FILE_MODE
+        mode = source.defaultMode if source.HasField("defaultMode") else DEFAULT_SECRET_FILE_MODE
         paths.append(mount.mountPath)
         if found is None:
             if source.optional:

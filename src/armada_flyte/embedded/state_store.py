@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
 from armada_client.armada import submit_pb2
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.logs import LogLine
 from armada_flyte.embedded.records import EventFieldsEncoder, EventRow, JobRow, item_bytes, job_row, log_data, log_lines
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner.pod_log import LogLine
 
 if TYPE_CHECKING:
     from armada_flyte.embedded.jobs import Job

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from armada_flyte.armada_names import GANG_CARDINALITY, GANG_ID, GANG_UNIFORMITY_LABEL
 from armada_flyte.embedded.refusals import InvalidArgument
 from armada_flyte.embedded.requirements import NODE_NAME_FIELD, required_node_selector, toleration
-from armada_flyte.embedded.resources import format_amount, milli
+from armada_flyte.embedded.resources import format_amount
 from armada_flyte.embedded.server_defaults import PRIORITY_CLASSES
+from armada_flyte.kube import milli
 from armada_flyte.kube_objects import MatchExpression
 
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"

@@ -31,8 +31,6 @@ from flyte.models import CodeBundle, SerializationContext
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
-from armada_flyte.connector.settings import resolve_settings
-from armada_flyte.connector.status_view import view_for
 from armada_flyte.local import inflight
 from armada_flyte.local.journal import JobRecord, record
 from armada_flyte.task.flyte_internals import (
@@ -182,9 +180,9 @@ async def _wait_for_end(connector: Any, meta: Any) -> Any:
     """Poll at once, then wait for the job's state to change (the status view wakes us when its event
     stream says so; the backed-off delays bound each wait); return the terminal outcome, without
     waiting after it."""
-    settings = resolve_settings()
-    view = view_for(settings)
-    for delay in poll_delays(settings.first_poll_seconds, settings.poll_interval_seconds):
+    current = await connector.context()
+    settings, view = current.settings, current.view
+    for delay in poll_delays(settings.timeouts.first_poll_seconds, settings.timeouts.poll_interval_seconds):
         outcome = await connector.poll(meta)
         if outcome.terminal:
             return outcome

@@ -66,6 +66,11 @@ class LocalEndpoints:
             )
         return lines
 
+    def job_sets(self) -> list[tuple[str, str]]:
+        """Every (queue, job set) the embedded server holds, for the local view: Armada's API lists no
+        job sets, but this server is in the process."""
+        return sorted({(job.queue, job.job_set) for job in self.server.plane.all_jobs()}) if self.server else []
+
     def flyte_storage(self) -> Any:
         import flyte.storage
 
@@ -114,6 +119,21 @@ class LocalBlobServer:
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+@contextlib.contextmanager
+def stack_view(
+    stack: LocalEndpoints, *, port: int = 0, settings: Optional[connector_settings.ConnectorConfig] = None
+) -> Iterator[str]:
+    """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
+
+    `settings` say how to reach the server when it needs TLS or credentials."""
+    from armada_flyte.connector.node_groups import NodeGroups
+    from armada_flyte.view.http_server import serving
+
+    settings = settings or connector_settings.ConnectorConfig(armada_url=stack.armada_url)
+    with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
+        yield view.url
 
 
 @contextlib.contextmanager

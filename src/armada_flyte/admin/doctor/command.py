@@ -117,7 +117,7 @@ def _live(url: Optional[str], queue: str) -> list[Finding]:
         ]
     from armada_flyte.admin.doctor.live_checks import check_armada
 
-    return check_armada(settings.armada_url, queue, settings)
+    return check_armada(settings.connection.armada_url, queue, settings)
 
 
 def _image_architectures(image: str) -> tuple[Optional[frozenset[Architecture]], Optional[Finding]]:
@@ -127,7 +127,7 @@ def _image_architectures(image: str) -> tuple[Optional[frozenset[Architecture]],
     from armada_flyte.registry.client import image_platforms
 
     try:
-        found = image_platforms(image, insecure_hosts=resolve_settings().registry_insecure_hosts)
+        found = image_platforms(image, insecure_hosts=resolve_settings().images.registry_insecure_hosts)
     except (RegistryError, InvalidConfig) as exc:
         return None, problem(
             "runtime-image.platforms",

@@ -88,9 +88,9 @@ def _from_connector_settings() -> tuple[str, Any]:
     from armada_flyte.connector.settings import resolve_settings
 
     settings = resolve_settings()
-    if settings.node_groups_file is not None:
-        path = settings.node_groups_file
+    if settings.placement.node_groups_file is not None:
+        path = settings.placement.node_groups_file
         return f"{path} (ARMADA_FLYTE_NODE_GROUPS_FILE)", lambda: NodeGroups.from_yaml(path)
-    name = settings.node_groups_preset or "generic"
-    source = "ARMADA_FLYTE_NODE_GROUPS_PRESET" if settings.node_groups_preset else "the connector's default"
+    name = settings.placement.node_groups_preset or "generic"
+    source = "ARMADA_FLYTE_NODE_GROUPS_PRESET" if settings.placement.node_groups_preset else "the connector's default"
     return f"preset {name} ({source})", lambda: NodeGroups.preset(name)

@@ -37,7 +37,7 @@ def check_armada(url: str, queue: str, settings: ConnectorConfig) -> list[Findin
         return [
             problem(
                 "armada.reachable",
-                f"can't read the CA bundle {settings.armada_ca_cert}: {exc.strerror or exc}",
+                f"can't read the CA bundle {settings.connection.armada_ca_cert}: {exc.strerror or exc}",
                 "point ARMADA_FLYTE_ARMADA_CA_CERT at a readable PEM file, or unset it to use the system roots",
             )
         ]
@@ -52,7 +52,7 @@ def check_armada(url: str, queue: str, settings: ConnectorConfig) -> list[Findin
 
 
 def _reachable(client: ArmadaClient, url: str, settings: ConnectorConfig) -> Finding:
-    transport = "TLS" if settings.armada_tls else "plaintext"
+    transport = "TLS" if settings.connection.armada_tls else "plaintext"
     try:
         response = client.submit_health()
     except grpc.RpcError as exc:
@@ -144,14 +144,16 @@ def _get_queue(client: ArmadaClient, queue: str) -> submit_pb2.Queue:
 
 
 def _credentials(settings: ConnectorConfig) -> str:
-    if settings.auth_token is not None:
+    connection = settings.connection
+    if connection.auth_token is not None:
         return "a bearer token (ARMADA_FLYTE_AUTH_TOKEN)"
-    if settings.auth_username is not None:
-        return f"basic auth as {settings.auth_username!r} (ARMADA_FLYTE_AUTH_USERNAME)"
-    if settings.oidc_client_id is not None:
-        return f"an OIDC client-credentials token for client {settings.oidc_client_id!r} (ARMADA_FLYTE_OIDC_CLIENT_ID)"
-    if settings.auth_exec_cmd is not None:
-        return f"a token printed by {settings.auth_exec_cmd!r} (ARMADA_FLYTE_AUTH_EXEC_CMD)"
+    if connection.auth_username is not None:
+        return f"basic auth as {connection.auth_username!r} (ARMADA_FLYTE_AUTH_USERNAME)"
+    if connection.oidc_client_id is not None:
+        client = connection.oidc_client_id
+        return f"an OIDC client-credentials token for client {client!r} (ARMADA_FLYTE_OIDC_CLIENT_ID)"
+    if connection.auth_exec_cmd is not None:
+        return f"a token printed by {connection.auth_exec_cmd!r} (ARMADA_FLYTE_AUTH_EXEC_CMD)"
     return ""
 
 
@@ -161,8 +163,8 @@ def _authorization(settings: ConnectorConfig) -> list[tuple[str, str]]:
 
 
 def _channel(url: str, settings: ConnectorConfig) -> grpc.Channel:
-    channel = open_channel(settings, url, aio=False)
-    defaults = _CallDefaults(_authorization(settings), settings.grpc_timeout_seconds)
+    channel = open_channel(settings.connection, url, aio=False)
+    defaults = _CallDefaults(_authorization(settings), settings.connection.grpc_timeout_seconds)
     return grpc.intercept_channel(channel, defaults)
 
 

@@ -1,4 +1,4 @@
-"""The process executor: each leased pod runs for real, as local processes in its own sandbox.
+"""The process pod runner: each leased pod runs for real, as local processes in its own sandbox.
 
 Containers run as Kubernetes runs them: the init containers first, one after another, each to
 success; then all main containers together; the pod ends when all main containers have ended,
@@ -26,29 +26,22 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
-from armada_flyte.embedded.executors import process_tree
-from armada_flyte.embedded.executors.base import (
-    ContainerEnd,
-    PodEnd,
-    PodLaunch,
-    PodState,
-    PodThreads,
-    RunReporter,
-    host_architecture_name,
-    stop_together,
-)
-from armada_flyte.embedded.executors.cpu_pins import CpuPins
-from armada_flyte.embedded.executors.cpu_shares import cpu_nice
-from armada_flyte.embedded.executors.pod_shim import CPU_NICE
-from armada_flyte.embedded.executors.sandbox import (
+from armada_flyte.architecture import host_architecture_name
+from armada_flyte.kube import container_requests
+from armada_flyte.pod_runner import process_tree
+from armada_flyte.pod_runner.cpu_pins import CpuPins
+from armada_flyte.pod_runner.cpu_shares import cpu_nice
+from armada_flyte.pod_runner.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
+from armada_flyte.pod_runner.model import ContainerEnd, PodEnd, PodLaunch, RunReporter
+from armada_flyte.pod_runner.pod_log import PodLog
+from armada_flyte.pod_runner.pod_shim import CPU_NICE
+from armada_flyte.pod_runner.pod_threads import PodState, PodThreads, stop_together
+from armada_flyte.pod_runner.sandbox import (
     DEFAULT_PRIVATE_PREFIXES,
     Sandbox,
     place_secret_files,
     place_service_account,
 )
-from armada_flyte.embedded.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
-from armada_flyte.embedded.logs import PodLog
-from armada_flyte.embedded.requirements import container_requests
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +81,7 @@ def protect_server_environment() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-class ProcessExecutor(PodThreads[_PodProcess]):
+class ProcessPodRunner(PodThreads[_PodProcess]):
     """Runs pods as local processes under `sandbox_root/<job id>/` (a temporary folder by default)."""
 
     def __init__(
@@ -98,12 +91,13 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         kept_sandboxes: int = 500,
         images: Optional[ImageCatalogue] = None,
         cpu_shares: bool = False,
+        kubeconfig: Optional[Callable[[str], str]] = None,
     ):
         super().__init__()
         self.images = images
+        """The images the nodes hold; None: any image runs, on the host's programs."""
         self.cpu_shares = cpu_shares
         """Whether containers get CPU priority by their cpu request (Kubernetes' cpu.shares, as a nice level)."""
-        """The images the nodes hold; None: any image runs, on the host's programs."""
         protect_server_environment()
         self.cpu_pins = CpuPins()
         self._owns_root = sandbox_root is None
@@ -115,8 +109,9 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         # long `armada-flyte dev` session doesn't fill the disk.
         self._finished: deque[str] = deque()
         self._kept_sandboxes = kept_sandboxes
-        self.kube_api_url: Optional[str] = None
-        """The cluster's Kubernetes API; pods get a kubeconfig for it in their HOME when it is set."""
+        self.kubeconfig = kubeconfig
+        """The text of the kubeconfig a pod of the given namespace gets in its HOME, from a launcher that
+        serves a Kubernetes API to its pods (the embedded server sets it once that API is up); None: none."""
 
     def sandbox_of(self, job_id: str) -> pathlib.Path:
         return self.sandbox_root / job_id
@@ -181,7 +176,8 @@ class ProcessExecutor(PodThreads[_PodProcess]):
         # Secret volumes' mount paths are private paths of the pod: an env var naming a secret file
         # (FLYTE_SECRETS_DEFAULT_DIR, a file secret's as_env_var) points into the sandbox too.
         sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
-        place_service_account(sandbox, pod.namespace, self.kube_api_url)
+        kubeconfig = self.kubeconfig(pod.namespace) if self.kubeconfig is not None else None
+        place_service_account(sandbox, pod.namespace, kubeconfig)
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
             started = self._start(pod, spec, sandbox, state, images[spec.name])

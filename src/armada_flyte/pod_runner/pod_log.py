@@ -87,7 +87,7 @@ class PodLog:
             self._stderr.append(line.text)
 
     def note(self, text: str) -> None:
-        """A line from the embedded server itself, marked as such, to say what it did to the pod."""
+        """A line from the runner or its launcher, marked as such, to say what it did to the pod."""
         self.write("note", NOTE_PREFIX + text)
 
     def lines(self, since_us: int | None = None, tail: int | None = None) -> list[LogLine]:

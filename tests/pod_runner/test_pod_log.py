@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from armada_flyte.embedded.logs import PodLog
+import pytest
+
+from armada_flyte.pod_runner.pod_log import PodLog
+
+pytestmark = pytest.mark.pure
 
 
 def test_the_log_keeps_its_newest_lines_within_the_byte_cap() -> None:

@@ -1,4 +1,4 @@
-"""The docker executor: each leased pod runs as containers of its images, on its node group's architecture.
+"""The docker pod runner: each leased pod runs as containers of its images, on its node group's architecture.
 
 Containers run as Kubernetes runs them: init containers one after another, each to success,
 then all main containers together; the pod ends when all main containers have. Volumes are
@@ -25,21 +25,14 @@ import docker
 import docker.errors
 import requests
 
-from armada_flyte.embedded.executors.base import (
-    ContainerEnd,
-    PodEnd,
-    PodLaunch,
-    PodState,
-    PodThreads,
-    RunReporter,
-    container_env,
-    host_architecture_name,
-    stop_together,
-)
-from armada_flyte.embedded.logs import PodLog
-from armada_flyte.embedded.requirements import container_requests
-from armada_flyte.embedded.secrets import SecretFile
+from armada_flyte.architecture import host_architecture_name
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.kube import container_requests
+from armada_flyte.pod_runner.container_env import container_env
+from armada_flyte.pod_runner.model import ContainerEnd, PodEnd, PodLaunch, RunReporter
+from armada_flyte.pod_runner.pod_log import PodLog
+from armada_flyte.pod_runner.pod_secrets import SecretFile
+from armada_flyte.pod_runner.pod_threads import PodState, PodThreads, stop_together
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +91,7 @@ class _PodContainer(PodState):
     started: list[Any] = field(default_factory=list)
 
 
-class DockerExecutor(PodThreads[_PodContainer]):
+class DockerPodRunner(PodThreads[_PodContainer]):
     """Runs pods through the Docker Engine API (the `docker` package); needs a reachable daemon."""
 
     def __init__(self, client: Any = None):

@@ -22,10 +22,10 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
-from armada_flyte.embedded.executors.base import PodLaunch, container_env
-from armada_flyte.embedded.images import Image
-from armada_flyte.embedded.kubeconfig import write_kubeconfig
-from armada_flyte.embedded.secrets import SecretFile
+from armada_flyte.pod_runner.container_env import container_env
+from armada_flyte.pod_runner.images import Image
+from armada_flyte.pod_runner.model import PodLaunch
+from armada_flyte.pod_runner.pod_secrets import SecretFile
 
 SHARED_MEMORY = "/dev/shm"
 """The pod's own tmpfs in a container (the pod sandbox's shm mount), whose pages are charged to the memory
@@ -163,16 +163,19 @@ def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> None:
         target.chmod(secret_file.mode & 0o777)
 
 
-def place_service_account(sandbox: Sandbox, namespace: str, kube_api_url: str | None) -> None:
+def place_service_account(sandbox: Sandbox, namespace: str, kubeconfig: str | None) -> None:
     """What a pod reads of its service account: the namespace file, as Kubernetes mounts it (when the
-    sandbox keeps SERVICE_ACCOUNT_DIR private), and a `~/.kube/config` naming the cluster's read-only
-    API, where a real pod would use the in-cluster token and CA over TLS instead."""
+    sandbox keeps SERVICE_ACCOUNT_DIR private), and `kubeconfig` (when given) as `~/.kube/config`,
+    where a real pod would use the in-cluster token and CA over TLS instead."""
     if SERVICE_ACCOUNT_DIR in sandbox.private_prefixes:
         namespace_file = sandbox.inside(f"{SERVICE_ACCOUNT_DIR}/namespace")
         namespace_file.parent.mkdir(parents=True, exist_ok=True)
         namespace_file.write_text(namespace)
-    if kube_api_url is not None:
-        write_kubeconfig(sandbox.home / ".kube" / "config", kube_api_url, namespace)
+    if kubeconfig is not None:
+        config = sandbox.home / ".kube" / "config"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(kubeconfig)
+        config.chmod(0o600)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:

@@ -1,4 +1,4 @@
-"""The images the embedded cluster's nodes hold, for the process executor (as `kind load` puts images on kind's nodes).
+"""The images a cluster's nodes hold, for the process runner (as `kind load` puts images on kind's nodes).
 
 The cluster file's optional `images` section lists image references. Each may name a folder of
 programs that goes first on the pod's PATH (the image's own programs, e.g. busybox applets for
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -136,7 +136,3 @@ def pull_failure_reason(reference: str) -> str:
         "Unable to start pod - encountered an unrecoverable problem.\n"
         f'Matched check: "check-0"\n{pull_failure_message(reference)}'
     )
-
-
-def container_images(pod: Any) -> list[str]:
-    return [c.image for c in [*pod.initContainers, *pod.containers]]

@@ -7,7 +7,9 @@ import pathlib
 import pytest
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded.executors.sandbox import Sandbox
+from armada_flyte.pod_runner.sandbox import Sandbox
+
+pytestmark = pytest.mark.pure
 
 SANDBOX = Sandbox(pathlib.Path("/sbx/job"), ("/opt/flyte",))
 

@@ -1,0 +1,114 @@
+"""`armada-flyte executor`: an Armada executor for real Armada's scheduler, with no Kubernetes.
+
+It reports the cluster file's node groups (amd64 and arm64, with their labels, taints and
+allocatable resources) to the scheduler's executor API, so real Armada decides where each job
+runs, and runs the leased pods on this machine with the pod runner, until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import pathlib
+import signal
+import sys
+import threading
+from typing import Any
+
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner import POD_RUNNER_KINDS
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "executor",
+        help="run leased pods for a real Armada scheduler, reporting amd64 and arm64 node groups",
+        description=(
+            "Lease runs from a real Armada (v0.22.7) scheduler over its executor API and run their pods "
+            "on this machine. The cluster file's nodes are reported with their labels, taints and "
+            "allocatable resources, so Armada's scheduler places each job. Needs the executor API stubs "
+            "(scripts/build-executor-stubs.sh). Stops on Ctrl-C or SIGTERM, giving running runs back to Armada."
+        ),
+    )
+    parser.add_argument(
+        "--scheduler",
+        required=True,
+        metavar="HOST:PORT",
+        help="the scheduler's executor API (Armada's default: :50052)",
+    )
+    parser.add_argument(
+        "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
+    )
+    parser.add_argument(
+        "--pod-runner", choices=POD_RUNNER_KINDS, default="process", help="how pods run (default process)"
+    )
+    parser.add_argument(
+        "--lease-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between lease requests (default 1)",
+    )
+    parser.add_argument(
+        "--pod-logs", metavar="DIR", help="write each pod's log here when it ends (<namespace>/<pod>.log)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    from armada_flyte.embedded.cluster import Cluster
+    from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
+    from armada_flyte.pod_runner import make_pod_runner
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cluster = Cluster.from_yaml(args.cluster) if args.cluster else Cluster.default()
+    options = {"images": cluster.images, "cpu_shares": cluster.cpu_shares} if args.pod_runner == "process" else {}
+    runner = make_pod_runner(args.pod_runner, **options)
+    executor = ArmadaExecutor(
+        args.scheduler,
+        cluster,
+        runner,
+        LoopSettings(lease_interval=args.lease_interval),
+        pathlib.Path(args.pod_logs) if args.pod_logs else None,
+    )
+    where = f"executor {cluster.executor} (pool {cluster.pool})"
+    print(f"{where} leasing from {args.scheduler}; pods run as {args.pod_runner}")
+    print("node groups:")
+    for group in cluster.node_groups:
+        print(f"  {group.describe()}")
+    print("Press Ctrl-C to stop.", flush=True)
+    failures: list[Exception] = []
+    loop = threading.Thread(target=_serve, args=(executor, failures), name="armada-executor")
+    previous = signal.signal(signal.SIGTERM, lambda *_: executor.stop())
+    loop.start()
+    try:
+        while loop.is_alive():
+            loop.join(timeout=0.5)
+    except KeyboardInterrupt:
+        executor.stop()
+        loop.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if failures:
+        print(f"armada-flyte: the executor failed: {failures[0]}", file=sys.stderr)
+        return 1
+    print("stopped", flush=True)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    host, _, port = args.scheduler.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidConfig("--scheduler", args.scheduler, "give the scheduler's executor API as HOST:PORT")
+    if not args.lease_interval > 0:
+        raise InvalidConfig("--lease-interval", args.lease_interval, "give a number of seconds above 0")
+
+
+def _serve(executor: Any, failures: list[Exception]) -> None:
+    """The executor's loop; a failure of its own (not the scheduler's: those it retries) ends the command."""
+    try:
+        executor.run()
+    except Exception as exc:
+        logging.getLogger(__name__).exception("the executor failed")
+        failures.append(exc)

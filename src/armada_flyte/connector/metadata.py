@@ -1,0 +1,94 @@
+"""What Flyte persists for one Armada job (the connector's `ResourceMeta`), and how it is read back.
+
+Its own module because both sides of a poll use it: the I/O in `service.py` and the pure decision
+in `outcome.py`; and because its JSON is a contract across connector versions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, fields
+from typing import Any
+
+from flyte.connectors import ResourceMeta
+
+from armada_flyte.errors import InvalidConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ArmadaJobMetadata(ResourceMeta):
+    """What Flyte persists for one Armada job and hands back on every get/delete.
+
+    Every field has a default and `decode` is lenient, so replicas of different versions read
+    each other's metadata during a rolling upgrade or rollback (new fields: defaults; fields a
+    newer connector added: ignored). Add fields with defaults; never rename or retype one.
+    """
+
+    job_id: str = ""
+    job_set_id: str = ""
+    queue: str = ""
+    namespace: str = "default"
+    outputs_path: str = ""
+    architecture: str = ""
+    architecture_source: str = ""
+    node_group: str = ""
+    image: str = ""
+    """The task's container image, named when a crash shows it lacks the architecture it ran on."""
+    any_of: str = ""
+    """For `architecture="any"`: the architectures the job may run on, comma-separated."""
+    submitted_at: float = 0.0
+    task: str = ""
+    timeout_seconds: float = 0.0
+    """The task's `timeout` (Flyte's max_runtime, per attempt; 0: none), counted from the run's start."""
+    queued_timeout_seconds: float = 0.0
+    """How long the job may wait to start, counted from submission: `flyte.Timeout(max_queued_time=)`,
+    else the task's `timeout`, so no job waits in the queue forever when a timeout is set."""
+    gang_id: str = ""
+    gang_cardinality: int = 0
+    refusal_code: str = ""
+    """Set when create refused the task for good (no job was submitted): the error's type name."""
+    refusal: str = ""
+
+    def encode(self) -> bytes:
+        """The JSON Flyte persists: what the SDK's `json.dumps(asdict(self))` writes, without asdict's
+        deep copy (every field is a str, int or float), which costs more than the rest of it."""
+        return json.dumps({name: getattr(self, name) for name in _FIELD_NAMES}).encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes) -> ArmadaJobMetadata:
+        """Read metadata written by any connector version: unknown keys are ignored, missing
+        ones take their defaults, and a value of the wrong type falls back to the default."""
+        try:
+            raw = json.loads(data.decode("utf-8")) if data else {}
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InvalidConfig(
+                "resource_meta", data[:80], f"it is not the JSON the armada connector writes ({exc})"
+            ) from None
+        if not isinstance(raw, dict):
+            raise InvalidConfig("resource_meta", raw, "the armada connector writes a JSON object")
+        values = {}
+        for known in fields(cls):
+            if known.name in raw:
+                values[known.name] = _coerced(raw[known.name], known.default)
+        ignored = sorted(set(raw) - {f.name for f in fields(cls)})
+        if ignored:
+            log.debug("job %s: ignoring metadata fields of another connector version: %s", raw.get("job_id"), ignored)
+        return cls(**values)
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(ArmadaJobMetadata))
+
+
+def _coerced(value: Any, default: Any) -> Any:
+    """`value` as the type of `default` (metadata holds only str, int and float fields)."""
+    if isinstance(default, bool) or not isinstance(default, (str, int, float)):
+        return value
+    if isinstance(value, type(default)) and not isinstance(value, bool):
+        return value
+    try:
+        return type(default)(value)
+    except (TypeError, ValueError):
+        return default

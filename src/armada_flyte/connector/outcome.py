@@ -1,0 +1,319 @@
+"""What the connector tells Flyte about a job: a pure function of what one poll gathered.
+
+`outcome_of(metadata, observed, rules)` maps Armada's state, the latest run's details, a0's error
+and Armada's reason to Flyte's phase, message and `custom_info`. No I/O happens here: `service.py`
+gathers the inputs (asking `needs_*` what to fetch), calls it, and carries out what it asks for
+(`JobOutcome.cancel`). That keeps every answer testable as one table, without a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.connector.armada_api import RunDetails
+from armada_flyte.connector.blob import TaskError
+from armada_flyte.connector.crash_reasons import WrongArchitecture, wrong_architecture
+from armada_flyte.connector.landing import landing_of
+from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
+from armada_flyte.connector.queued_report import QueuedReport, explain_rejection
+
+DEADLINE_EXCEEDED = "Pod was active on the node longer than the specified deadline"
+"""The kubelet's message when it ends a pod at its activeDeadlineSeconds (reason DeadlineExceeded)."""
+
+QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED})
+RUN_STATES = frozenset({JobState.PENDING, JobState.RUNNING})
+ERROR_FILE_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED})
+"""States after which a0 may have written error.pb (it runs in the pod)."""
+REASON_STATES = frozenset({JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED})
+
+_PROGRESS = {
+    TaskExecution.QUEUED: 1,
+    TaskExecution.WAITING_FOR_RESOURCES: 2,
+    TaskExecution.INITIALIZING: 3,
+    TaskExecution.RUNNING: 4,
+}
+"""How far along a non-terminal phase is: a task's reported phase only moves up this order."""
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """The `error` entry of `custom_info`: what failed, whose fault (USER or SYSTEM), and whether a retry may help."""
+
+    code: str
+    kind: str
+    recoverable: bool
+    message: str
+
+    @classmethod
+    def of(cls, task_error: TaskError) -> ErrorInfo:
+        """The error a0 recorded, as Flyte's backend reads it (kind in capitals)."""
+        return cls(task_error.code, task_error.kind.upper(), task_error.recoverable, task_error.message)
+
+    def as_info(self) -> dict[str, Any]:
+        return {"code": self.code, "kind": self.kind, "recoverable": self.recoverable, "message": self.message}
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One poll's answer, richer than Flyte's `Resource` so local runs can raise the right error."""
+
+    phase: int
+    state: int
+    message: str
+    task_error: Optional[TaskError] = None
+    node: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """`custom_info` apart from the error: Armada's state, the architecture, the node, reports, fixes."""
+    error: Optional[ErrorInfo] = None
+    cancel: bool = False
+    """The job is over its time limit: the connector cancels it before answering."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What Flyte gets as `custom_info`."""
+        return {**self.facts, "error": self.error.as_info()} if self.error else dict(self.facts)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the connector's I/O gathered for one poll of one job."""
+
+    state: int
+    now: float
+    """Seconds since the epoch when the poll ran."""
+    details: Optional[RunDetails] = None
+    task_error: Optional[TaskError] = None
+    error_unreadable: str = ""
+    """Why error.pb could not be read (empty: it was read, or not asked for)."""
+    reason: str = ""
+    """Armada's error for the job (GetJobErrors)."""
+    queued_report: Optional[QueuedReport] = None
+    previous_phase: Optional[int] = None
+    """The phase last reported for this task, if this process reported one."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The settings and node groups the decision depends on."""
+
+    ack_timeout_seconds: float
+    error_read_grace_seconds: float
+    node_groups: Optional[NodeGroups] = None
+
+
+def needs_queued_report(meta: ArmadaJobMetadata, state: int, now: float, after_seconds: float) -> bool:
+    """Whether to ask Armada's scheduler why the job waits: it is QUEUED and has waited long enough."""
+    return state == JobState.QUEUED and bool(meta.submitted_at) and now - meta.submitted_at >= after_seconds
+
+
+def needs_run_details(meta: ArmadaJobMetadata, state: int) -> bool:
+    """Whether the run's node and times matter: a job that ended, or one running under a timeout or for `any`."""
+    return state in TERMINAL_STATES or (state in RUN_STATES and (meta.timeout_seconds > 0 or bool(meta.any_of)))
+
+
+def needs_reason(state: int, task_error: Optional[TaskError], error_unreadable: str) -> bool:
+    """Whether Armada's reason is worth a call: a failure a0 explained nothing about."""
+    return state in REASON_STATES and task_error is None and not error_unreadable
+
+
+def refused(meta: ArmadaJobMetadata) -> JobOutcome:
+    """The answer for metadata of a task create refused for good (or metadata naming no job)."""
+    code = meta.refusal_code or "MissingJobId"
+    message = meta.refusal or "the connector metadata names no Armada job (written by a broken connector?)"
+    return JobOutcome(
+        TaskExecution.FAILED,
+        JobState.UNKNOWN,
+        f"{code}: {message}",
+        facts={"armada_state": "NOT_SUBMITTED"},
+        error=ErrorInfo(code, "USER", False, message),
+    )
+
+
+def outcome_of(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcome:
+    """Flyte's answer for the job; a non-terminal phase never goes back behind `seen.previous_phase`."""
+    if meta.refusal_code or not meta.job_id:
+        return refused(meta)
+    outcome = _decided(meta, seen, rules)
+    previous = seen.previous_phase
+    if previous is not None and not outcome.terminal:
+        if _PROGRESS.get(previous, 0) > _PROGRESS.get(outcome.phase, 0):
+            return replace(outcome, phase=previous)
+    return outcome
+
+
+def _decided(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcome:
+    state, now, details = seen.state, seen.now, seen.details
+    facts: dict[str, Any] = {
+        "armada_state": state_name(state),
+        "architecture": meta.architecture,
+        "node_group": meta.node_group,
+    }
+    if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at, now):
+        why = _why_queued(seen.queued_report, facts) if state == JobState.QUEUED else ""
+        return _timed_out(meta, state, facts, now, meta.queued_timeout_seconds, "waiting to start", why)
+    if state in RUN_STATES and details and _over(meta.timeout_seconds, details.started_at, now):
+        return _timed_out(meta, state, facts, now, meta.timeout_seconds, "running")
+    if state == JobState.UNKNOWN:
+        return _not_visible(meta, facts, now, rules.ack_timeout_seconds)
+    if state not in TERMINAL_STATES:
+        message = f"Armada job {meta.job_id} is {state_name(state)}"
+        if meta.any_of:
+            message += _landed(meta, details.node if details else "", facts, rules.node_groups)
+        if meta.gang_id and state in QUEUED_STATES:
+            message += _gang_wait(meta, now)
+        if state == JobState.QUEUED:
+            message += _why_queued(seen.queued_report, facts)
+        return JobOutcome(phase_of(state), state, message, facts=facts)
+    return _ended(meta, seen, rules, facts)
+
+
+def _not_visible(meta: ArmadaJobMetadata, facts: dict[str, Any], now: float, ack_timeout: float) -> JobOutcome:
+    """Armada doesn't know the job (yet): QUEUED, the phase before any it reports next, until the ack timeout."""
+    waited = now - meta.submitted_at
+    if meta.submitted_at and waited > ack_timeout:
+        return JobOutcome(
+            TaskExecution.FAILED,
+            JobState.UNKNOWN,
+            f"Armada has not acknowledged job {meta.job_id} after {waited:.0f}s (ack timeout "
+            f"{ack_timeout:.0f}s); it was lost or submitted to another Armada.",
+            facts=facts,
+        )
+    return JobOutcome(TaskExecution.QUEUED, JobState.UNKNOWN, f"Armada job {meta.job_id} not visible yet", facts=facts)
+
+
+def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[str, Any]) -> JobOutcome:
+    """A terminal state: a0's error first (it knows what the task raised), then Armada's state and reason."""
+    state, details, reason = seen.state, seen.details, seen.reason
+    node = details.node if details else ""
+    facts["node"] = node
+    if seen.error_unreadable:
+        ended = details.finished_at if details else 0.0
+        if ended and seen.now - ended < rules.error_read_grace_seconds:
+            # Not terminal yet: a0 may have failed, and only error.pb would say so.
+            message = f"Armada job {meta.job_id} ended; {seen.error_unreadable}; retrying"
+            return JobOutcome(TaskExecution.RUNNING, state, message, facts=facts)
+        # Unknown is not success: a system failure Flyte may retry, never SUCCEEDED.
+        message = (
+            f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but the blob store could not be read "
+            f"to learn whether the task raised ({seen.error_unreadable}) within error_read_grace_seconds="
+            f"{rules.error_read_grace_seconds:g}; check the blob store (blob_endpoint) and retry"
+        )
+        error = ErrorInfo("BlobStoreUnreadable", "SYSTEM", True, message)
+        return _failed(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node, facts, error)
+    where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
+    if meta.any_of:
+        where = f"job {meta.job_id}" + _landed(meta, node, facts, rules.node_groups)
+    if (task_error := seen.task_error) is not None:
+        # a0 marks an error recoverable unless the task raised NonRecoverableError: a retryable
+        # failure lets the backend spend the task's `retries=`, as it does for stock pods.
+        phase = TaskExecution.RETRYABLE_FAILED if task_error.recoverable else TaskExecution.FAILED
+        message = f"{task_error.describe()} ({task_error.kind.upper()} error, {where})"
+        if crash := wrong_architecture(task_error.message, meta.image, facts.get("architecture") or ""):
+            message = _explained(crash, message, facts)
+        return JobOutcome(phase, state, message, task_error, node, facts, ErrorInfo.of(task_error))
+    if state == JobState.SUCCEEDED:
+        return JobOutcome(TaskExecution.SUCCEEDED, state, f"Armada {where} succeeded", None, node, facts)
+    if state == JobState.PREEMPTED:
+        message = f"Preempted: Armada {where} was preempted" + (f": {reason}" if reason else "")
+        error = ErrorInfo("Preempted", "SYSTEM", True, message)
+        return _failed(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node, facts, error)
+    if state == JobState.FAILED and meta.timeout_seconds > 0 and DEADLINE_EXCEEDED in reason:
+        # The kubelet ended the pod at its activeDeadlineSeconds before our own check saw the run
+        # go over: the same timeout, reported the same way.
+        message = (
+            f"TaskTimeout: Armada {where} exceeded the task's timeout of {meta.timeout_seconds:g}s running "
+            f"(the pod's deadline): {reason}"
+        )
+        error = ErrorInfo("TaskTimeout", "USER", True, message)
+        return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
+    label = {
+        JobState.REJECTED: "was rejected by Armada",
+        JobState.CANCELLED: "was cancelled",
+    }.get(state, "failed")
+    message = f"Armada {where} {label}" + (f": {reason}" if reason else "")
+    if state == JobState.FAILED and (crash := wrong_architecture(reason, meta.image, facts.get("architecture") or "")):
+        message = _explained(crash, message, facts)
+    if state == JobState.REJECTED and rules.node_groups is not None:
+        if fix := explain_rejection(reason, rules.node_groups, meta.node_group):
+            facts["fix"] = fix
+            message += f"\nTo fix: {fix}"
+    return JobOutcome(phase_of(state), state, message, None, node, facts)
+
+
+def _failed(phase: int, state: int, message: str, node: str, facts: dict[str, Any], error: ErrorInfo) -> JobOutcome:
+    return JobOutcome(phase, state, message, None, node, facts, error)
+
+
+def _timed_out(
+    meta: ArmadaJobMetadata,
+    state: int,
+    facts: dict[str, Any],
+    now: float,
+    limit: float,
+    doing: str,
+    why: str = "",
+) -> JobOutcome:
+    """A job over its limit, reported as timed out and to be cancelled: retryable, as Flyte's
+    per-attempt timeouts are (`retries=` decides whether another attempt runs)."""
+    message = (
+        f"TaskTimeout: Armada job {meta.job_id} exceeded the task's timeout of {limit:g}s {doing} "
+        f"(it was {state_name(state)}); the job was cancelled"
+    )
+    if meta.gang_id and state in QUEUED_STATES:
+        message += _gang_wait(meta, now)
+    message += why
+    error = ErrorInfo("TaskTimeout", "USER", True, message)
+    return JobOutcome(TaskExecution.RETRYABLE_FAILED, state, message, facts=facts, error=error, cancel=True)
+
+
+def _why_queued(report: Optional[QueuedReport], facts: dict[str, Any]) -> str:
+    """The gist of Armada's scheduling report, when one was asked for (the report goes to `facts`)."""
+    if report is None:
+        return ""
+    facts["queued_report"] = report.info
+    return f"; why: {report.message}" if report.message else ""
+
+
+def _landed(meta: ArmadaJobMetadata, node: str, facts: dict[str, Any], node_groups: Optional[NodeGroups]) -> str:
+    """For `any`: record where the job ran in `facts`, and say it for the message."""
+    any_of = meta.any_of.split(",")
+    landing = landing_of(any_of, node, node_groups)
+    facts.update(landing.info(any_of))
+    return landing.describe()
+
+
+def _explained(crash: WrongArchitecture, message: str, facts: dict[str, Any]) -> str:
+    """The crash said as the missing image variant, before what Armada or a0 reported; the fix as for a rejection."""
+    facts["wrong_architecture"] = crash.as_info()
+    facts["fix"] = crash.fix()
+    return f"{crash.says()}: {message.rstrip()}\nTo fix: {crash.fix()}"
+
+
+def _over(limit: float, since: float, now: float) -> bool:
+    """More than `limit` seconds have passed since `since` (either 0: no limit, or not known)."""
+    return limit > 0 and since > 0 and now - since > limit
+
+
+def _gang_wait(meta: ArmadaJobMetadata, now: float) -> str:
+    """Why a gang member sits in the queue: Armada starts no member until all are submitted."""
+    waited = now - meta.submitted_at if meta.submitted_at else 0.0
+    bound = (
+        f"it fails once queued for the task's timeout of {meta.queued_timeout_seconds:g}s"
+        if meta.queued_timeout_seconds
+        else "no timeout is set, so it waits until cancelled: set timeout= on the task to bound it"
+    )
+    return (
+        f"; waiting {waited:.0f}s for gang {meta.gang_id}: Armada starts none of its {meta.gang_cardinality} "
+        f"members until all are submitted and fit at once (if fewer than {meta.gang_cardinality} tasks "
+        f"use gang_id, it never starts; {bound})"
+    )

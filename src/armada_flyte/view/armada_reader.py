@@ -1,0 +1,155 @@
+"""The view's gRPC reads of an Armada: only services Armada users have, so a real Armada answers them too.
+
+Submit.GetQueues (else Jobs.GetActiveQueues) for the queues; Event.GetJobSetEvents for the jobs of
+a job set (followed from the last message id, so each refresh reads only new events); Jobs'
+GetJobDetails and GetJobErrors; Binoculars' Logs; SchedulerReporting's job and queue reports.
+The channel and credentials are the connector's (TLS, CA bundle, token or basic auth), so
+`armada-flyte view` reaches any Armada the connector can. Sync gRPC: the page server is threaded.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, TypeVar
+
+import grpc
+from armada_client.armada import (
+    binoculars_pb2,
+    binoculars_pb2_grpc,
+    event_pb2,
+    event_pb2_grpc,
+    job_pb2,
+    job_pb2_grpc,
+    submit_pb2,
+    submit_pb2_grpc,
+)
+
+from armada_flyte.armada_names import MAX_IDS_PER_CALL
+from armada_flyte.connector.armada_api import open_channel
+from armada_flyte.connector.auth import credentials_for
+from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.errors import ArmadaFlyteError
+from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
+from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
+
+T = TypeVar("T")
+
+
+class ArmadaReadError(ArmadaFlyteError):
+    """A read the page needed failed; the page shows this text where the data would be."""
+
+
+class ArmadaReader:
+    """Reads one Armada (and its Binoculars). Owns its channels: `close()` closes them."""
+
+    def __init__(self, settings: ConnectorConfig):
+        self._settings = settings
+        self._credentials = credentials_for(settings)
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+        self._followed: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        """(queue, job set) -> (last message id read, job ids in order of first appearance)."""
+
+    @property
+    def url(self) -> str:
+        return self._settings.armada_url
+
+    def _channel(self, target: str = "") -> grpc.Channel:
+        target = target or self._settings.armada_url
+        with self._lock:
+            if target not in self._channels:
+                self._channels[target] = open_channel(self._settings, target, aio=False)
+            return self._channels[target]
+
+    def _kw(self) -> dict[str, Any]:
+        header = self._credentials.header()
+        metadata = [("authorization", header)] if header else []
+        return {"metadata": metadata, "timeout": self._settings.grpc_timeout_seconds}
+
+    def _call(self, what: str, call: Callable[[dict[str, Any]], T]) -> T:
+        try:
+            return call(self._kw())
+        except grpc.RpcError as exc:
+            raise ArmadaReadError(f"Armada {what} at {self.url} failed: {exc.code().name}: {exc.details()}") from None
+
+    def queues(self) -> list[str]:
+        """Every queue (Submit.GetQueues); a server without it: the queues with active jobs (GetActiveQueues)."""
+        submit = submit_pb2_grpc.SubmitStub(self._channel())
+        try:
+            request = submit_pb2.StreamingQueueGetRequest()
+            messages = self._call("GetQueues", lambda kw: list(submit.GetQueues(request, **kw)))
+            return sorted(m.queue.name for m in messages if m.HasField("queue"))
+        except ArmadaReadError:
+            jobs = job_pb2_grpc.JobsStub(self._channel())
+            active_request = job_pb2.GetActiveQueuesRequest()
+            active = self._call("GetActiveQueues", lambda kw: jobs.GetActiveQueues(active_request, **kw))
+            return sorted({q for by_pool in active.active_queues_by_pool.values() for q in by_pool.queues})
+
+    def job_ids(self, queue: str, job_set: str) -> list[str]:
+        """The job set's job ids in order of submission, from its event stream (read on from the last time)."""
+        key = (queue, job_set)
+        with self._lock:
+            after, ids = self._followed.get(key, ("", []))
+        stub = event_pb2_grpc.EventStub(self._channel())
+        request = event_pb2.JobSetRequest(id=job_set, queue=queue, from_message_id=after, watch=False)
+        seen, found = set(ids), list(ids)
+
+        def read(kw: dict[str, Any]) -> str:
+            last = after
+            for message in stub.GetJobSetEvents(request, **kw):
+                last = message.id
+                event = getattr(message.message, message.message.WhichOneof("events") or "", None)
+                job_id = getattr(event, "job_id", "")
+                if job_id and job_id not in seen:
+                    seen.add(job_id)
+                    found.append(job_id)
+            return last
+
+        last = self._call("GetJobSetEvents", read)
+        with self._lock:
+            self._followed[key] = (last, found)
+        return list(found)
+
+    def details(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobDetails]:
+        """GetJobDetails with the job spec and runs, at most 500 ids a call."""
+        stub = job_pb2_grpc.JobsStub(self._channel())
+        found: dict[str, job_pb2.JobDetails] = {}
+        for chunk in _chunks(list(job_ids)):
+            request = job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_spec=True, expand_job_run=True)
+            found.update(self._call("GetJobDetails", lambda kw, r=request: stub.GetJobDetails(r, **kw)).job_details)
+        return found
+
+    def errors(self, job_ids: Iterable[str]) -> dict[str, str]:
+        """GetJobErrors' text per job (jobs without an error are left out)."""
+        stub = job_pb2_grpc.JobsStub(self._channel())
+        found: dict[str, str] = {}
+        for chunk in _chunks(list(job_ids)):
+            request = job_pb2.JobErrorsRequest(job_ids=chunk)
+            found.update(self._call("GetJobErrors", lambda kw, r=request: stub.GetJobErrors(r, **kw)).job_errors)
+        return {job_id: text for job_id, text in found.items() if text}
+
+    def log(self, job_id: str, namespace: str) -> list[str]:
+        """The job's pod log lines, from Binoculars (`binoculars_url`, else the Armada address)."""
+        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url or ""))
+        request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
+        return [line.line for line in self._call("Logs", lambda kw: stub.Logs(request, **kw)).log]
+
+    def job_report(self, job_id: str) -> str:
+        stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
+        request = reporting_pb2.JobReportRequest(job_id=job_id)
+        return self._call("GetJobReport", lambda kw: stub.GetJobReport(request, **kw)).report
+
+    def queue_report(self, queue: str) -> str:
+        stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())
+        request = reporting_pb2.QueueReportRequest(queue_name=queue)
+        return self._call("GetQueueReport", lambda kw: stub.GetQueueReport(request, **kw)).report
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            channel.close()
+
+
+def _chunks(ids: list[str]) -> list[list[str]]:
+    return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)]

@@ -1,0 +1,225 @@
+"""What the page says about each job, and the timeline's lanes: pure functions of Armada's answers.
+
+A job's task, architecture and where that came from are the annotations and labels the connector
+writes on every job (`connector/pod.py`); a job submitted some other way is read from its pod
+spec's `kubernetes.io/arch` node selector. Its node and times are its latest run's, from
+Jobs.GetJobDetails. Its outcome is Armada's job state, with GetJobErrors' text when there is one:
+the page says what Armada says, nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from armada_client.armada import job_pb2
+from google.protobuf import json_format
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.connector.pod import (
+    ANNOTATION_ANY_OF,
+    ANNOTATION_ARCH_SOURCE,
+    ANNOTATION_NODE_GROUP,
+    ANNOTATION_TASK,
+    LABEL_ARCH,
+)
+from armada_flyte.kube import ARCH_LABEL
+
+NodeGroupOf = Callable[[str], tuple[str, str]]
+"""(node group, architecture) of a node, told by its name; ("", "") when unknown."""
+
+FROM_POD_SPEC = "pod spec"
+"""The `from` of a job whose architecture is its pod spec's node selector (not a connector job)."""
+
+
+def no_node_groups(node: str) -> tuple[str, str]:
+    """For an Armada whose node groups the view was not told: nothing is known from a node's name."""
+    return "", ""
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job as the page lists it."""
+
+    job_id: str
+    queue: str
+    job_set: str
+    namespace: str
+    task: str
+    architecture: str
+    """Requested architecture (`any` jobs: the one they ran on, as `arm64 (any)`); empty when none."""
+    source: str
+    """Where the architecture came from: task / project / platform (the connector's), `pod spec`, or empty."""
+    node_group: str
+    node: str
+    node_architecture: str
+    """The architecture of the node the latest run went to (from the node groups, else as requested)."""
+    cluster: str
+    state: str
+    """Armada's job state (QUEUED, RUNNING, SUCCEEDED, ...)."""
+    error: str
+    submitted_at: float
+    started_at: float
+    """When the latest run started (else was pending, else leased); 0: never placed."""
+    finished_at: float
+    """When the latest run ended; 0: not ended."""
+
+    @property
+    def seconds(self) -> Optional[float]:
+        """How long the latest run took; None until it has both started and ended."""
+        if not self.started_at or not self.finished_at:
+            return None
+        return max(0.0, self.finished_at - self.started_at)
+
+
+def job_row(details: job_pb2.JobDetails, error: str = "", node_group_of: NodeGroupOf = no_node_groups) -> JobRow:
+    """The row for one job, from GetJobDetails (with `expand_job_spec` and `expand_job_run`) and its error."""
+    spec = details.job_spec
+    labels, annotations = dict(spec.labels), dict(spec.annotations)
+    run = latest_run(details)
+    node = run.node if run else ""
+    group_of_node, arch_of_node = node_group_of(node) if node else ("", "")
+    architecture, source = labels.get(LABEL_ARCH, ""), annotations.get(ANNOTATION_ARCH_SOURCE, "")
+    if architecture == "any" or annotations.get(ANNOTATION_ANY_OF):
+        architecture = f"{arch_of_node or '?'} (any)" if node else "any"
+    elif not architecture:
+        selected = (pod_spec_of(spec) or {}).get("nodeSelector", {}).get(ARCH_LABEL, "")
+        architecture, source = (selected, source or FROM_POD_SPEC) if selected else ("", source)
+    return JobRow(
+        job_id=details.job_id,
+        queue=details.queue,
+        job_set=details.jobset,
+        namespace=details.namespace,
+        task=annotations.get(ANNOTATION_TASK, ""),
+        architecture=architecture,
+        source=source,
+        node_group=group_of_node or annotations.get(ANNOTATION_NODE_GROUP, ""),
+        node=node,
+        node_architecture=arch_of_node or ("" if "any" in architecture or not node else architecture),
+        cluster=run.cluster if run else "",
+        state=JobState.name_of(details.state),
+        error=error,
+        submitted_at=_seconds(details, "submitted_ts"),
+        started_at=_started(run) if run else 0.0,
+        finished_at=_seconds(run, "finished_ts") if run else 0.0,
+    )
+
+
+def _started(run: job_pb2.JobRunDetails) -> float:
+    """When the run's container started, else when its pod was pending, else when it was leased."""
+    return _seconds(run, "started_ts") or _seconds(run, "pending_ts") or _seconds(run, "leased_ts")
+
+
+def latest_run(details: job_pb2.JobDetails) -> Optional[job_pb2.JobRunDetails]:
+    """The job's latest run (Armada lists runs newest first), None when it never ran."""
+    runs = [r for r in details.job_runs if r.run_id == details.latest_run_id] or list(details.job_runs)
+    return runs[0] if runs else None
+
+
+def pod_spec_of(job: Any) -> Optional[dict[str, Any]]:
+    """The job's pod spec as Kubernetes writes it (real Armada fills `pod_spec`, others `pod_specs`)."""
+    if job.HasField("pod_spec"):
+        message = job.pod_spec
+    elif len(job.pod_specs):
+        message = job.pod_specs[0]
+    else:
+        return None
+    return _plain_quantities(json_format.MessageToDict(message))
+
+
+def _plain_quantities(value: Any) -> Any:
+    """Kubernetes' proto wraps each quantity as {"string": "2"}; Kubernetes' YAML writes "2"."""
+    if isinstance(value, dict):
+        if set(value) == {"string"}:
+            return value["string"]
+        return {k: _plain_quantities(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_quantities(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One run on a lane: where it starts and ends as fractions of the timeline's width."""
+
+    job_id: str
+    label: str
+    architecture: str
+    state: str
+    start: float
+    end: float
+    slot: int = 0
+    """Which of the lane's rows it is drawn on: runs that overlap in time (a node runs several pods) get their
+    own row, so no bar hides another."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One node's lane: the node, its group and architecture, and the runs it held."""
+
+    node: str
+    node_group: str
+    architecture: str
+    bars: tuple[Bar, ...]
+
+    @property
+    def slots(self) -> int:
+        return 1 + max((bar.slot for bar in self.bars), default=0)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Lanes over a common span of time (`begin`..`end`, seconds since the epoch)."""
+
+    begin: float
+    end: float
+    lanes: tuple[Lane, ...]
+
+
+def timeline(rows: Iterable[JobRow], now: float) -> Timeline:
+    """One lane per node that ran a job, sorted by node name; a run still going ends at `now`."""
+    placed = [row for row in rows if row.node and row.started_at]
+    if not placed:
+        return Timeline(now, now, ())
+    begin = min(row.started_at for row in placed)
+    end = max(max(row.finished_at or now for row in placed), begin + 1.0)
+    span = end - begin
+    by_node: dict[str, list[JobRow]] = {}
+    for row in placed:
+        by_node.setdefault(row.node, []).append(row)
+    lanes = []
+    for node in sorted(by_node):
+        on_node = sorted(by_node[node], key=lambda r: r.started_at)
+        slot_ends: list[float] = []
+        bars = []
+        for row in on_node:
+            ends = row.finished_at or now
+            slot = next((i for i, busy_until in enumerate(slot_ends) if busy_until <= row.started_at), len(slot_ends))
+            slot_ends[slot : slot + 1] = [ends]
+            bars.append(
+                Bar(
+                    job_id=row.job_id,
+                    label=row.task or row.job_id,
+                    architecture=row.node_architecture,
+                    state=row.state,
+                    start=(row.started_at - begin) / span,
+                    end=(ends - begin) / span,
+                    slot=slot,
+                )
+            )
+        groups = sorted({row.node_group for row in on_node if row.node_group})
+        lanes.append(Lane(node, ", ".join(groups), lane_architecture(on_node), tuple(bars)))
+    return Timeline(begin, end, tuple(lanes))
+
+
+def lane_architecture(rows: list[JobRow]) -> str:
+    """The node's architecture, as its jobs' rows know it; empty when they don't agree or don't know."""
+    found = {row.node_architecture for row in rows}
+    return found.pop() if len(found) == 1 else ""
+
+
+def _seconds(message: Any, name: str) -> float:
+    if not message.HasField(name):
+        return 0.0
+    stamp = getattr(message, name)
+    return stamp.seconds + stamp.nanos / 1e9

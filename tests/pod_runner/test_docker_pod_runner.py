@@ -1,0 +1,73 @@
+"""The docker pod runner's container settings, built from a leased pod as Kubernetes would run it, and its
+error when no Docker daemon is reachable (nothing here talks to a real engine).
+"""
+
+from __future__ import annotations
+
+import pytest
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner import PodLaunch, PodLog
+from armada_flyte.pod_runner.docker import DockerPodRunner, container_options
+
+from support.pods import pod
+
+
+def launch(spec: core.PodSpec, architecture: str = "arm64") -> PodLaunch:
+    return PodLaunch("run-1", "job-1", "armada-job-1-0", "default", "arm64-0", "arm64", architecture, spec, PodLog())
+
+
+def options(spec: core.PodSpec, architecture: str = "arm64") -> dict:
+    return container_options(launch(spec, architecture))
+
+
+@pytest.mark.pure
+def test_runs_on_the_node_groups_platform_with_the_host_network() -> None:
+    result = options(pod(["true"]), "arm64")
+    assert result["platform"] == "linux/arm64"
+    assert result["network_mode"] == "host"
+
+
+@pytest.mark.pure
+def test_command_replaces_the_entrypoint_and_args_the_cmd() -> None:
+    result = options(pod(["python3"], args=["-c", "print(1)"]))
+    assert (result["entrypoint"], result["command"]) == (["python3"], ["-c", "print(1)"])
+
+
+@pytest.mark.pure
+def test_without_command_the_images_entrypoint_stays() -> None:
+    result = options(pod([], args=["a0", "--inputs", "s3://x"]))
+    assert result["entrypoint"] is None and result["command"] == ["a0", "--inputs", "s3://x"]
+
+
+@pytest.mark.pure
+def test_image_env_working_dir_and_paths_are_kept_as_the_pod_gives_them() -> None:
+    result = options(pod(["true"], env={"DEST": "/opt/flyte/"}, working_dir="/opt/flyte"))
+    assert result["image"] == pod().containers[0].image
+    assert result["environment"] == {"DEST": "/opt/flyte/"}
+    assert result["working_dir"] == "/opt/flyte"
+
+
+@pytest.mark.pure
+def test_limits_become_docker_limits() -> None:
+    result = options(pod(["true"], cpu="1500m", memory="256Mi"))
+    assert result["nano_cpus"] == 1_500_000_000
+    assert result["mem_limit"] == 256 * 2**20
+
+
+@pytest.mark.pure
+def test_field_refs_resolve_to_the_pod() -> None:
+    spec = pod(["true"])
+    spec.containers[0].env.append(
+        core.EnvVar(
+            name="POD", valueFrom=core.EnvVarSource(fieldRef=core.ObjectFieldSelector(fieldPath="metadata.name"))
+        )
+    )
+    assert options(spec)["environment"]["POD"] == "armada-job-1-0"
+
+
+def test_no_reachable_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    with pytest.raises(InvalidConfig, match="no Docker daemon is reachable"):
+        DockerPodRunner()

@@ -1,0 +1,47 @@
+"""The container shim's own memory accounting, checked without a pod: the main process's peak counts
+only above the shim's size, and files in memory folders count by their blocks.
+(tests/embedded/test_memory_limits.py runs real pods over their limits.)
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+from armada_flyte.pod_runner import pod_shim
+
+MiB = 2**20
+
+
+PEAK_CHECK = """
+import resource, sys, types
+sys.path.insert(0, sys.argv[1])
+import pod_shim
+
+pytestmark = pytest.mark.pure
+limit = 8 * 2**20
+baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * pod_shim.MAXRSS_UNIT
+watch = pod_shim.MemoryWatch(limit, [])
+watch.main_ended(types.SimpleNamespace(ru_maxrss=baseline // pod_shim.MAXRSS_UNIT), baseline)
+print(watch.over_limit())
+watch.main_ended(types.SimpleNamespace(ru_maxrss=(baseline + limit) // pod_shim.MAXRSS_UNIT + 1), baseline)
+print(watch.over_limit())
+"""
+
+
+def test_the_main_processs_peak_counts_only_above_the_shims_own_size():
+    # At exec the kernel carries the forking shim's resident size over as the new program's starting peak.
+    # Run in a process of its own, which has no children: the watch counts every process below it.
+    shim_folder = str(pathlib.Path(pod_shim.__file__).parent)
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", PEAK_CHECK, shim_folder], capture_output=True, text=True)
+    assert run.stdout.split() == ["False", "True"], run.stderr
+
+
+def test_files_in_memory_folders_count_by_their_blocks(tmp_path: pathlib.Path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/full").write_bytes(b"x" * MiB)
+    with open(tmp_path / "sparse", "wb") as sparse:
+        sparse.truncate(64 * MiB)
+    (tmp_path / "again").hardlink_to(tmp_path / "sub/full")
+    assert MiB <= pod_shim.folder_bytes([str(tmp_path)]) < 2 * MiB

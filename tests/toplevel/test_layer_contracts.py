@@ -1,0 +1,177 @@
+"""Layer contracts inside each side, checked on the real import graph (imports inside functions
+count): an import that points up a layer, or across independent modules of one layer, fails and
+names the edge. Adding a side or a sub-package is one entry in `CONTRACTS`."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.import_contracts import Independence, Layers, independence_violations, layer_violations, unplaced
+from support.import_graph import EDGES, MODULES, Edge
+
+pytestmark = pytest.mark.pure
+
+# Per package, top layer first. `a | b`: a and b may not import each other; `a : b`: they may.
+CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
+    "armada_flyte.task": (
+        Layers(
+            "armada_flyte.task",
+            (
+                "plugin",
+                "leaf | project_defaults",
+                "flyte_internals | image_declaration | runtime_image",
+            ),
+        ),
+    ),
+    "armada_flyte.connector": (
+        Layers(
+            "armada_flyte.connector",
+            (
+                "service",
+                "outcome | plan | status_view",
+                "armada_api | execution_context",
+                "pod",
+                "auth | blob | image_check",
+                "landing | placement | queued_report | settings",
+                "settings_groups",
+                "accelerators | crash_reasons | gangs | job_set_streams | metadata | namespaces | node_groups | phases"
+                " | secrets | submit_batch",
+            ),
+        ),
+    ),
+    "armada_flyte.registry": (
+        Layers(
+            "armada_flyte.registry",
+            (
+                "docker_platforms",
+                "client",
+                "credentials",
+                "bounded_http | platforms | reference",
+            ),
+        ),
+    ),
+    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack")),),
+    "armada_flyte.admin": (
+        Layers(
+            "armada_flyte.admin",
+            (
+                "cli",
+                "dev_command | doctor | dry_run_command | executor_command | image_command",
+                "image_build | view_command",
+                "dry_run | image_preflight",
+            ),
+        ),
+    ),
+    "armada_flyte.admin.doctor": (
+        Layers(
+            "armada_flyte.admin.doctor",
+            ("command", "inputs | live_checks | render", "config_checks", "findings"),
+        ),
+        Independence("armada_flyte.admin.doctor", ("config_checks", "live_checks")),
+    ),
+    # Being split into sub-packages: until then, only the side-level rule (test_layout.py) holds.
+    "armada_flyte.embedded": (),
+    "armada_flyte.pod_runner": (
+        Layers(
+            "armada_flyte.pod_runner",
+            (
+                "docker | process",
+                "pod_threads | sandbox",
+                "container_env | cpu_pins | cpu_shares | images | pod_shim | process_tree",
+                "model",
+                "pod_log | pod_secrets",
+            ),
+        ),
+    ),
+    "armada_flyte.view": (Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs")),),
+    "armada_flyte.executor": (
+        Layers(
+            "armada_flyte.executor",
+            ("lease_loop", "held_runs", "run_events", "cluster_nodes | leases", "stubs"),
+        ),
+    ),
+}
+
+NOT_A_SIDE = {"armada_flyte", "armada_flyte.protos"}  # the top level, and generated protobuf code
+
+
+def _violations(contract: Layers | Independence, edges: set[Edge]) -> list[str]:
+    if isinstance(contract, Layers):
+        return layer_violations(contract, edges)
+    return independence_violations(contract, edges)
+
+
+def _all_contracts() -> list[Layers | Independence]:
+    return [contract for contracts in CONTRACTS.values() for contract in contracts]
+
+
+def test_every_side_and_sub_package_has_a_contract_entry():
+    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"} - NOT_A_SIDE
+    missing = sorted(packages - set(CONTRACTS))
+    assert not missing, f"add an entry to CONTRACTS for {missing}"
+    assert not sorted(set(CONTRACTS) - packages), "CONTRACTS names packages that no longer exist"
+
+
+@pytest.mark.parametrize("contract", _all_contracts(), ids=lambda c: f"{type(c).__name__}:{c.package}")
+def test_the_package_keeps_its_contract(contract):
+    violations = _violations(contract, EDGES)
+    assert not violations, "\n".join(violations)
+
+
+@pytest.mark.parametrize("contract", [c for c in _all_contracts() if isinstance(c, Layers)], ids=lambda c: c.package)
+def test_every_module_of_a_layered_package_has_a_layer(contract):
+    missing = unplaced(contract, MODULES)
+    assert not missing, f"place these modules in a layer of {contract.package}'s contract: {missing}"
+
+
+def test_the_contracts_name_real_modules():
+    """A typo in a contract would silently check nothing."""
+    unknown = [
+        f"{contract.package}.{group}"
+        for contract in _all_contracts()
+        for group in (
+            [g for groups, _ in contract.parsed() for g in groups] if isinstance(contract, Layers) else contract.groups
+        )
+        if f"{contract.package}.{group}" not in MODULES
+    ]
+    assert not unknown
+
+
+SYNTHETIC = Layers("pkg", ("top", "middle_a | middle_b", "low_a : low_b"))
+
+
+@pytest.mark.parametrize(
+    "edge, expected",
+    [
+        (
+            Edge("pkg.low_a", "pkg.top", True),
+            "pkg.low_a -> pkg.top (inside a function): 'top' is in a layer above 'low_a'",
+        ),
+        (
+            Edge("pkg.middle_a.inner", "pkg.top", False),
+            "pkg.middle_a.inner -> pkg.top: 'top' is in a layer above 'middle_a'",
+        ),
+        (
+            Edge("pkg.middle_a", "pkg.middle_b", False),
+            "pkg.middle_a -> pkg.middle_b: 'middle_a' and 'middle_b' are independent (one layer, '|')",
+        ),
+    ],
+)
+def test_the_checker_names_an_upward_or_sideways_edge(edge, expected):
+    allowed = {
+        Edge("pkg.top", "pkg.middle_a", False),
+        Edge("pkg.low_a", "pkg.low_b", False),
+        Edge("pkg.x", "pkg.top", False),
+    }
+    assert layer_violations(SYNTHETIC, allowed) == []
+    assert layer_violations(SYNTHETIC, allowed | {edge}) == [expected]
+
+
+def test_the_checker_names_an_edge_between_independent_groups():
+    contract = Independence("pkg", ("a", "b"))
+    edges = {Edge("pkg.a.x", "pkg.b", False), Edge("pkg.a", "pkg.c", False), Edge("pkg.c", "pkg.b", False)}
+    assert independence_violations(contract, edges) == ["pkg.a.x -> pkg.b: 'a' and 'b' are independent"]
+
+
+def test_a_module_no_layer_names_is_reported():
+    assert unplaced(SYNTHETIC, ["pkg", "pkg.top", "pkg.middle_b.deep", "pkg.new", "other.top"]) == ["pkg.new"]

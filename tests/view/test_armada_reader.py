@@ -1,0 +1,69 @@
+"""The view's reads, against the embedded server through Armada's own APIs."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+
+from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.view.armada_reader import ArmadaReader, ArmadaReadError
+from armada_flyte.view.snapshot import Gatherer
+
+from support.pods import item, pod, python, submit_one
+from support.waiting import wait_for_state
+
+
+@pytest.fixture(scope="module")
+def armada():
+    with EmbeddedArmada(queues=("read", "empty")) as server:
+        yield server
+
+
+@pytest.fixture
+def client(armada):
+    with grpc.insecure_channel(armada.url) as channel:
+        yield ArmadaClient(channel)
+
+
+@pytest.fixture
+def reader(armada):
+    reader = ArmadaReader(ConnectorConfig(armada_url=armada.url))
+    yield reader
+    reader.close()
+
+
+def test_a_job_sets_jobs_are_read_on_from_the_last_event(client, reader):
+    first = submit_one(client, "read", "grows", item(pod(["true"])))
+    assert reader.job_ids("read", "grows") == [first]
+    second = submit_one(client, "read", "grows", item(pod(["true"])))
+    assert reader.job_ids("read", "grows") == [first, second]
+    assert reader.job_ids("read", "grows") == [first, second]  # nothing new: the same jobs
+
+
+def test_every_queue_is_listed(reader):
+    assert {"read", "empty"} <= set(reader.queues())
+
+
+def test_a_jobs_details_log_and_reports_are_read(client, reader):
+    job_id = submit_one(client, "read", "logged", item(pod(python("print('hello from the pod')"))))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+    details = reader.details([job_id])[job_id]
+    assert (details.queue, details.jobset) == ("read", "logged")
+    assert "hello from the pod" in reader.log(job_id, details.namespace)
+    assert job_id in reader.job_report(job_id)
+    assert isinstance(reader.queue_report("read"), str)
+
+
+def test_a_failed_read_says_which_call_and_why(reader):
+    with pytest.raises(ArmadaReadError, match=r"GetJobSetEvents at .* failed: NOT_FOUND"):
+        reader.job_ids("no-such-queue", "js")
+
+
+def test_the_overview_shows_what_it_could_read_and_says_what_it_could_not(client, reader):
+    job_id = submit_one(client, "read", "shown", item(pod(["true"])))
+    overview = Gatherer(reader, lambda: [("read", "shown"), ("no-such-queue", "js")]).overview()
+    assert [row.job_id for row in overview.rows] == [job_id]
+    assert any("job set js of queue no-such-queue" in problem for problem in overview.problems)
