@@ -99,7 +99,8 @@ executor_command() { # the armada-flyte command that has an `executor` subcomman
   [ -x "$cmd" ] || command -v "$cmd" >/dev/null \
     || die "no armada-flyte command ($cmd); run scripts/setup-venv.sh, set ARMADA_FLYTE_CMD, or use --no-executor"
   "$cmd" executor --help >/dev/null 2>&1 \
-    || die "'$cmd executor' does not exist yet (it lands with the armada-executor branch); use --no-executor or --fake-executor"
+    || die "'$cmd executor' does not run (an armada-flyte without the executor command?);" \
+      "reinstall with scripts/setup-venv.sh, or use --no-executor or --fake-executor"
   echo "$cmd"
 }
 
