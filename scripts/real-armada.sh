@@ -269,7 +269,11 @@ cmd_up() {
     is_running "$name" && die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
   done
   executor_cmd=""
-  [ "$executor" != ours ] || executor_cmd="$(executor_command)"
+  if [ "$executor" = ours ]; then
+    executor_cmd="$(executor_command)"
+    # Its executor-API stubs are generated once from Armada's Go module (cached).
+    "$here/build-executor-stubs.sh" >/dev/null || die "scripts/build-executor-stubs.sh failed (its output is above)"
+  fi
   check_ports_free
   ensure_system_packages
   local t0=$SECONDS

@@ -6,7 +6,7 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default fake), runs the conformance suite against it
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours), runs the conformance suite against it
 # with --armada real, and stops it.
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
@@ -39,7 +39,7 @@ fi
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite with --armada real)"
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
-  executor="${REAL_ARMADA_EXECUTOR:-fake}"
+  executor="${REAL_ARMADA_EXECUTOR:-ours}"
   case "$executor" in
     ours) executor_option=() ;;
     fake) executor_option=(--fake-executor) ;;
