@@ -104,11 +104,24 @@ executor_command() { # the armada-flyte command that has an `executor` subcomman
   echo "$cmd"
 }
 
+declare -A COMMANDS RESTARTS
 start() { # name, command...: in a session of its own (down ends the whole group), output to its log
   local name=$1
   shift
-  setsid "$@" >"$logs/$name.log" 2>&1 </dev/null &
+  COMMANDS[$name]="$(printf '%q ' "$@")"
+  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$pids/$name.pid"
+}
+
+restarted_after_port_race() { # name: the bed's ports lie in Linux's ephemeral range, so an outgoing
+  # connection can hold one for a moment; a component that died on "address already in use" gets
+  # up to 3 more starts
+  local name=$1 tries=${RESTARTS[$1]:-0}
+  [ "$tries" -lt 3 ] && grep -q "address already in use" "$logs/$name.log" 2>/dev/null || return 1
+  RESTARTS[$name]=$((tries + 1))
+  say "$name: a port was taken for a moment (address already in use); starting it again"
+  sleep 1
+  eval "start $name ${COMMANDS[$name]}"
 }
 
 fail_with_log() { # name, message
@@ -126,7 +139,7 @@ wait_until() { # name, what, seconds, check command...: bounded wait on a condit
   shift 3
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    if [ "$name" != "-" ] && ! is_running "$name"; then
+    if [ "$name" != "-" ] && ! is_running "$name" && ! restarted_after_port_race "$name"; then
       fail_with_log "$name" "$name exited while waiting for $what"
     fi
     [ $SECONDS -lt $deadline ] || fail_with_log "$name" "$name: no $what after ${seconds}s"
