@@ -40,8 +40,8 @@ fi
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite with --armada real)"
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
-  export REAL_ARMADA_EXECUTOR="${REAL_ARMADA_EXECUTOR:-ours}" # the tests read it too
-  case "$REAL_ARMADA_EXECUTOR" in
+  executor="${REAL_ARMADA_EXECUTOR:-ours}"
+  case "$executor" in
     ours) executor_option=() ;;
     fake) executor_option=(--fake-executor) ;;
     none) executor_option=(--no-executor) ;;
@@ -50,5 +50,6 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
   bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
   eval "$bed"
   export ARMADA_URL
-  .venv/bin/python -m pytest -p no:cacheprovider --armada real tests/embedded tests/real_armada
+  .venv/bin/python -m pytest -p no:cacheprovider --armada real --real-armada-executor "$executor" \
+    tests/embedded tests/real_armada
 fi

@@ -158,7 +158,8 @@ def test_toleration_seconds_load_as_an_int64_or_are_refused_with_the_limit(secon
     except InvalidConfig as exc:
         assert exc.field.startswith(f"groups.yaml: {where}.tolerations.0") and len(str(exc)) < MAX_MESSAGE
         if type(seconds) is int:
-            assert not -MAX_INT64 - 1 <= seconds <= MAX_INT64 and str(MAX_INT64) in str(exc)
+            limit = MAX_INT64 if seconds > 0 else -MAX_INT64 - 1
+            assert not -MAX_INT64 - 1 <= seconds <= MAX_INT64 and str(limit) in str(exc)
     else:
         loaded = _PLACES[where](groups).tolerations[0].to_k8s()["tolerationSeconds"]
         assert -MAX_INT64 - 1 <= loaded <= MAX_INT64

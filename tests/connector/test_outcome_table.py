@@ -9,7 +9,7 @@ every combination of those kinds.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import pytest
@@ -392,6 +392,14 @@ def test_a_task_create_refused_fails_for_good_without_asking_armada():
         "armada_state": "NOT_SUBMITTED",
         "error": {"code": "ImagePlatformMismatch", "kind": "USER", "recoverable": False, "message": "no arm64 variant"},
     }
+
+
+def test_the_exit_codes_the_failed_event_listed_reach_custom_info():
+    meta = _meta()
+    seen = replace(_observed(meta, JobState.FAILED), exit_codes={"main": 3, "sidecar": 0})
+    outcome = outcome_of(meta, seen, RULES)
+    assert outcome.info["exit_codes"] == {"main": 3, "sidecar": 0} and outcome.info["node"] == "amd64-0"
+    assert "exit_codes" not in outcome_of(meta, _observed(meta, JobState.FAILED), RULES).info
 
 
 @pytest.mark.parametrize(

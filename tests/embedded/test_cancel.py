@@ -221,10 +221,6 @@ def test_cancel_events_carry_no_reason(client: ArmadaClient, queue: str, job_set
     assert [getattr(m.message, kind(m)).reason for m in cancels] == ["", ""]
 
 
-@pytest.mark.differs_on_real(
-    "v0.22.7's scheduler emits CancelledJob without the request's reason, and the lookout ingester takes "
-    "cancel_reason from that event (lookoutingester/instructions, handleCancelledJob): it stays empty"
-)
 def test_job_details_keep_the_cancel_reason(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
     client.submit_stub.CancelJobs(
@@ -234,10 +230,6 @@ def test_job_details_keep_the_cancel_reason(client: ArmadaClient, queue: str, jo
     assert client.get_job_details([job_id]).job_details[job_id].cancel_reason == "done with it"
 
 
-@pytest.mark.differs_on_real(
-    "v0.22.7 emits a per-job `cancelling` event for a job-set cancel; the test follows Armada's later source, "
-    "where CancelJobSet converts to no api event (conversions.go)"
-)
 def test_a_job_set_cancel_gives_only_cancelled_events(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
     client.cancel_jobset(queue, job_set, [])

@@ -173,10 +173,6 @@ def test_field_refs_read_the_pods_metadata_with_armadas_own_labels_and_annotatio
     assert (env["NAME"], env["NAMESPACE"], env["NODE"]) == (f"armada-{job_id}-0", "default", run.node.name)
 
 
-@pytest.mark.differs_on_real(
-    "v0.22.7 accepts cpu 1e5000 and leases it (our executor then runs the pod); the embedded server rejects a "
-    "quantity no node can ever hold"
-)
 def test_an_absurd_quantity_is_rejected_alone_and_later_jobs_still_run(client, queue, job_set):
     absurd = submit_one(client, queue, job_set, item(pod(["true"], cpu="1e5000")))
     later = submit_one(client, queue, job_set, item(pod(["true"])))

@@ -65,19 +65,11 @@ def test_selector_on_a_label_no_node_has_is_rejected(client: ArmadaClient, queue
     assert "node does not match pod NodeSelector: label example.com/gpu not set" in reason
 
 
-@pytest.mark.differs_on_real(
-    'v0.22.7 indexes resources: a job larger than every node reads "insufficient resources available", '
-    'not "pod requires X, but only Y is available" (the embedded server names the amounts)'
-)
 def test_more_cpu_than_any_node_has_is_rejected(client: ArmadaClient, queue: str, job_set: str) -> None:
     reason = rejection(client, queue, job_set, pod(cpu="8", tolerations=[ARM64_TOLERATION]))
     assert "pod requires 8 cpu, but only 4 is available" in reason
 
 
-@pytest.mark.differs_on_real(
-    'v0.22.7 indexes resources: a job larger than every node reads "insufficient resources available", '
-    'not "pod requires X, but only Y is available" (the embedded server names the amounts)'
-)
 def test_more_memory_than_any_node_has_is_rejected(client: ArmadaClient, queue: str, job_set: str) -> None:
     reason = rejection(client, queue, job_set, pod(memory="64Gi", tolerations=[ARM64_TOLERATION]))
     assert "pod requires 64Gi memory, but only 16Gi is available" in reason

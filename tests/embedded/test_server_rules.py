@@ -91,10 +91,6 @@ def test_preempting_answers_every_id_and_preempts_only_preemptible_jobs(
     assert state_of(client, steady) == RUNNING  # scheduler.go preempts only a preemptible priority class
 
 
-@pytest.mark.differs_on_real(
-    'v0.22.7 words the reason "Preempted by <user>" (scheduleringester, buildPreemptionReason); the test '
-    'follows Armada\'s later default, "Preempted - preemption requested via API"'
-)
 def test_a_preempted_job_ends_preempting_preempted_failed(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(preemptible(sleeper(cpu="100m"))))
     wait_for_state(client, job_id, RUNNING)

@@ -102,17 +102,7 @@ INVALID_ITEM_REASONS = {
 }
 
 
-# Where real Armada's text differs from the one the test expects, and why.
-REAL_TEXT_DIFFERS = {
-    "grace period over 5 min": pytest.mark.differs_on_real(
-        'v0.22.7 prints the bounds as nanoseconds: "must be [1000000000, 300000000000], or omitted"'
-    ),
-}
-
-
-@pytest.mark.parametrize(
-    "case", [pytest.param(case, marks=REAL_TEXT_DIFFERS.get(case, ())) for case in sorted(INVALID_ITEMS)]
-)
+@pytest.mark.parametrize("case", sorted(INVALID_ITEMS))
 def test_invalid_item_fails_the_whole_request(client: ArmadaClient, queue: str, job_set: str, case: str) -> None:
     valid = item(pod())
     error = refusal(lambda: client.submit_jobs(queue, job_set, [valid, INVALID_ITEMS[case]()]))

@@ -107,3 +107,77 @@ def wait_until_queue_accepts(client: ArmadaClient, queue: str, timeout: float = 
 
     job_id = wait_until(accepted, timeout, f"a submit to queue {queue} to be accepted")
     client.cancel_jobs(queue=queue, job_set_id=PROBE_JOB_SET, job_id=job_id)
+
+
+# Where real Armada v0.22.7 answers otherwise than the test expects (it asserts the embedded
+# server's behaviour; where they differ, Armada wins: fix the test or the server, then drop the entry).
+# Where real Armada is only slower (a new queue, a job set's first event, a reprioritize of a job the
+# scheduler doesn't hold yet) the tests wait instead. docs/embedded-server.md lists these with their causes.
+INDEXED_RESOURCES = (
+    "v0.22.7 indexes resources: a job larger than every node reads 'insufficient resources available', not "
+    "'pod requires X, but only Y is available' (the embedded server names the amounts)"
+)
+DIFFERS_ON_REAL_ARMADA: dict[str, str] = {
+    "test_cancel.py::test_job_details_keep_the_cancel_reason": (
+        "v0.22.7's scheduler emits CancelledJob without the request's reason, and the lookout ingester takes "
+        "cancel_reason from that event (lookoutingester/instructions, handleCancelledJob): it stays empty"
+    ),
+    "test_cancel.py::test_a_job_set_cancel_gives_only_cancelled_events": (
+        "v0.22.7 emits a per-job 'cancelling' event for a job-set cancel; the test follows Armada's later "
+        "source, where CancelJobSet converts to no api event (conversions.go)"
+    ),
+    "test_pod_lifecycle.py::test_an_absurd_quantity_is_rejected_alone_and_later_jobs_still_run": (
+        "v0.22.7 accepts cpu '1e5000' and leases it (our executor then runs the pod); the embedded server "
+        "rejects a quantity no node can ever hold"
+    ),
+    "test_scheduling.py::test_more_cpu_than_any_node_has_is_rejected": INDEXED_RESOURCES,
+    "test_scheduling.py::test_more_memory_than_any_node_has_is_rejected": INDEXED_RESOURCES,
+    "test_server_rules.py::test_a_preempted_job_ends_preempting_preempted_failed": (
+        "v0.22.7 words the reason 'Preempted by <user>' (scheduleringester, buildPreemptionReason); the test "
+        "follows Armada's later default, 'Preempted - preemption requested via API'"
+    ),
+    "test_submit_validation.py::test_invalid_item_fails_the_whole_request[grace period over 5 min]": (
+        "v0.22.7 prints the grace period bounds in nanoseconds ('must be [1000000000, 300000000000], or omitted')"
+    ),
+}
+# Timing: these fail on some runs only (not strict). None today.
+DIFFERS_SOMETIMES_ON_REAL_ARMADA: dict[str, str] = {}
+POD_FAILS = "needs pods that really run: Armada's fake executor ends every pod SUCCEEDED"
+# Tests that need an executor running pods (ours, `armada-flyte executor`), not Armada's fake one.
+NEEDS_PODS_THAT_RUN: dict[str, str] = {
+    "test_job_lifecycle.py::test_a_failing_job_reports_the_tail_of_its_stderr": POD_FAILS,
+    "test_job_lifecycle.py::test_a_failed_event_carries_the_exit_code_in_its_container_status": POD_FAILS,
+    "test_memory_limits.py::test_tail_of_dev_zero_is_oomkilled": POD_FAILS,
+    "test_memory_limits.py::test_writing_dev_shm_past_the_limit_is_oomkilled": POD_FAILS,
+    "test_memory_limits.py::test_a_memory_emptydir_counts_toward_the_limit": POD_FAILS,
+    "test_memory_limits.py::test_a_short_spike_over_the_limit_is_oomkilled": POD_FAILS,
+    (
+        "test_pod_lifecycle.py::"
+        "test_a_failing_init_container_fails_the_run_with_its_exit_code_and_no_main_container_runs"
+    ): POD_FAILS,
+    "test_pod_lifecycle.py::test_the_pod_fails_with_the_exit_code_of_the_main_container_that_failed": POD_FAILS,
+    "test_pod_lifecycle.py::test_a_container_over_its_memory_limit_is_oomkilled": POD_FAILS,
+    "test_pod_lifecycle.py::test_active_deadline_seconds_kills_the_pod": POD_FAILS,
+    "test_pod_lifecycle.py::test_a_pod_in_a_namespace_that_does_not_exist_fails": POD_FAILS,
+}
+SHORT_PODS = "needs a job still running when it acts: Armada's fake executor ends pods after about a second"
+# Races with the fake executor's short pods: fail on some runs only (not strict).
+RACES_THE_FAKE_EXECUTOR: dict[str, str] = {
+    "test_server_rules.py::test_preempting_answers_every_id_and_preempts_only_preemptible_jobs": SHORT_PODS,
+}
+
+
+def mark_known_failures(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests known to fail on real Armada as xfails, with the reason. Those that always
+    fail are strict, so the lists stay true (a test that starts passing fails the run until its
+    entry goes); those that fail on some runs only are not."""
+    always, sometimes = dict(DIFFERS_ON_REAL_ARMADA), dict(DIFFERS_SOMETIMES_ON_REAL_ARMADA)
+    if config.getoption("--real-armada-executor") == "fake":
+        always.update(NEEDS_PODS_THAT_RUN)
+        sometimes.update(RACES_THE_FAKE_EXECUTOR)
+    for test in items:
+        name = test.nodeid.rsplit("/", 1)[-1]  # file::test[case]; an entry names one case or all of them
+        for known, strict in ((always, True), (sometimes, False)):
+            reason = known.get(name) or known.get(name.split("[", 1)[0])
+            if reason:
+                test.add_marker(pytest.mark.xfail(reason=f"on real Armada: {reason}", strict=strict))

@@ -34,8 +34,8 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "auth | blob | image_check",
                 "landing | placement | queued_report | settings",
                 "settings_groups",
-                "accelerators | crash_reasons | gangs | job_set_streams | metadata | namespaces | node_groups | phases"
-                " | secrets | submit_batch",
+                "accelerators | call_batch | crash_reasons | gangs | job_set_streams | metadata | namespaces"
+                " | node_groups | phases | secrets",
             ),
         ),
     ),

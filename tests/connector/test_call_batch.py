@@ -85,7 +85,7 @@ def test_batches_are_per_job_set_and_capped(paused_armada):
 
 @pytest.mark.pure
 def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
-    from armada_flyte.connector.submit_batch import SubmitBatcher
+    from armada_flyte.connector.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -97,7 +97,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
         return [f"id-{item}" for item in items]
 
     async def scenario() -> list[str]:
-        batcher = SubmitBatcher(send, window=0.01, max_items=100)
+        batcher = CallBatcher(send, window=0.01, max_items=100)
         first = asyncio.ensure_future(batcher.submit("q", "s", 0))
         while not sent:
             await asyncio.sleep(0.005)
@@ -115,7 +115,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
 
 @pytest.mark.pure
 def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
-    from armada_flyte.connector.submit_batch import SubmitBatcher
+    from armada_flyte.connector.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -127,7 +127,7 @@ def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
         return [str(item) for item in items]
 
     async def scenario() -> None:
-        batcher = SubmitBatcher(send, window=0.01, max_items=10)
+        batcher = CallBatcher(send, window=0.01, max_items=10)
         first = asyncio.ensure_future(batcher.submit("q", "s", 0))
         while not sent:
             await asyncio.sleep(0.005)
@@ -137,3 +137,28 @@ def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
         assert await first == "0"
 
     asyncio.run(scenario())
+
+
+@pytest.mark.pure
+def test_with_a_max_wait_a_burst_longer_than_the_window_goes_out_as_one_batch():
+    """As an abort's deletes: items keep coming, each within the quiet window of the last; the batch waits
+    for a quiet window (bounded by max_wait), where a plain window would have sent several."""
+    from armada_flyte.connector.call_batch import CallBatcher
+
+    async def burst(max_wait: float) -> list[int]:
+        sent: list[int] = []
+
+        async def send(queue: str, job_set: str, items: list[int]) -> list[None]:
+            sent.append(len(items))
+            return [None] * len(items)
+
+        batcher = CallBatcher(send, window=0.25, max_items=500, max_wait=max_wait)
+        calls = []
+        for n in range(30):
+            calls.append(asyncio.ensure_future(batcher.submit("q", "s", n)))
+            await asyncio.sleep(0.02)  # at least 0.6 s in all: longer than a window, with gaps far shorter
+        await asyncio.gather(*calls)
+        return sent
+
+    assert asyncio.run(burst(max_wait=10.0)) == [30]
+    assert len(asyncio.run(burst(max_wait=0.0))) > 1
