@@ -21,6 +21,7 @@ import dataclasses
 import datetime
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -152,7 +153,15 @@ def _pytest(real_url: Optional[str], report: pathlib.Path, folders: Iterable[str
     if real_url:
         env["ARMADA_URL"] = real_url
         command.append("--armada=real")
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, preexec_fn=_default_signals
+    )
+
+
+def _default_signals() -> None:
+    """A shell's background job ignores SIGINT and SIGQUIT, and pods inherit that; the suite checks they don't."""
+    for signum in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def run_both(real_url: str, folders: list[str], out: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
