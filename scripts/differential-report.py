@@ -9,9 +9,9 @@ and tests/embedded/test_armadas_own_tests.py (Armada's testsuite cases, its e2e 
 Python client's examples and integration tests), whose tests record each case's own outcome and, where
 a case must fail, why. Real Armada is ARMADA_URL when set (a bed already up), else the suite's own bed
 (scripts/real-armada.sh up with our executor; REAL_ARMADA_PORT_BASE picks its ports). Every difference
-needs a cause, found in the reports: the reason a test skips or is expected to fail on one server
-(`differs_on_real`, `embedded_only`), or the pinned reason of an Armada case. A difference without one
-is listed as UNEXPLAINED and the script exits 1.
+needs a cause, found in the reports: the reason a test skips or is an xfail on one server
+(`embedded_only`, DIFFERS_ON_REAL_ARMADA in tests/support/real_armada.py), or the pinned reason of an
+Armada case. A difference without one is listed as UNEXPLAINED and the script exits 1.
 """
 
 from __future__ import annotations
