@@ -4,7 +4,10 @@
 # import order, formatting) and pytest. Under CI (CI=true), or with ARMADA_FLYTE_IMAGE_PARTS=1,
 # it also builds (or reuses from its caches) buildx, BuildKit, the Debian base image and the
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
-# (scripts/prepare-image-parts.sh).
+# (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
+# starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default fake), runs the conformance suite against it
+# with --armada real, and stops it.
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
@@ -16,6 +19,8 @@ if [ "${1:-}" = --fast ]; then
   fast=true
   shift
 fi
+cleanups=()
+trap 'for step in "${cleanups[@]}"; do $step || true; done' EXIT
 scripts/setup-venv.sh test
 "$fast" || scripts/install-test-parts.sh
 echo "==> ruff"
@@ -26,8 +31,22 @@ if "$fast"; then
   exec .venv/bin/python -m pytest -m pure "$@"
 fi
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
-  trap 'scripts/prepare-image-parts.sh stop' EXIT
+  cleanups+=("scripts/prepare-image-parts.sh stop")
   echo "==> image parts (scripts/prepare-image-parts.sh)"
   eval "$(scripts/prepare-image-parts.sh start)"
 fi
 .venv/bin/python -m pytest "$@"
+if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
+  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite with --armada real)"
+  cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
+  case "${REAL_ARMADA_EXECUTOR:-fake}" in
+    ours) executor_option=() ;;
+    fake) executor_option=(--fake-executor) ;;
+    none) executor_option=(--no-executor) ;;
+    *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
+  esac
+  bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
+  eval "$bed"
+  export ARMADA_URL
+  .venv/bin/python -m pytest -p no:cacheprovider --armada real tests/embedded tests/real_armada
+fi

@@ -21,6 +21,7 @@ pytest_plugins = [
     "support.armada_tools",
     "support.purity_guard",
     "pytester",
+    "support.real_armada",
 ]
 
 

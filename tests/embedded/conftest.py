@@ -2,9 +2,10 @@
 
 The suite talks to Armada only through armada_client. By default it starts the embedded server
 (default cluster: 2 amd64 nodes, 2 arm64 nodes tainted kubernetes.io/arch=arm64:NoSchedule,
-4 cpu / 16Gi each). Set ARMADA_URL=host:port to run it against a real Armada with the same
-node groups instead; tests that look behind the API (processes, sandboxes, clusters of their
-own) are marked `embedded_only` and skip there. See docs/embedded-server.md.
+4 cpu / 16Gi each). With `--armada real` it runs against real Armada instead: ARMADA_URL=host:port
+when set, else a bed of its own from scripts/real-armada.sh (`support.real_armada`, docs/real-armada.md).
+Tests that look behind the API (processes, sandboxes, clusters of their own) are marked
+`embedded_only` and skip there, as do tests that start a server of their own. See docs/embedded-server.md.
 """
 
 from __future__ import annotations
@@ -19,33 +20,43 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.embedded import Cluster, EmbeddedArmada
 
+from support.real_armada import uses_real_armada, wait_until_queue_accepts
+
 ARMADA_URL = os.environ.get("ARMADA_URL", "")
 CONFORMANCE_QUEUE = os.environ.get("ARMADA_TEST_QUEUE", "conformance")
 
 
+def on_real_armada(config: pytest.Config) -> bool:
+    """`--armada real`, or ARMADA_URL pointing at an Armada of the caller's."""
+    return uses_real_armada(config) or bool(ARMADA_URL)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not ARMADA_URL:
+    if not on_real_armada(config):
         return
-    skip = pytest.mark.skip(reason="needs the embedded server (ARMADA_URL points at a real Armada)")
+    skip = pytest.mark.skip(reason="needs the embedded server (the suite runs against real Armada)")
+    own_server = pytest.mark.skip(reason="talks to a server of its own, not to the suite's Armada")
     for item in items:
         if "embedded_only" in item.keywords:
             item.add_marker(skip)
+        elif "armada_url" not in getattr(item, "fixturenames", ()):
+            item.add_marker(own_server)
 
 
 @pytest.fixture(scope="session")
-def embedded_armada() -> Iterator[EmbeddedArmada]:
+def embedded_armada(request: pytest.FixtureRequest) -> Iterator[EmbeddedArmada]:
     """The shared embedded server (default cluster, process executor)."""
-    if ARMADA_URL:
-        pytest.skip("ARMADA_URL points at a real Armada")
+    if on_real_armada(request.config):
+        pytest.skip("the suite runs against real Armada")
     with EmbeddedArmada(queues=(CONFORMANCE_QUEUE,)) as armada:
         yield armada
 
 
 @pytest.fixture(scope="session")
 def armada_url(request: pytest.FixtureRequest) -> str:
-    """Where the suite's Armada listens: ARMADA_URL, or the shared embedded server."""
-    if ARMADA_URL:
-        return ARMADA_URL
+    """Where the suite's Armada listens: real Armada (ARMADA_URL or a bed), or the shared embedded server."""
+    if on_real_armada(request.config):
+        return request.getfixturevalue("real_armada")["ARMADA_URL"]
     return request.getfixturevalue("embedded_armada").url
 
 
@@ -57,9 +68,14 @@ def client(armada_url: str) -> Iterator[ArmadaClient]:
 
 
 @pytest.fixture(scope="session")
-def queue(client: ArmadaClient) -> str:
-    """A queue the suite submits to (CreateQueue is an upsert in Armada, so this also works when it exists)."""
+def queue(client: ArmadaClient, request: pytest.FixtureRequest) -> str:
+    """A queue the suite submits to (CreateQueue is an upsert in Armada, so this also works when it exists).
+
+    Real Armada's server sees a new queue only after its queue cache refresh: wait for a submit to pass.
+    """
     client.create_queue(client.create_queue_request(CONFORMANCE_QUEUE, priority_factor=1.0))
+    if on_real_armada(request.config):
+        wait_until_queue_accepts(client, CONFORMANCE_QUEUE)
     return CONFORMANCE_QUEUE
 
 

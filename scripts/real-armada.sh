@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# Real Armada (v0.22.7) on 127.0.0.1, one command: PostgreSQL and Redis from Debian, Pulsar
+# standalone from Maven Central's jars, Armada's server, scheduler and ingesters built from its Go
+# module (scripts/real-armada/build.sh, cached per version), config files of our own
+# (scripts/real-armada/configs.sh), the migrations and the queues e2e-test-queue, flyte, conformance.
+#
+#   eval "$(scripts/real-armada.sh up)"          # + our executor (armada-flyte executor)
+#   eval "$(scripts/real-armada.sh up --no-executor)"
+#   eval "$(scripts/real-armada.sh up --fake-executor)"   # Armada's simulated executor instead
+#   scripts/real-armada.sh status
+#   scripts/real-armada.sh down
+#
+# `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
+# REAL_ARMADA_STATE); progress goes to stderr. Ports derive from REAL_ARMADA_PORT_BASE (default
+# 50150: server gRPC base+1, executor API base+2, the rest up to base+17; see docs/real-armada.md),
+# so beds with different bases run side by side. State (data, pid files, logs) lives in
+# REAL_ARMADA_STATE (default ${TMPDIR:-/tmp}/armada-flyte-real-armada-<base>) and is wiped by `up`.
+# ARMADA_FLYTE_CMD names the armada-flyte command (default: on PATH, else the repo's .venv).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(dirname "$here")"
+# shellcheck source=real-armada/configs.sh
+. "$here/real-armada/configs.sh"
+
+BASE="${REAL_ARMADA_PORT_BASE:-50150}"
+QUEUES=(e2e-test-queue flyte conformance)
+WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
+# Started in this order.
+ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor)
+
+say() { echo "real-armada: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+case "$BASE" in '' | *[!0-9]*) die "REAL_ARMADA_PORT_BASE must be a number, got '$BASE'" ;; esac
+[ "$BASE" -ge 1024 ] && [ "$BASE" -le 65500 ] || die "REAL_ARMADA_PORT_BASE must be within 1024..65500, got $BASE"
+ports_from_base "$BASE"
+state="${REAL_ARMADA_STATE:-${TMPDIR:-/tmp}/armada-flyte-real-armada-$BASE}"
+logs="$state/logs"
+pids="$state/pids"
+
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+
+pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
+is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+
+port_in_use() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
+
+check_ports_free() {
+  local entry name port
+  for entry in "server gRPC:$SERVER_GRPC" "scheduler executor API:$EXECUTOR_API" "server HTTP:$SERVER_HTTP" \
+    "scheduler HTTP:$SCHEDULER_HTTP" "postgres:$POSTGRES_PORT" "redis:$REDIS_PORT" "pulsar broker:$PULSAR_PORT" \
+    "pulsar web:$PULSAR_WEB" "server metrics:$SERVER_METRICS" \
+    "scheduler metrics:$SCHEDULER_METRICS" "scheduleringester metrics:$SCHEDULERINGESTER_METRICS" \
+    "eventingester metrics:$EVENTINGESTER_METRICS" "lookoutingester metrics:$LOOKOUTINGESTER_METRICS" \
+    "lookout (migrations) API:$LOOKOUT_API" "lookout (migrations) metrics:$LOOKOUT_METRICS" \
+    "fake executor HTTP:$FAKEEXECUTOR_HTTP" "fake executor metrics:$FAKEEXECUTOR_METRICS"; do
+    name="${entry%:*}" port="${entry##*:}"
+    if port_in_use "$port"; then
+      die "port $port ($name, REAL_ARMADA_PORT_BASE=$BASE + $((port - BASE))) is already in use; pick another REAL_ARMADA_PORT_BASE or stop what holds it"
+    fi
+  done
+}
+
+postgres_bin() { # Debian keeps PostgreSQL's server programs out of PATH
+  local dir
+  for dir in /usr/lib/postgresql/*/bin; do
+    [ -x "$dir/initdb" ] && { echo "$dir"; return 0; }
+  done
+  command -v initdb >/dev/null && { dirname "$(command -v initdb)"; return 0; }
+  return 1
+}
+
+ensure_system_packages() {
+  local missing=()
+  postgres_bin >/dev/null || missing+=(postgresql)
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null || missing+=(maven)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v ss >/dev/null || missing+=(iproute2)
+  command -v setpriv >/dev/null || missing+=(util-linux)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    die "missing: ${missing[*]}; install them with: sudo apt-get install ${missing[*]}"
+  fi
+  say "installing from Debian: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+executor_command() { # the armada-flyte command that has an `executor` subcommand, or fails saying why
+  local cmd="${ARMADA_FLYTE_CMD:-}"
+  if [ -z "$cmd" ]; then
+    cmd="$(command -v armada-flyte || true)"
+    [ -n "$cmd" ] || cmd="$repo/.venv/bin/armada-flyte"
+  fi
+  [ -x "$cmd" ] || command -v "$cmd" >/dev/null \
+    || die "no armada-flyte command ($cmd); run scripts/setup-venv.sh, set ARMADA_FLYTE_CMD, or use --no-executor"
+  "$cmd" executor --help >/dev/null 2>&1 \
+    || die "'$cmd executor' does not exist yet (it lands with the armada-executor branch); use --no-executor or --fake-executor"
+  echo "$cmd"
+}
+
+start() { # name, command...: in a session of its own (down ends the whole group), output to its log
+  local name=$1
+  shift
+  setsid "$@" >"$logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$pids/$name.pid"
+}
+
+fail_with_log() { # name, message
+  say "$2"
+  if [ -f "$logs/$1.log" ]; then
+    say "last lines of $logs/$1.log:"
+    tail -n 40 "$logs/$1.log" >&2
+  fi
+  stop_all
+  exit 1
+}
+
+wait_until() { # name, what, seconds, check command...: bounded wait on a condition
+  local name=$1 what=$2 seconds=$3
+  shift 3
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$name" != "-" ] && ! is_running "$name"; then
+      fail_with_log "$name" "$name exited while waiting for $what"
+    fi
+    [ $SECONDS -lt $deadline ] || fail_with_log "$name" "$name: no $what after ${seconds}s"
+    sleep 0.3
+  done
+}
+
+http_ok() { curl -sf -o /dev/null --max-time "${2:-5}" "$1"; }
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+start_postgres() {
+  local bin as_postgres=()
+  bin="$(postgres_bin)"
+  mkdir -p "$state/postgres"
+  if [ "$(id -u)" -eq 0 ]; then # PostgreSQL refuses to run as root
+    id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user to run PostgreSQL as (Debian's postgresql package makes it)"
+    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    chown postgres: "$state/postgres"
+  fi
+  "${as_postgres[@]}" "$bin/initdb" -D "$state/postgres/data" -U postgres --auth=trust -E UTF8 --no-sync \
+    >"$logs/postgres-initdb.log" 2>&1 || fail_with_log postgres-initdb "initdb failed"
+  start postgres "${as_postgres[@]}" "$bin/postgres" -D "$state/postgres/data" -p "$POSTGRES_PORT" \
+    -c listen_addresses=127.0.0.1 -c unix_socket_directories="$state/postgres" -c fsync=off \
+    -c synchronous_commit=off -c full_page_writes=off -c max_connections=200
+  wait_until postgres "pg_isready" 60 "$bin/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT"
+  local db
+  for db in scheduler lookout; do
+    "$bin/createdb" -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres "$db" 2>>"$logs/postgres.log" \
+      || fail_with_log postgres "could not create the $db database"
+  done
+}
+
+start_redis() {
+  mkdir -p "$state/redis"
+  start redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
+    --dir "$state/redis" --protected-mode yes
+  wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT"
+}
+
+start_pulsar() {
+  mkdir -p "$state/pulsar"
+  # The --add-opens flags are the ones Pulsar's own launcher passes on Java 17.
+  start pulsar java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.net.preferIPv4Stack=true \
+    --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
+    --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
+    --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
+    --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
+    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/jdk.internal.platform=ALL-UNNAMED \
+    -Dlog4j2.configurationFile="$state/config/pulsar-log4j2.properties" \
+    -cp "$cache/pulsar/lib/*" org.apache.pulsar.PulsarStandaloneStarter \
+    --config "$state/config/pulsar-standalone.conf" -nfw -nss \
+    --metadata-dir "$state/pulsar/metadata" --bookkeeper-dir "$state/pulsar/bookkeeper"
+  # Its health check round-trips a message; on a busy machine one takes seconds.
+  wait_until pulsar "healthy broker (/admin/v2/brokers/health)" "$WAIT_SECONDS" \
+    http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20
+}
+
+migrate() {
+  (cd "$cache" && "$cache/bin/scheduler" migrateDatabase --config "$state/config/scheduler.yaml") \
+    >"$logs/migrate-scheduler.log" 2>&1 || fail_with_log migrate-scheduler "the scheduler's migrations failed"
+  (cd "$cache" && "$cache/bin/lookout" --migrateDatabase --config "$state/config/lookout.yaml") \
+    >"$logs/migrate-lookout.log" 2>&1 || fail_with_log migrate-lookout "lookout's migrations failed"
+}
+
+start_armada() { # each Go component runs from the cache, where config/<component>/ holds its defaults
+  local c
+  for c in scheduleringester eventingester lookoutingester server; do
+    start "$c" env -C "$cache" "$cache/bin/$c" --config "$state/config/$c.yaml"
+  done
+  start scheduler env -C "$cache" "$cache/bin/scheduler" run --config "$state/config/scheduler.yaml"
+  wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health"
+  wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
+    http_ok "http://127.0.0.1:$SCHEDULER_HTTP/health"
+  wait_until scheduleringester "metrics port" 60 port_open "$SCHEDULERINGESTER_METRICS"
+  wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS"
+  wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS"
+}
+
+create_queue() { # through the server's REST gateway (CreateQueue is an upsert)
+  curl -sf -o /dev/null --max-time 5 -X POST -H 'Content-Type: application/json' \
+    -d "{\"name\":\"$1\",\"priorityFactor\":1}" "http://127.0.0.1:$SERVER_HTTP/v1/queue"
+}
+
+create_queues() {
+  local q
+  for q in "${QUEUES[@]}"; do
+    wait_until server "queue $q created" 30 create_queue "$q"
+  done
+}
+
+start_executor() { # $1: ours | fake
+  if [ "$1" = fake ]; then
+    start executor env -C "$cache" "$cache/bin/fakeexecutor" --config "$state/config/fakeexecutor.yaml"
+  else
+    start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API"
+  fi
+  wait_until executor "connection to the executor API" 60 connected_to "$EXECUTOR_API"
+}
+
+connected_to() { ss -tnH state established "dport = :$1" 2>/dev/null | grep -q .; }
+
+signal_group() { # name: ask the component's process group to stop (PostgreSQL: INT, its fast shutdown)
+  local pid signal=TERM
+  pid="$(pid_of "$1")" || return 0
+  [ "$1" != postgres ] || signal=INT
+  kill "-$signal" -- "-$pid" 2>/dev/null || true
+}
+
+await_group() { # name: wait (bounded) for the group to be gone, then KILL what is left
+  local pid deadline=$((SECONDS + 20))
+  pid="$(pid_of "$1")" || return 0
+  while kill -0 -- "-$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  if kill -0 -- "-$pid" 2>/dev/null; then
+    say "$1 (pid $pid) still running 20s after it was asked to stop: killing it"
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$pids/$1.pid"
+}
+
+stop_all() { # Armada, its executor, Pulsar and Redis together, then PostgreSQL
+  local name
+  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || signal_group "$name"; done
+  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || await_group "$name"; done
+  signal_group postgres
+  await_group postgres
+}
+
+cmd_up() {
+  local executor=ours
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --no-executor) executor=none ;;
+      --fake-executor) executor=fake ;;
+      *) usage; die "unknown option for up: $1" ;;
+    esac
+    shift
+  done
+  local name
+  for name in "${ORDER[@]}"; do
+    is_running "$name" && die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
+  done
+  executor_cmd=""
+  [ "$executor" != ours ] || executor_cmd="$(executor_command)"
+  check_ports_free
+  ensure_system_packages
+  local t0=$SECONDS
+  cache="$("$here/real-armada/build.sh")" || die "the build failed (its log is named above)"
+  if [ -d "$state" ]; then
+    chmod -R u+w "$state" 2>/dev/null || true
+    rm -rf "$state"
+  fi
+  mkdir -p "$logs" "$pids"
+  chmod 755 "$state"
+  trap 'say "interrupted"; stop_all; exit 130' INT TERM
+  write_configs
+  say "starting in $state (ports $((BASE + 1))..$((BASE + 17)))"
+  start_postgres
+  start_redis
+  start_pulsar
+  say "postgres, redis, pulsar up after $((SECONDS - t0))s; migrating"
+  migrate
+  start_armada
+  create_queues
+  [ "$executor" = none ] || start_executor "$executor"
+  trap - INT TERM
+  say "up in $((SECONDS - t0))s; stop with: $0 down"
+  printf 'ARMADA_URL=127.0.0.1:%s\nARMADA_EXECUTOR_API=127.0.0.1:%s\nREAL_ARMADA_LOGS=%q\nREAL_ARMADA_STATE=%q\n' \
+    "$SERVER_GRPC" "$EXECUTOR_API" "$logs" "$state"
+}
+
+cmd_down() {
+  [ -d "$pids" ] || { say "nothing to stop in $state"; return 0; }
+  stop_all
+  local left
+  left="$(ls "$pids" 2>/dev/null || true)"
+  [ -z "$left" ] || die "still recorded as running: $left"
+  say "stopped (logs kept in $logs)"
+}
+
+cmd_status() {
+  local name any=1
+  for name in "${ORDER[@]}"; do
+    if [ -f "$pids/$name.pid" ]; then
+      any=0
+      if is_running "$name"; then
+        printf '%-18s running  pid %s\n' "$name" "$(pid_of "$name")"
+      else
+        printf '%-18s EXITED   log %s\n' "$name" "$logs/$name.log"
+      fi
+    fi
+  done
+  [ $any -eq 0 ] || { echo "no bed in $state"; return 1; }
+  echo "ARMADA_URL=127.0.0.1:$SERVER_GRPC ARMADA_EXECUTOR_API=127.0.0.1:$EXECUTOR_API logs: $logs"
+}
+
+case "${1:-}" in
+  up) shift; cmd_up "$@" ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  -h | --help) usage ;;
+  *) usage; die "unknown command '${1:-}': use up, down or status" ;;
+esac

@@ -1,0 +1,87 @@
+"""scripts/real-armada.sh: clear errors before anything starts, and `down` leaves nothing behind.
+
+The start-and-stop test needs Armada built (minutes the first time), so it runs with `--armada real`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+
+import pytest
+
+from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, parse_assignments, uses_real_armada
+
+# Bases of their own, away from the session's bed (50150) and the executor helper's (51150).
+LIFECYCLE_BASE = 52150
+BUSY_PORT_BASE = 53150
+
+
+def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=UP_TIMEOUT_SECONDS,
+        env={**os.environ, "REAL_ARMADA_PORT_BASE": str(base), **env},
+    )
+
+
+def test_an_unknown_command_is_refused_with_the_usage() -> None:
+    result = run_script("start", base=BUSY_PORT_BASE)
+    assert result.returncode != 0
+    assert "unknown command 'start': use up, down or status" in result.stderr
+
+
+def test_a_port_in_use_is_named_with_its_component_before_anything_starts() -> None:
+    postgres_port = BUSY_PORT_BASE + 5
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", postgres_port))
+        holder.listen()
+        result = run_script("up", "--no-executor", base=BUSY_PORT_BASE)
+    assert result.returncode != 0
+    assert f"port {postgres_port} (postgres, REAL_ARMADA_PORT_BASE={BUSY_PORT_BASE} + 5) is already in use" in (
+        result.stderr
+    )
+    assert result.stdout == ""
+
+
+def test_up_without_an_executor_command_says_how_to_go_on() -> None:
+    result = run_script("up", base=BUSY_PORT_BASE, ARMADA_FLYTE_CMD="/bin/false")
+    assert result.returncode != 0
+    assert "'/bin/false executor' does not exist" in result.stderr
+    assert "--no-executor" in result.stderr
+
+
+def group_members(pgid: int) -> list[int]:
+    ps = subprocess.run(["ps", "-o", "pid=", "-g", str(pgid)], capture_output=True, text=True)
+    return [int(pid) for pid in ps.stdout.split()]
+
+
+def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest.FixtureRequest) -> None:
+    if not uses_real_armada(request.config):
+        pytest.skip("starts a bed of its own: run with --armada real")
+    up = run_script("up", "--no-executor", base=LIFECYCLE_BASE)
+    bed = parse_assignments(up.stdout)
+    state = pathlib.Path(bed.get("REAL_ARMADA_STATE", f"/tmp/armada-flyte-real-armada-{LIFECYCLE_BASE}"))
+    try:
+        assert up.returncode == 0, up.stderr[-4000:]
+        assert bed["ARMADA_URL"] == f"127.0.0.1:{LIFECYCLE_BASE + 1}"
+        assert bed["ARMADA_EXECUTOR_API"] == f"127.0.0.1:{LIFECYCLE_BASE + 2}"
+        leaders = {path.stem: int(path.read_text()) for path in (state / "pids").glob("*.pid")}
+        assert set(leaders) >= {"postgres", "redis", "pulsar", "server", "scheduler", "lookoutingester"}
+        started = {pid for leader in leaders.values() for pid in group_members(leader)}
+        assert started, "no process found in the bed's process groups"
+    finally:
+        down = run_script("down", base=LIFECYCLE_BASE)
+    assert down.returncode == 0, down.stderr
+    assert not [pid for pid in started if pathlib.Path(f"/proc/{pid}").exists()]
+    assert not list((state / "pids").glob("*.pid"))
+    assert not listening_ports() & set(range(LIFECYCLE_BASE + 1, LIFECYCLE_BASE + 18))
+
+
+def listening_ports() -> set[int]:
+    listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
+    return {int(line.split()[3].rsplit(":", 1)[-1]) for line in listening.splitlines()}
