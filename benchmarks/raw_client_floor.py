@@ -19,6 +19,7 @@ from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
 
 ENDED = frozenset({"failed", "cancelled", "preempted"})
+REOPEN_SECONDS = 0.02
 
 
 def job_set_of(request: bytes) -> str:
@@ -61,21 +62,29 @@ def watching_client(channel: grpc.Channel, timeout: float = 120) -> ArmadaClient
 
 
 def submit_and_watch(client: ArmadaClient, request: bytes, job_set: str) -> float:
-    """Seconds from submitting `request`'s first job (in `job_set`) to its `succeeded` event."""
+    """Seconds from submitting `request`'s first job (in `job_set`) to its `succeeded` event. Real Armada
+    answers NOT_FOUND until the job set's first event is stored, so the watch reopens until it is."""
     prepared = _fresh(request, job_set)
     del prepared.job_request_items[1:]
     began = time.perf_counter()
     job_id = client.submit_jobs(prepared.queue, job_set, list(prepared.job_request_items)).job_response_items[0].job_id
-    for message in client.get_job_events_stream(prepared.queue, job_set):
-        kind = message.message.WhichOneof("events")
-        event = getattr(message.message, kind)
-        if event.job_id != job_id:
+    while True:
+        try:
+            for message in client.get_job_events_stream(prepared.queue, job_set):
+                kind = message.message.WhichOneof("events")
+                event = getattr(message.message, kind)
+                if event.job_id != job_id:
+                    continue
+                if kind == "succeeded":
+                    return time.perf_counter() - began
+                if kind in ENDED:
+                    raise RuntimeError(f"the raw client's job {job_id} ended {kind}: {event}")
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            time.sleep(REOPEN_SECONDS)
             continue
-        if kind == "succeeded":
-            return time.perf_counter() - began
-        if kind in ENDED:
-            raise RuntimeError(f"the raw client's job {job_id} ended {kind}: {event}")
-    raise RuntimeError(f"the raw client's job {job_id}: its event stream ended before it succeeded")
+        raise RuntimeError(f"the raw client's job {job_id}: its event stream ended before it succeeded")
 
 
 def cancel_job_sets(url: str, queue: str, job_sets: set[str]) -> None:
