@@ -54,14 +54,22 @@ CONCURRENT = 100
 ROUND_SECONDS = 3.0
 QUEUE = "flyte"
 RAW_FLOOR_TARGET = 0.75
+RUN_STAMP = time.strftime("%H%M%S")
+"""In the run names: a real Armada kept from an earlier run answers a repeated task from its deduplication."""
 
 
-def template(task_type: str) -> tasks_pb2.TaskTemplate:
+HELD = ("3", ("sleep", "600"))
+"""The scale runs' jobs: 3 CPUs and a long sleep, so on a server whose executor runs pods (real Armada's
+bed) two run at a time and the rest stay queued: in flight, as the rounds need them (a job that ended
+leaves the connector's status view once read, so asking for it again is a GetJobStatus)."""
+
+
+def template(task_type: str, cpu: str = "10m", command: tuple[str, ...] = ("true",)) -> tasks_pb2.TaskTemplate:
     t = tasks_pb2.TaskTemplate(type=task_type)
     t.id.name = "bench.task"
     t.container.image = "python:3.11-slim"
-    t.container.command.extend(["true"])
-    t.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value="10m")
+    t.container.command.extend(command)
+    t.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value=cpu)
     t.container.resources.limits.add(name=tasks_pb2.Resources.MEMORY, value="16Mi")
     t.custom.update(SubmissionSpec.from_config(ArmadaConfig(), {}).to_custom())
     return t
@@ -100,14 +108,14 @@ def cpu_seconds(pid: int) -> float:
 
 def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[bytes], int]:
     """Create `count` tasks (runs of 100); returns creates/s, the resource metas, and how many failed."""
-    category_template = template(task_type)
+    category_template = template(task_type, *HELD)
 
     def start(i: int) -> grpc.Future:
         n = first + i
         request = connector_pb2.CreateTaskRequest(
             template=category_template,
             output_prefix=f"s3://bench/raw/{n}",
-            task_execution_metadata=metadata(f"run-{n // TASKS_PER_RUN}", f"a{n}"),
+            task_execution_metadata=metadata(f"run-{RUN_STAMP}-{n // TASKS_PER_RUN}", f"a{n}"),
         )
         return stub.CreateTask.future(request, timeout=60)
 
