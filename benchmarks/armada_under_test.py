@@ -3,7 +3,7 @@
 Both servers are reached through the counting proxy (`counting_proxy.py`), so calls are counted the same
 way, where they arrive, and the raw `armada_client` floors take the same path as the connector. The
 embedded server is started here; real Armada is the bed already up in the shell (`ARMADA_URL`, from
-`eval "$(scripts/real-armada.sh up --no-executor)"`, or without `--no-executor` when jobs must run).
+`eval "$(scripts/real-armada.sh up)"`, with an executor: without one, Armada's submit check rejects every job).
 """
 
 from __future__ import annotations

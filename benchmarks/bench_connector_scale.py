@@ -1,7 +1,8 @@
 """The connector at scale, through a real `c0` over gRPC, against the embedded Armada server or real Armada.
 
 `--armada embedded` (default) starts the embedded server (paused); `--armada real` uses the bed in
-ARMADA_URL (`scripts/real-armada.sh up --no-executor`, so jobs stay queued). RPCs are counted at a
+ARMADA_URL (`scripts/real-armada.sh up`, with our executor; the jobs ask for 3 CPUs, so most stay
+queued). RPCs are counted at a
 gRPC proxy in front of either server (`counting_proxy.py`), never in the client.
 
 1. Creates per second, 100 concurrent CreateTask calls, for the armada connector and, through
@@ -14,8 +15,8 @@ gRPC proxy in front of either server (`counting_proxy.py`), never in the client.
    N = 1,000 and <= 12 at N = 5,000, and no call fails; GetTask p99 at N = 1,000 under 5 ms.
 3. c0's memory with 10,000 tasks in flight, above its warmed-up size. Target: < +30 MB.
 
-The executor is paused (embedded) or absent (real), so jobs stay in flight for the whole run; on
-real Armada the benchmark cancels its job sets at the end.
+The executor is paused (embedded), or two jobs run at a time (real), so jobs stay in flight for the
+whole run; on real Armada the benchmark cancels its job sets at the end.
 Prints one JSON object. Run: .venv/bin/python benchmarks/bench_connector_scale.py [--armada real]
 """
 
