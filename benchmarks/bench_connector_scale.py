@@ -2,8 +2,8 @@
 
 `--armada embedded` (default) starts the embedded server (paused); `--armada real` uses the bed in
 ARMADA_URL (`scripts/real-armada.sh up`, with our executor; the jobs ask for 3 CPUs, so most stay
-queued). RPCs are counted at a
-gRPC proxy in front of either server (`counting_proxy.py`), never in the client.
+queued). RPCs are counted at a gRPC proxy in front of either server (`counting_proxy.py`), never in
+the client.
 
 1. Creates per second, 100 concurrent CreateTask calls, for the armada connector and, through
    the same c0 in the same run, a no-op connector (c0's own cost). Target: >= 2,000/s and
