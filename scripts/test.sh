@@ -6,8 +6,9 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours), runs the conformance suite against it
-# with --armada real, and stops it.
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours), runs the conformance suite and Armada's own
+# cases (tests/embedded/test_armadas_own_tests.py) against it with --armada real, and stops it;
+# scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments

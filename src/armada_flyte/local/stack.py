@@ -133,7 +133,7 @@ def stack_view(
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.resolve_settings(armada_url=stack.armada_url)
+    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
         yield view.url
 
