@@ -1,7 +1,8 @@
 """The process executor's container shim: the one process between the server and a container's processes.
 
 It plays containerd's shim for one container, with the standard library only (it runs as
-`python -I -S pod_shim.py`, so nothing of the server's environment or packages comes along):
+`python -I -S pod_shim.py`, so nothing of the server's environment or packages comes along; that
+is also why it is one file of over 400 lines: it can import no module of this package):
 
 - it dies with the server: the kernel sends it SIGUSR1 when the server thread that started it
   ends (even on SIGKILL), and it then kills every process of the container;
