@@ -50,7 +50,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             ),
         ),
     ),
-    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack")),),
+    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack | task_logs")),),
     "armada_flyte.admin": (
         Layers(
             "armada_flyte.admin",
