@@ -14,7 +14,7 @@ import sys
 from typing import Callable, Iterator
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 
 @contextlib.contextmanager
@@ -42,7 +42,7 @@ def armada_process() -> Iterator[tuple[str, Callable[[], dict[str, int]]]]:
 
 
 def serve() -> None:
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada:
         print(armada.url, flush=True)
         for _ in sys.stdin:
             print(json.dumps(armada.calls.counts()), flush=True)

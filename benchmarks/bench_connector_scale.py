@@ -33,7 +33,7 @@ from flyteidl2.core import tasks_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.spec import SubmissionSpec
 from armada_flyte.task.plugin import ArmadaConfig
 
@@ -160,7 +160,10 @@ def status_round(stub, armada_calls: Callable[[], dict[str, int]], metas: list[b
 def creates_only(count: int, rounds: int) -> dict:
     """The creates figure alone, no-op and armada alternating `rounds` times in one c0, with the CPU
     each create cost c0 and this process (the benchmark's client and the embedded server)."""
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+    with (
+        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
@@ -210,7 +213,10 @@ def main() -> int:
         print(json.dumps(creates_only(args.creates, args.only_creates), indent=2))
         return 0
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+    with (
+        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)

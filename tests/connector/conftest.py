@@ -9,9 +9,9 @@ import armada_flyte
 
 @pytest.fixture(scope="module")
 def armada():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte", "other")) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte", "other"))) as server:
         yield server
 
 

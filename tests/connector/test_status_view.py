@@ -35,9 +35,9 @@ from support.waiting import wait_until
 @pytest.fixture
 def paused_armada():
     """Leases stay LEASED while paused: jobs stay in flight for as long as a test needs."""
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as server:
         yield server
 
 

@@ -34,9 +34,9 @@ def _job(n: int, resources: bool = True) -> JobRequest:
 
 @pytest.fixture
 def paused_armada():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as server:
         yield server
 
 

@@ -58,7 +58,7 @@ def test_a_gang_of_three_runs_together_on_one_architecture(flyte_run, stack):
     assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2]
     jobs = journal.jobs()
     assert len(jobs) == 3 and {(j.outcome, j.node_group) for j in jobs} == {("SUCCEEDED", "arm64")}
-    gangs = {stack.server.plane.find_job(j.job_id).gang for j in jobs}
+    gangs = {stack.server.plane.queries.find_job(j.job_id).gang for j in jobs}
     (gang,) = gangs  # one gang, scheduled by Armada as a whole
     assert gang.id.startswith("trio-") and gang.cardinality == 3
     assert gang.uniformity_label == "kubernetes.io/arch"

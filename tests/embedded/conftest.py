@@ -17,7 +17,7 @@ import grpc
 import pytest
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import Cluster, EmbeddedArmada
+from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 
 ARMADA_URL = os.environ.get("ARMADA_URL", "")
 CONFORMANCE_QUEUE = os.environ.get("ARMADA_TEST_QUEUE", "conformance")
@@ -37,7 +37,7 @@ def embedded_armada() -> Iterator[EmbeddedArmada]:
     """The shared embedded server (default cluster, process executor)."""
     if ARMADA_URL:
         pytest.skip("ARMADA_URL points at a real Armada")
-    with EmbeddedArmada(queues=(CONFORMANCE_QUEUE,)) as armada:
+    with EmbeddedArmada(EmbeddedConfig(queues=(CONFORMANCE_QUEUE,))) as armada:
         yield armada
 
 
@@ -78,7 +78,7 @@ def own_armada() -> Iterator[Callable[..., tuple[EmbeddedArmada, ArmadaClient]]]
 
     def start(cluster: Optional[dict] = None, **options: object) -> tuple[EmbeddedArmada, ArmadaClient]:
         model = Cluster.from_mapping(cluster) if cluster is not None else None
-        armada = EmbeddedArmada(cluster=model, queues=(CONFORMANCE_QUEUE,), **options).start()
+        armada = EmbeddedArmada(EmbeddedConfig(cluster=model, queues=(CONFORMANCE_QUEUE,), **options)).start()
         channel = grpc.insecure_channel(armada.url)
         started.append((armada, channel))
         return armada, ArmadaClient(channel)

@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    from armada_flyte.embedded.cluster import Cluster
+    from armada_flyte.embedded.cluster.cluster_file import Cluster
     from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
     from armada_flyte.pod_runner import make_pod_runner
 
