@@ -12,10 +12,7 @@ import contextlib
 import logging
 import pathlib
 import sys
-<<<<<<< HEAD
 import threading
-=======
->>>>>>> main
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
@@ -130,8 +127,9 @@ class LocalBlobServer:
 
 
 def stop_connector_view(within: float = 5.0) -> None:
-    """Close the connector of this process's local runs, and wait (at most `within` seconds) for its status
-    view to stop following job sets: followers that outlive the server would warn that it is unavailable."""
+    """Close the connector local runs use (Flyte's registered one), and wait (at most `within` seconds) for
+    its status view to stop following job sets: followers that outlive the server would warn that it is
+    unavailable until the process ends. The next run reopens it."""
     if "armada_flyte.connector.service" not in sys.modules:  # no local run loaded the connector
         return
     from flyte.connectors import ConnectorRegistry
@@ -233,25 +231,6 @@ def local_stack(
                 stop_connector_view()
                 if configure_connector:
                     connector_settings.reset()
-                    _close_registered_connector()
     finally:
         if blob is not None:
             blob.stop()
-
-
-def _close_registered_connector() -> None:
-    """Close the connector local runs use (Flyte's registered one): its status view follows this stack's
-    server, and would retry it, stopped, until the process ends. The next run reopens it.
-
-    Inside a running event loop (a stack entered from async code) it can't be awaited here; the view then
-    closes when the connector next resolves its settings."""
-    if "armada_flyte.connector.service" not in sys.modules:
-        return  # never loaded, so never registered: nothing is open
-    from flyte.connectors import ConnectorRegistry
-
-    from armada_flyte.spec import TASK_TYPE
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(ConnectorRegistry.get_connector(TASK_TYPE).close())
