@@ -282,20 +282,12 @@ def test_kubectl_in_a_pod_finds_the_pod_in_its_own_namespace(armada):
 
 def test_kubectl_logs_prints_a_pods_log_as_a_cluster_does(armada):
     server, client = armada
-    kubectl = _kubectl()
     code = "print('first', flush=True); print('second', flush=True)"
     job_id = submit_one(client, "conformance", "kube-view", item(pod(python(code)), namespace=NAMESPACE))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
-    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
 
     def logs(*flags: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [kubectl, "logs", "-n", NAMESPACE, *flags, f"armada-{job_id}-0"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return _kubectl_logs(server, job_id, *flags)
 
     shown = logs()
     assert (shown.returncode, shown.stdout) == (0, "first\nsecond\n"), shown.stderr
@@ -306,19 +298,17 @@ def test_kubectl_logs_prints_a_pods_log_as_a_cluster_does(armada):
 
 def test_kubectl_logs_follows_a_running_pod_until_it_ends(armada):
     server, client = armada
-    kubectl = _kubectl()
     code = "import time\nfor n in range(3):\n    print(n, flush=True)\n    time.sleep(0.5)"
     job_id = submit_one(client, "conformance", "kube-view", item(pod(python(code)), namespace=NAMESPACE))
     wait_for_state(client, job_id, submit_pb2.RUNNING)
-    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
-    followed = subprocess.run(
-        [kubectl, "logs", "-f", "-n", NAMESPACE, f"armada-{job_id}-0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    followed = _kubectl_logs(server, job_id, "-f")
     assert (followed.returncode, followed.stdout) == (0, "0\n1\n2\n"), followed.stderr
+
+
+def _kubectl_logs(server, job_id: str, *flags: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    command = [_kubectl(), "logs", "-n", NAMESPACE, *flags, f"armada-{job_id}-0"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_the_log_of_a_pod_that_does_not_exist_is_not_found(armada):
