@@ -1,4 +1,5 @@
-"""A local run interrupted by Ctrl-C (a real SIGINT to a `flyte.run` process) cancels its Armada jobs."""
+"""A local run interrupted by Ctrl-C (a real SIGINT to a `flyte.run` process) cancels its Armada jobs, and
+says so in one line."""
 
 from __future__ import annotations
 
@@ -63,9 +64,13 @@ def test_ctrl_c_during_a_sync_run_cancels_its_armada_job(stack, tmp_path):
     finally:
         if run.poll() is None:
             run.kill()
-    (job_id,) = re.findall(r"as Armada job (\w+)", log.read_text())
+    console = log.read_text()
+    (job_id,) = re.findall(r"as Armada job (\w+)", console)
     job = stack.server.job(job_id)
-    assert job is not None and job.state == "CANCELLED", log.read_text()
+    assert job is not None and job.state == "CANCELLED", console
+    # One line says what happened, not a traceback of where the main thread was waiting.
+    assert "Traceback" not in console and "ERROR" not in console, console
+    assert console.rstrip().splitlines()[-1] == f"interrupted (Ctrl-C): cancelled Armada job {job_id}", console
     pod = int(pid_file.read_text())
     deadline = time.monotonic() + 30
     while is_alive(pod):

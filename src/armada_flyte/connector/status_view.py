@@ -47,6 +47,8 @@ JobSetKey = tuple[str, str]
 """(queue, job set id)."""
 
 _MAX_BACKOFF_SECONDS = 10.0
+GRPC_DRAIN_SECONDS = 0.2
+"""How long the view's loop runs after it stopped, for gRPC's late completions of the calls it cancelled."""
 
 
 async def _nothing() -> dict[str, str]:
@@ -230,6 +232,9 @@ class StatusView:
             loop.call_soon(started.set)
             self._maintaining = loop.create_task(self._maintain())
             loop.run_forever()
+            # gRPC hands the completions of the calls its channels' close cancelled to this loop a little
+            # later; closing at once makes each one print "Event loop is closed" after the run.
+            loop.run_until_complete(asyncio.sleep(GRPC_DRAIN_SECONDS))
             loop.close()
 
         self._thread = threading.Thread(target=run, name="armada-status-view", daemon=True)
