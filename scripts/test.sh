@@ -6,8 +6,9 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default fake), runs the conformance suite against it
-# with --armada real, and stops it.
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read),
+# runs the conformance suite and the connector's production-path tests (tests/e2e) against it with
+# --armada real, and stops it.
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
@@ -37,9 +38,15 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
 fi
 .venv/bin/python -m pytest "$@"
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
-  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite with --armada real)"
+  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite and tests/e2e with --armada real)"
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
-  case "${REAL_ARMADA_EXECUTOR:-fake}" in
+  REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
+  cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
+  export REAL_ARMADA_SECRETS_FILE
+  .venv/bin/python -c 'import pathlib, sys; sys.path.insert(0, "tests")
+from support.real_armada import write_bed_secrets
+write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
+  case "${REAL_ARMADA_EXECUTOR:-ours}" in
     ours) executor_option=() ;;
     fake) executor_option=(--fake-executor) ;;
     none) executor_option=(--no-executor) ;;
@@ -47,6 +54,8 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
   esac
   bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
   eval "$bed"
-  export ARMADA_URL
-  .venv/bin/python -m pytest -p no:cacheprovider --armada real tests/embedded tests/real_armada
+  export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
+  .venv/bin/python -m pytest -p no:cacheprovider --armada real tests/embedded tests/real_armada \
+    tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py \
+    tests/e2e/test_interrupted_runs.py
 fi

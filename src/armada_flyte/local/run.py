@@ -31,6 +31,7 @@ from flyte.models import CodeBundle, SerializationContext
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
+from armada_flyte.armada_names import TERMINAL_STATES
 from armada_flyte.local import inflight
 from armada_flyte.local.journal import JobRecord, record
 from armada_flyte.task.flyte_internals import (
@@ -44,6 +45,10 @@ from armada_flyte.task.flyte_internals import (
 )
 
 log = logging.getLogger(__name__)
+
+CANCEL_SETTLE_SECONDS = 10.0
+CANCEL_POLL_SECONDS = 0.2
+TERMINAL_STATE_NAMES = frozenset(state.name for state in TERMINAL_STATES)
 
 _bundles: dict[tuple[str, str, str], CodeBundle] = {}
 """(root dir, digest of the files to bundle, raw data base) -> the uploaded bundle, so a fan-out (and
@@ -191,11 +196,20 @@ async def _wait_for_end(connector: Any, meta: Any) -> Any:
 
 
 async def _cancel_quietly(connector: Any, meta: Any) -> str:
-    """Cancel the job, and return the state Armada then reports (for the jobs table)."""
+    """Cancel the job, and return the state Armada then reports (for the jobs table).
+
+    Real Armada cancels asynchronously (the cancel goes through its log and scheduler): the state
+    reads RUNNING for a moment after the call returns, so it is read until it is terminal, for at
+    most CANCEL_SETTLE_SECONDS."""
     try:
         await connector.delete(meta)
         log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
-        return await connector.armada_state(meta)
+        deadline = time.monotonic() + CANCEL_SETTLE_SECONDS
+        state = await connector.armada_state(meta)
+        while state not in TERMINAL_STATE_NAMES and time.monotonic() < deadline:
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
+            state = await connector.armada_state(meta)
+        return state
     except Exception as exc:  # the interruption is what the caller must see
         log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
         return f"cancel failed: {exc}"
