@@ -44,6 +44,16 @@ def _get(c0, meta: bytes):
     return c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30).resource
 
 
+def _seen(c0, meta: bytes):
+    """GetTask once Armada shows the job: real Armada's query side has it a moment after the submit."""
+
+    def shown():
+        resource = _get(c0, meta)
+        return resource if resource.custom_info["armada_state"] != "UNKNOWN" else None
+
+    return wait_until(shown, 30, f"Armada to show job {json.loads(meta)['job_id']}")
+
+
 def _state(client, job_id: str) -> int:
     return client.get_job_status([job_id]).job_states[job_id]
 
@@ -70,7 +80,7 @@ def test_an_incomplete_gang_says_so_while_queued_and_fails_at_its_timeout(c0, cl
         template = python_template(SLEEPER, config)
         template.metadata.timeout.seconds = 3
         metas.append(_create(c0, template, "lonely", action))
-    waiting = _get(c0, metas[0])
+    waiting = _seen(c0, metas[0])
     assert waiting.phase == TaskExecution.QUEUED, waiting.message
     assert "gang trio" in waiting.message and "none of its 3 members" in waiting.message
     assert "timeout of 3s" in waiting.message
@@ -85,15 +95,20 @@ def test_an_incomplete_gang_says_so_while_queued_and_fails_at_its_timeout(c0, cl
 
 def test_a_queued_gang_member_without_a_timeout_says_how_to_bound_the_wait(c0, client):
     meta = _create(c0, python_template(SLEEPER, ArmadaConfig(gang_id="pair", gang_cardinality=2)), "unbounded")
-    waiting = _get(c0, meta)
+    waiting = _seen(c0, meta)
     assert "set timeout= on the task" in waiting.message
     c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30)
 
 
 def _job_spec(client, job_id: str):
-    """The job as Armada stored it (GetJobDetails with the job spec expanded)."""
+    """The job as Armada stored it (GetJobDetails with the job spec expanded), once its query side has it."""
     request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
-    return client.job_stub.GetJobDetails(request).job_details[job_id].job_spec
+
+    def stored():
+        details = client.job_stub.GetJobDetails(request).job_details
+        return details[job_id] if job_id in details else None
+
+    return wait_until(stored, 30, f"job {job_id} in GetJobDetails").job_spec
 
 
 # ---- metadata written by other connector versions ----
