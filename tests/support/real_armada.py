@@ -81,28 +81,23 @@ def parse_assignments(stdout: str) -> dict[str, str]:
     return found
 
 
-def write_bed_secrets(path: pathlib.Path) -> dict[str, dict[str, str]]:
-    """Write the Secrets a bed's executor holds (blob keys, the e2e task secrets with fresh values) as
-    Kubernetes Secret manifests to `path`; return them."""
-    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+def write_bed_secrets(path: pathlib.Path) -> None:
+    """Write the Secrets a bed's executor holds (the blob keys, the e2e task secrets with fresh values)
+    as Kubernetes Secret manifests to `path`."""
+    from armada_flyte.local.stack import blob_credentials_manifest
 
-    secrets = {
-        BLOB_CREDENTIALS_SECRET: {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY},
-        TASK_SECRET_GROUP: {"api_key": f"api-{uuid.uuid4().hex}", "token": f"tok-{uuid.uuid4().hex}"},
-    }
-    path.write_text(yaml.safe_dump_all([_manifest(name, data) for name, data in secrets.items()]))
-    return secrets
+    task_secrets = {"api_key": f"api-{uuid.uuid4().hex}", "token": f"tok-{uuid.uuid4().hex}"}
+    task_manifest = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": TASK_SECRET_GROUP}}
+    path.write_text(yaml.safe_dump_all([blob_credentials_manifest(), {**task_manifest, "stringData": task_secrets}]))
 
 
 def read_bed_secrets(path: pathlib.Path) -> dict[str, dict[str, str]]:
-    """The Secrets of a file `write_bed_secrets` wrote."""
-    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return {d["metadata"]["name"]: {k: base64.b64decode(v).decode() for k, v in d["data"].items()} for d in documents}
-
-
-def _manifest(name: str, data: dict[str, str]) -> dict:
-    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": encoded}
+    """The Secrets of a manifests file, {name: {key: value}} (`data` base64, `stringData` plain)."""
+    secrets = {}
+    for document in (d for d in yaml.safe_load_all(path.read_text()) if d):
+        values = {key: base64.b64decode(value).decode() for key, value in (document.get("data") or {}).items()}
+        secrets[document["metadata"]["name"]] = {**values, **(document.get("stringData") or {})}
+    return secrets
 
 
 @pytest.fixture(scope="session")

@@ -83,6 +83,13 @@ class LocalEndpoints:
         flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
 
 
+def blob_credentials_manifest() -> dict[str, Any]:
+    """The Kubernetes Secret holding the pods' blob keys, as a manifest (for `armada-flyte executor
+    --secrets-file`, when the stack uses an Armada it did not start)."""
+    data = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": BLOB_CREDENTIALS_SECRET}, "stringData": data}
+
+
 class LocalBlobServer:
     """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
 
