@@ -78,9 +78,9 @@ def main() -> int:
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     from armada_flyte.connector.service import ArmadaConnector
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded")
         connector = ArmadaConnector()
         pinned = asyncio.run(one_round(connector, "amd64", args.tasks, args.sleep))

@@ -33,7 +33,7 @@ from flyteidl2.core import tasks_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.spec import SubmissionSpec
 from armada_flyte.task.plugin import ArmadaConfig
 
@@ -108,9 +108,10 @@ def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[b
     return count / seconds, metas, len(failed)
 
 
-def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
-    """Ask for every task once, the asks spread evenly over one round; count what reached Armada."""
-    before = armada.calls.counts()
+def status_round(stub, armada_calls: Callable[[], dict[str, int]], metas: list[bytes]) -> dict:
+    """Ask for every task once, the asks spread evenly over one round; count what reached Armada
+    (`armada_calls` gives the server's calls so far, by method)."""
+    before = armada_calls()
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
@@ -141,7 +142,7 @@ def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
     if not done.wait(120):  # every call has its own 60 s deadline, so this only trips on a lost callback
         raise RuntimeError(f"{remaining[0]} of {len(metas)} GetTask calls unanswered after 120 s")
     took = time.perf_counter() - began
-    after = armada.calls.counts()
+    after = armada_calls()
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
     latencies.sort()
     return {
@@ -159,7 +160,10 @@ def status_round(stub, armada: EmbeddedArmada, metas: list[bytes]) -> dict:
 def creates_only(count: int, rounds: int) -> dict:
     """The creates figure alone, no-op and armada alternating `rounds` times in one c0, with the CPU
     each create cost c0 and this process (the benchmark's client and the embedded server)."""
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+    with (
+        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
@@ -209,14 +213,17 @@ def main() -> int:
         print(json.dumps(creates_only(args.creates, args.only_creates), indent=2))
         return 0
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada, tempfile.TemporaryDirectory() as tmp:
+    with (
+        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
             # warm up: imports, channels, the first job sets' streams
             _, metas, _ = creates(stub, "armada", 0, 200)
             creates(stub, "noop", 0, 200)
-            status_round(stub, armada, metas)
+            status_round(stub, armada.calls.counts, metas)
             baseline_mb = rss_mb(pid)
 
             noop_rate, _, noop_failed = creates(stub, "noop", 200, args.creates)
@@ -229,11 +236,11 @@ def main() -> int:
             for n in (1000, 5000):
                 if len(metas) < n:
                     metas += creates(stub, "armada", len(metas), n - len(metas))[1]
-                status_round(stub, armada, metas[:n])  # the round before: jobs asked for the first time
-                rounds[n] = status_round(stub, armada, metas[:n])
+                status_round(stub, armada.calls.counts, metas[:n])  # the round before: jobs asked for the first time
+                rounds[n] = status_round(stub, armada.calls.counts, metas[:n])
             if len(metas) < args.memory_in_flight:
                 metas += creates(stub, "armada", len(metas), args.memory_in_flight - len(metas))[1]
-            rounds[len(metas)] = status_round(stub, armada, metas)
+            rounds[len(metas)] = status_round(stub, armada.calls.counts, metas)
             memory_mb = rss_mb(pid) - baseline_mb
 
     r1, r5 = rounds[1000], rounds[5000]

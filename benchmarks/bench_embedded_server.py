@@ -23,7 +23,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import Cluster, EmbeddedArmada
+from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 
 LEASED = 7
 STATUS_BATCH = 500
@@ -87,7 +87,7 @@ def main() -> int:
     args = parser.parse_args()
 
     cluster = bench_cluster(nodes_per_group=20)
-    with EmbeddedArmada(cluster=cluster, paused=True, state_dir=args.state_dir) as armada:
+    with EmbeddedArmada(EmbeddedConfig(cluster=cluster, paused=True, state_dir=args.state_dir)) as armada:
         client = ArmadaClient(grpc.insecure_channel(armada.url))
         count = args.jobs // args.per_request
         requests = [job_items(client, args.per_request, ("amd64", "arm64")[i % 2]) for i in range(count)]

@@ -22,7 +22,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 
 def tiny_item() -> submit_pb2.JobSubmitRequestItem:
@@ -40,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--watches", type=int, default=5000)
     watches = parser.parse_args().watches
-    with EmbeddedArmada(queues=("bench",), paused=True) as armada:
+    with EmbeddedArmada(EmbeddedConfig(queues=("bench",), paused=True)) as armada:
         channel = grpc.insecure_channel(armada.url)
         client = ArmadaClient(channel)
         client.submit_jobs("bench", "watched", [tiny_item()])

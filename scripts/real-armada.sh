@@ -101,15 +101,29 @@ executor_command() { # the armada-flyte command that has an `executor` subcomman
   [ -x "$cmd" ] || command -v "$cmd" >/dev/null \
     || die "no armada-flyte command ($cmd); run scripts/setup-venv.sh, set ARMADA_FLYTE_CMD, or use --no-executor"
   "$cmd" executor --help >/dev/null 2>&1 \
-    || die "'$cmd executor' does not exist yet (it lands with the armada-executor branch); use --no-executor or --fake-executor"
+    || die "'$cmd executor' does not run (an armada-flyte without the executor command?);" \
+      "reinstall with scripts/setup-venv.sh, or use --no-executor or --fake-executor"
   echo "$cmd"
 }
 
+declare -A COMMANDS RESTARTS
 start() { # name, command...: in a session of its own (down ends the whole group), output to its log
   local name=$1
   shift
-  setsid "$@" >"$logs/$name.log" 2>&1 </dev/null &
+  COMMANDS[$name]="$(printf '%q ' "$@")"
+  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$pids/$name.pid"
+}
+
+restarted_after_port_race() { # name: the bed's ports lie in Linux's ephemeral range, so an outgoing
+  # connection can hold one for a moment; a component that died on "address already in use" gets
+  # up to 3 more starts
+  local name=$1 tries=${RESTARTS[$1]:-0}
+  [ "$tries" -lt 3 ] && grep -q "address already in use" "$logs/$name.log" 2>/dev/null || return 1
+  RESTARTS[$name]=$((tries + 1))
+  say "$name: a port was taken for a moment (address already in use); starting it again"
+  sleep 1
+  eval "start $name ${COMMANDS[$name]}"
 }
 
 fail_with_log() { # name, message
@@ -127,7 +141,7 @@ wait_until() { # name, what, seconds, check command...: bounded wait on a condit
   shift 3
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    if [ "$name" != "-" ] && ! is_running "$name"; then
+    if [ "$name" != "-" ] && ! is_running "$name" && ! restarted_after_port_race "$name"; then
       fail_with_log "$name" "$name exited while waiting for $what"
     fi
     [ $SECONDS -lt $deadline ] || fail_with_log "$name" "$name: no $what after ${seconds}s"
@@ -272,7 +286,11 @@ cmd_up() {
     is_running "$name" && die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
   done
   executor_cmd=""
-  [ "$executor" != ours ] || executor_cmd="$(executor_command)"
+  if [ "$executor" = ours ]; then
+    executor_cmd="$(executor_command)"
+    # Its executor-API stubs are generated once from Armada's Go module (cached).
+    "$here/build-executor-stubs.sh" >/dev/null || die "scripts/build-executor-stubs.sh failed (its output is above)"
+  fi
   if [ -n "${REAL_ARMADA_SECRETS_FILE:-}" ] && [ ! -r "$REAL_ARMADA_SECRETS_FILE" ]; then
     die "REAL_ARMADA_SECRETS_FILE=$REAL_ARMADA_SECRETS_FILE is not a readable file"
   fi

@@ -19,9 +19,9 @@ pytest_plugins = [
     "support.registry_fixtures",
     "support.flyte_serialization",
     "support.armada_tools",
+    "support.real_armada",
     "support.purity_guard",
     "pytester",
-    "support.real_armada",
 ]
 
 

@@ -48,6 +48,8 @@ auth:
     submit_any_jobs: ["everyone"]
     create_queue: ["everyone"]
     delete_queue: ["everyone"]
+    cordon_queue: ["everyone"]
+    cordon_nodes: ["everyone"]
     cancel_any_jobs: ["everyone"]
     reprioritize_any_jobs: ["everyone"]
     preempt_any_jobs: ["everyone"]

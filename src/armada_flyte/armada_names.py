@@ -49,3 +49,5 @@ TERMINAL_STATES = frozenset(
     {JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED, JobState.REJECTED}
 )
 """States a job never leaves."""
+REASON_STATES = frozenset({JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED})
+"""Ends Armada gives a reason for (GetJobErrors, and the failed or preempted event)."""

@@ -21,15 +21,23 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]|)$")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
 
 MAX_QUANTITY = Decimal(2**63 - 1)
-"""Largest amount (in base units) of a quantity: Kubernetes caps larger ones to it ("numbers larger
-or more precise will be capped or rounded up", resource.Quantity's documentation)."""
+"""Largest amount (in base units) of a quantity: "no quantity may represent a number greater than 2^63-1
+in magnitude ... Numbers larger or more precise will be capped or rounded up" (resource.Quantity's
+documentation, k8s.io/apimachinery/pkg/api/resource/quantity.go; `maxAllowed` in its math.go)."""
+MAX_INT32 = 2**31 - 1
+"""A container's exit code is an int32 (ContainerStateTerminated.exitCode; Armada's errorCategories too)."""
+MAX_INT64 = 2**63 - 1
+"""Kubernetes' integer fields (a toleration's tolerationSeconds, a Gt/Lt node-affinity value) are int64."""
+_INT64_TEXT = re.compile(r"^[+-]?[0-9]{1,19}$")
 _MAX_QUANTITY_TEXT = 64
 _BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _DECIMAL_SUFFIX = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
     "": 1,
     "k": 10**3,
@@ -122,18 +130,44 @@ def dns_subdomain_problem(name: str) -> str | None:
     return None
 
 
+def int64_text_problem(text: str) -> str | None:
+    """Why `text` is not an int64 in decimal (as Kubernetes parses a Gt/Lt node-affinity value), or None."""
+    if not _INT64_TEXT.match(text) or not -MAX_INT64 - 1 <= int(text) <= MAX_INT64:
+        return f"{_short(text)} must be a whole number from {-MAX_INT64 - 1} to {MAX_INT64} (Kubernetes' int64)"
+    return None
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
     """A Kubernetes quantity ('500m', '2', '4Gi', '1e3') as a Decimal in base units, capped to
     +-`MAX_QUANTITY` as Kubernetes caps it; ValueError if malformed or not a finite number."""
+    return _capped(_amount(value))
+
+
+def quantity_in_range(value: str | int | float) -> Decimal:
+    """Like `parse_quantity`, but an amount past Kubernetes' largest quantity is a ValueError naming the limit.
+
+    For files an admin writes: Kubernetes would silently cap `cpu: 1e5000` to 2^63-1 cores, and no real
+    node has that, so it is a typo to report, not a value to use."""
+    amount = _amount(value)
+    if amount.is_nan() or abs(amount) > MAX_QUANTITY:
+        raise ValueError(
+            f"it is past Kubernetes' largest quantity, 2^63-1 = {MAX_QUANTITY} of the unit "
+            "(cores, bytes, devices); write the amount the nodes really have"
+        )
+    return amount
+
+
+def _amount(value: str | int | float) -> Decimal:
+    """The amount `value` writes, uncapped (may be +-Infinity past a Decimal's range); ValueError if malformed."""
     example = "(e.g. '500m', '2', '4Gi')"
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity {example}")
     if isinstance(value, int):
-        return _capped(Decimal(value))
+        return Decimal(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{value!r} is not a finite quantity {example}")
-        return _capped(Decimal(repr(value)))
+        return Decimal(repr(value))
     if not isinstance(value, str):
         raise ValueError(f"a {type(value).__name__} is not a Kubernetes quantity {example}")
     if len(value) > _MAX_QUANTITY_TEXT:
@@ -143,18 +177,18 @@ def parse_quantity(value: str | int | float) -> Decimal:
         raise ValueError(f"{value!r} is not a Kubernetes quantity {example}")
     number, suffix = match.groups()
     with localcontext() as context:
-        context.traps = {signal: False for signal in context.traps}  # overflow: Infinity, then capped
+        context.traps = {signal: False for signal in context.traps}  # overflow: Infinity
         base = Decimal(number)
         if suffix in _BINARY_SUFFIX:
             amount = base * _BINARY_SUFFIX[suffix]
-        elif suffix and suffix[0] in "eE":
+        elif suffix in _DECIMAL_SUFFIX:  # before exponents: a lone "E" is exa (1E is 10^18)
+            amount = base * Decimal(_DECIMAL_SUFFIX[suffix])
+        else:
             exponent = int(suffix[1:])
             amount = (
                 base.scaleb(exponent) if abs(exponent) < 10**6 else base.scaleb(10**6 if exponent > 0 else -(10**6))
             )
-        else:
-            amount = base * Decimal(_DECIMAL_SUFFIX[suffix])
-    return _capped(amount)
+    return amount
 
 
 def _capped(amount: Decimal) -> Decimal:

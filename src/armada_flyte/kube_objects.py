@@ -9,7 +9,7 @@ from typing import Any, List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from armada_flyte.kube import label_key_problem, label_value_problem
+from armada_flyte.kube import MAX_INT64, int64_text_problem, label_key_problem, label_value_problem
 
 
 class StrictModel(BaseModel):
@@ -25,7 +25,8 @@ class Toleration(StrictModel):
     operator: Literal["Exists", "Equal"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    toleration_seconds: Optional[int] = Field(default=None, alias="tolerationSeconds")
+    toleration_seconds: Optional[int] = Field(default=None, alias="tolerationSeconds", ge=-MAX_INT64 - 1, le=MAX_INT64)
+    """An int64 in Kubernetes' Toleration (k8s.io/api/core/v1): a larger number is a typo, refused here."""
 
     @model_validator(mode="after")
     def _kubernetes_rules(self) -> Toleration:
@@ -98,8 +99,11 @@ class MatchExpression(StrictModel):
             raise ValueError(f"operator {self.operator} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"operator {self.operator} takes no values")
-        if self.operator in ("Gt", "Lt") and (len(self.values) != 1 or not self.values[0].lstrip("-").isdigit()):
-            raise ValueError(f"operator {self.operator} needs exactly one integer value")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                raise ValueError(f"operator {self.operator} needs exactly one integer value")
+            if problem := int64_text_problem(self.values[0]):
+                raise ValueError(f"operator {self.operator} needs exactly one integer value: {problem}")
         for value in self.values if self.operator in ("In", "NotIn") else ():
             if problem := label_value_problem(value):
                 raise ValueError(f"values: {problem}")

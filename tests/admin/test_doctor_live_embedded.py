@@ -9,12 +9,12 @@ from typing import Iterator
 
 import pytest
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 
 @pytest.fixture(scope="module")
 def armada() -> Iterator[EmbeddedArmada]:
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         yield server
 
 

@@ -14,7 +14,7 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 from support.pods import item, pod, submit_one
 from support.waiting import wait_for_state
@@ -24,7 +24,7 @@ VIEW = [sys.executable, "-m", "armada_flyte.admin.cli", "view"]
 
 @pytest.fixture(scope="module")
 def armada():
-    with EmbeddedArmada(queues=("viewed", "quiet")) as server:
+    with EmbeddedArmada(EmbeddedConfig(queues=("viewed", "quiet"))) as server:
         yield server
 
 

@@ -31,9 +31,9 @@ def armada(request: pytest.FixtureRequest):
         ensure_queues(url, QUEUES)
         yield RealArmada(url)
         return
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=QUEUES) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=QUEUES)) as server:
         yield server
 
 

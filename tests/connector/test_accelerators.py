@@ -189,10 +189,10 @@ GPU_CLUSTER = {
 
 @pytest.fixture(scope="module")
 def gpu_armada():
-    from armada_flyte.embedded import EmbeddedArmada
-    from armada_flyte.embedded.cluster import Cluster
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+    from armada_flyte.embedded.cluster.cluster_file import Cluster
 
-    with EmbeddedArmada(Cluster.from_mapping(GPU_CLUSTER), port=0) as server:
+    with EmbeddedArmada(EmbeddedConfig(Cluster.from_mapping(GPU_CLUSTER), port=0)) as server:
         yield server
 
 

@@ -13,7 +13,7 @@ from armada_client.client import ArmadaClient
 import armada_flyte  # noqa: F401
 from armada_flyte.connector.armada_api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
 from armada_flyte.connector.settings import resolve_settings
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 from support.pods import item, pod, submit_one
 from support.tls_files import self_signed
@@ -27,7 +27,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def armada(tls):
-    with EmbeddedArmada(auth=("basic:ann:pw-1", "bearer:tok-1"), tls_cert=tls.cert, tls_key=tls.key) as server:
+    with EmbeddedArmada(
+        EmbeddedConfig(auth=("basic:ann:pw-1", "bearer:tok-1"), tls_cert=tls.cert, tls_key=tls.key)
+    ) as server:
         yield server
 
 

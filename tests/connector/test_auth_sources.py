@@ -220,10 +220,10 @@ def test_a_token_with_a_line_break_is_refused_without_showing_it(monkeypatch):
 
 
 def test_an_exec_token_gets_a_job_through_the_embedded_servers_own_auth(tmp_path):
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
     _, script = _token_command(tmp_path, "exec-token-41")
-    with EmbeddedArmada(port=0, queues=("flyte",), auth=("bearer:exec-token-41",)) as armada:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), auth=("bearer:exec-token-41",))) as armada:
         armada_flyte.configure(
             armada_url=armada.url,
             node_groups_preset="embedded",

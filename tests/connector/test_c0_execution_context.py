@@ -25,14 +25,14 @@ def armada():
     """The default cluster plus the namespaces these jobs use (a pod in a missing namespace fails, as on Kubernetes)."""
     import yaml
 
-    from armada_flyte.embedded import EmbeddedArmada
-    from armada_flyte.embedded.cluster import DEFAULT_CLUSTER_FILE, Cluster
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+    from armada_flyte.embedded.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
 
     data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
     cluster = Cluster.from_mapping({**data, "namespaces": BACKEND_NAMESPACES})
     from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
-    with EmbeddedArmada(cluster, port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(cluster, port=0, queues=("flyte",))) as server:
         server.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
         yield server
 

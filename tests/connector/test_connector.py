@@ -228,10 +228,10 @@ SPLITTABLE = {
 
 
 def test_gang_without_architecture_lands_on_one_architecture():
-    from armada_flyte.embedded import Cluster, EmbeddedArmada
+    from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 
     config = ArmadaConfig(gang_id="pair", gang_cardinality=2)
-    with EmbeddedArmada(cluster=Cluster.from_mapping(SPLITTABLE), port=0) as armada:
+    with EmbeddedArmada(EmbeddedConfig(cluster=Cluster.from_mapping(SPLITTABLE), port=0)) as armada:
         armada_flyte.configure(armada_url=armada.url, node_groups_preset="generic")  # no default architecture
         connector = ArmadaConnector()
 

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.usefixtures("docker_config")
 
 @pytest.fixture(scope="module")
 def armada():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         yield server
 
 

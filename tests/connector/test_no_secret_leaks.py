@@ -21,7 +21,7 @@ import armada_flyte
 from armada_flyte.admin.cli import main
 from armada_flyte.connector.armada_api import ArmadaApi
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, LocalBlobServer
 
@@ -136,7 +136,7 @@ def test_static_credentials_never_leak(store, caplog, capsys, monkeypatch, schem
     caplog.set_level(logging.DEBUG)
     spec = f"bearer:{TOKEN}" if scheme == "bearer" else f"basic:ann:{PASSWORD}"
     credentials = {"auth_token": TOKEN} if scheme == "bearer" else {"auth_username": "ann", "auth_password": PASSWORD}
-    with EmbeddedArmada(port=0, queues=("flyte",), auth=(spec,), secrets=POD_SECRETS) as armada:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), auth=(spec,), secrets=POD_SECRETS)) as armada:
         armada_flyte.configure(armada_url=armada.url, node_groups_preset="embedded", **_blob(store), **credentials)
         for name, value in {**credentials, **_blob(store)}.items():
             monkeypatch.setenv(f"ARMADA_FLYTE_{name.upper()}", value)  # the CLI reads the same from its env
@@ -152,7 +152,7 @@ def test_client_credentials_never_leak(store, caplog, capsys, monkeypatch):
     caplog.set_level(logging.DEBUG)
     with (
         oidc_provider("c0", CLIENT_SECRET) as provider,
-        EmbeddedArmada(port=0, queues=("flyte",), secrets=POD_SECRETS) as armada,
+        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), secrets=POD_SECRETS)) as armada,
     ):
         with auth_front(armada.url, provider.valid) as (url, _):
             settings = {

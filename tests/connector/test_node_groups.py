@@ -1,8 +1,13 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from armada_flyte import Architecture, ArchitectureNotOffered, InvalidConfig
 from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.kube import MAX_INT64
 from armada_flyte.kube_objects import Taint, Toleration
+
+from support.hostile_values import MAX_MESSAGE, awkward_numbers, awkward_text
 
 pytestmark = pytest.mark.pure
 
@@ -124,3 +129,57 @@ def test_untolerated_taints_are_reported():
     assert [str(t) for t in groups.group_for(Architecture.arm64).untolerated_taints()] == [
         "kubernetes.io/arch=arm64:NoSchedule"
     ]
+
+
+_PLACES = {
+    "architectures.amd64": lambda groups: groups.architectures[Architecture.parse("amd64")],
+    "accelerators.nvidia-l4": lambda groups: groups.accelerators["nvidia-l4"],
+    "interruptible": lambda groups: groups.interruptible,
+}
+"""Where a node-group file spells out constraints, and how to find them once loaded."""
+
+
+def _file_with(where: str, constraints: dict) -> dict:
+    document: dict = {"architectures": {"amd64": {}}}
+    section, _, name = where.partition(".")
+    if name:
+        document.setdefault(section, {})[name] = constraints
+    else:
+        document[section] = constraints
+    return document
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.integers(), awkward_numbers, awkward_text), st.sampled_from(sorted(_PLACES)))
+def test_toleration_seconds_load_as_an_int64_or_are_refused_with_the_limit(seconds, where):
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
+    try:
+        groups = NodeGroups.from_mapping(_file_with(where, {"tolerations": [toleration]}), "groups.yaml")
+    except InvalidConfig as exc:
+        assert exc.field.startswith(f"groups.yaml: {where}.tolerations.0") and len(str(exc)) < MAX_MESSAGE
+        if type(seconds) is int:
+            limit = MAX_INT64 if seconds > 0 else -MAX_INT64 - 1
+            assert not -MAX_INT64 - 1 <= seconds <= MAX_INT64 and str(limit) in str(exc)
+    else:
+        loaded = _PLACES[where](groups).tolerations[0].to_k8s()["tolerationSeconds"]
+        assert -MAX_INT64 - 1 <= loaded <= MAX_INT64
+        if type(seconds) is int:
+            assert loaded == seconds
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.integers().map(str), st.integers(-(2**70), 2**70).map(str), awkward_text),
+    st.sampled_from(["Gt", "Lt"]),
+    st.sampled_from(sorted(_PLACES)),
+)
+def test_a_gt_or_lt_affinity_value_loads_as_an_int64_or_is_refused_with_the_limit(value, operator, where):
+    expression = {"key": "node.example.com/generation", "operator": operator, "values": [value]}
+    try:
+        groups = NodeGroups.from_mapping(_file_with(where, {"required_node_affinity": [expression]}), "groups.yaml")
+    except InvalidConfig as exc:
+        assert exc.field.startswith(f"groups.yaml: {where}.required_node_affinity.0") and len(str(exc)) < MAX_MESSAGE
+        assert not value.lstrip("+-").isascii() or not value.lstrip("+-").isdigit() or str(MAX_INT64) in str(exc)
+    else:
+        loaded = _PLACES[where](groups).required_node_affinity[0].values[0]
+        assert loaded == value and -MAX_INT64 - 1 <= int(value) <= MAX_INT64

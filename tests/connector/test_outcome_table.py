@@ -394,6 +394,14 @@ def test_a_task_create_refused_fails_for_good_without_asking_armada():
     }
 
 
+def test_the_exit_codes_the_failed_event_listed_reach_custom_info():
+    meta = _meta()
+    seen = replace(_observed(meta, JobState.FAILED), exit_codes={"main": 3, "sidecar": 0})
+    outcome = outcome_of(meta, seen, RULES)
+    assert outcome.info["exit_codes"] == {"main": 3, "sidecar": 0} and outcome.info["node"] == "amd64-0"
+    assert "exit_codes" not in outcome_of(meta, _observed(meta, JobState.FAILED), RULES).info
+
+
 @pytest.mark.parametrize(
     "state, error, timeout, gang, any_arch",
     list(itertools.product(JobState.__members__.values(), ERROR_KINDS, TIMEOUTS, (False, True), (False, True))),

@@ -35,9 +35,9 @@ from support.waiting import wait_until
 @pytest.fixture
 def paused_armada():
     """Leases stay LEASED while paused: jobs stay in flight for as long as a test needs."""
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as server:
         yield server
 
 
@@ -157,22 +157,22 @@ def test_a_broken_stream_falls_back_to_bulk_polling_and_recovers(paused_armada):
 
 def test_memory_is_bounded_after_jobs_end(paused_armada):
     ids = _submit(paused_armada, "ends", 100)
-    never_asked = _submit(paused_armada, "ends", 20)
-    view = _view(paused_armada, status_idle_seconds=1.0, status_refresh_seconds=0.2)
+    _submit(paused_armada, "ends", 20)  # never asked about: seen on the stream only
+    view = _view(paused_armada, status_idle_seconds=1.0, status_ended_keep_seconds=0.5, status_refresh_seconds=0.2)
     try:
         view.follow("flyte", "ends")
         wait_until(lambda: view.size()[0] == 120, timeout=30)
         paused_armada.resume()
 
-        def all_read_terminal() -> bool:
-            async def ask() -> list[int]:
-                return list(await asyncio.gather(*(view.state_of(i, "flyte", "ends") for i in ids)))
+        async def ask() -> list[int]:
+            return list(await asyncio.gather(*(view.state_of(i, "flyte", "ends") for i in ids)))
 
-            return all(s == JobState.SUCCEEDED for s in asyncio.run(ask()))
-
-        wait_until(all_read_terminal, timeout=60)
-        # read as terminal: those left at once; the never-asked ones and the job set leave when idle
-        assert view.size()[0] <= len(never_asked)
+        wait_until(lambda: all(s == JobState.SUCCEEDED for s in asyncio.run(ask())), timeout=60)
+        # asked again right after their end (as while a0's error file is awaited): still free
+        before = paused_armada.calls.count("GetJobStatus")
+        assert set(asyncio.run(ask())) == {JobState.SUCCEEDED}
+        assert paused_armada.calls.count("GetJobStatus") == before
+        # ended jobs leave once not asked about for a while; the never-asked ones and the job set when idle
         wait_until(lambda: view.size() == (0, 0), timeout=30)
     finally:
         view.close()

@@ -83,12 +83,12 @@ def test_a_pod_spec_kubernetes_cannot_hold_is_named():
 
 
 def test_a_bad_pod_spec_fails_only_its_own_create():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
     def job(n: int, pod_spec: dict) -> JobRequest:
         return JobRequest(pod_spec, {}, {}, "default", 0, f"item-test-{n}", "")
 
-    with EmbeddedArmada(port=0, queues=("flyte",), paused=True) as armada:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada:
         api = ArmadaApi(resolve_settings(armada_url=armada.url, submit_batch_window_seconds=0.05))
 
         async def create_all() -> list:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import pathlib
 import re
 
@@ -132,6 +133,29 @@ def test_service_selects_the_pods_and_exposes_the_grpc_port(manifests):
     assert port["port"] == 8000 and port["targetPort"] == "grpc"
 
 
+def test_service_is_headless_so_the_backend_balances_calls_not_connections(manifests):
+    """With a cluster IP, the backend's one connection would carry every call to one pod."""
+    assert manifests["Service/armada-flyte-connector"]["spec"]["clusterIP"] == "None"
+
+
+def test_headless_service_ports_are_the_pods_own_ports(manifests, connector_pod):
+    """No proxy translates ports for a headless Service: clients dial the pod's port itself."""
+    container_ports = {p["name"]: p["containerPort"] for p in _connector_container(connector_pod)["ports"]}
+    for port in manifests["Service/armada-flyte-connector"]["spec"]["ports"]:
+        assert port["port"] == container_ports[port["targetPort"]], port
+
+
+def test_the_deployment_runs_more_than_one_replica(manifests):
+    assert manifests["Deployment/armada-flyte-connector"]["spec"]["replicas"] >= 2
+
+
+def test_backend_sends_each_call_to_the_next_connector_pod(load_yaml):
+    """Flyte's connector plugin sets round_robin only on its defaultConnector; ours must say it."""
+    deployment = load_yaml("flyte/connector-routing.yaml")["plugins"]["connector-service"]["connectors"][TASK_TYPE]
+    service_config = json.loads(deployment["defaultServiceConfig"])
+    assert service_config["loadBalancingConfig"][0] == {"round_robin": {}}
+
+
 def test_flyte_routes_task_type_armada_to_the_connector_service(load_yaml, manifests):
     routing = load_yaml("flyte/connector-routing.yaml")
     assert routing["tasks"]["task-plugins"]["default-for-task-types"][TASK_TYPE] == "connector-service"
@@ -179,7 +203,7 @@ def test_shipped_executor_config_keeps_the_node_id_label_tracked(load_yaml):
 
 
 def test_the_connector_pod_gets_no_service_links(manifests):
-    """Kubernetes would inject ARMADA_FLYTE_CONNECTOR_* variables for the Service beside it."""
+    """Kubernetes injects ARMADA_FLYTE_CONNECTOR_* variables for a Service of that name with a cluster IP."""
     assert manifests["Deployment/armada-flyte-connector"]["spec"]["template"]["spec"]["enableServiceLinks"] is False
 
 

@@ -37,9 +37,9 @@ def render(link_template: str, annotations: dict[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def armada():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         yield server
 
 

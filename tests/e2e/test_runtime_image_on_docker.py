@@ -107,7 +107,7 @@ def test_a_flyte_task_runs_in_the_runtime_image_on_each_architecture(
     served = docker_stack.server.job(job.job_id)
     assert (served.node_group, served.architecture) == (architecture, architecture)
     # The docker executor ran the pod as a linux/<architecture> container of this image, pulled from the registry.
-    assert docker_stack.server.plane.find_job(job.job_id).pod.containers[0].image == runtime_image
+    assert docker_stack.server.plane.queries.find_job(job.job_id).pod.containers[0].image == runtime_image
 
 
 def test_image_inspect_lists_both_platforms_of_the_runtime_image(runtime_image, capsys):

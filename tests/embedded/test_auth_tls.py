@@ -10,7 +10,7 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import InvalidConfig
 
 from support.pods import item, pod, submit_one
@@ -41,7 +41,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def secured(tls) -> EmbeddedArmada:
-    with EmbeddedArmada(auth=AUTH, tls_cert=tls.cert, tls_key=tls.key) as armada:
+    with EmbeddedArmada(EmbeddedConfig(auth=AUTH, tls_cert=tls.cert, tls_key=tls.key)) as armada:
         yield armada
 
 
@@ -73,7 +73,7 @@ def test_anything_else_is_unauthenticated(secured, tls, header):
 def test_the_authenticated_user_owns_the_job(secured, tls):
     client = client_for(secured, tls.cert, basic("ann", "pw-1"))
     job_id = submit_one(client, "flyte", "owner", item(pod(["true"])))
-    assert secured.plane.find_job(job_id).owner == "ann"
+    assert secured.plane.queries.find_job(job_id).owner == "ann"
 
 
 def test_plaintext_clients_cannot_talk_to_a_tls_server(secured):
@@ -87,11 +87,11 @@ def test_plaintext_clients_cannot_talk_to_a_tls_server(secured):
 @pytest.mark.pure
 def test_a_malformed_credential_names_the_fix_and_never_echoes_the_secret():
     with pytest.raises(InvalidConfig) as bad:
-        EmbeddedArmada(auth=("basic:only-user-no-password-SECRET",))
+        EmbeddedArmada(EmbeddedConfig(auth=("basic:only-user-no-password-SECRET",)))
     assert "basic:USER:PASSWORD" in str(bad.value) and "SECRET" not in str(bad.value)
 
 
 @pytest.mark.pure
 def test_a_certificate_without_its_key_is_refused(tls):
     with pytest.raises(InvalidConfig, match="tls_key"):
-        EmbeddedArmada(tls_cert=tls.cert)
+        EmbeddedArmada(EmbeddedConfig(tls_cert=tls.cert))

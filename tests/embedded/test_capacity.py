@@ -11,7 +11,7 @@ import pathlib
 import pytest
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded import gang_fit
+from armada_flyte.embedded.scheduling import gang_fit
 from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from armada_flyte.embedded.cluster import DEFAULT_CLUSTER_FILE, Cluster
+from armada_flyte.embedded.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
 from armada_flyte.errors import InvalidConfig
 
 pytestmark = pytest.mark.pure
@@ -56,7 +56,13 @@ def test_default_file_is_plain_yaml() -> None:
         ([group(nodes=0)], "node_groups.0.nodes", "at least 1 node"),
         ([group(labels={})], "node_groups.0.labels", "add the label kubernetes.io/arch"),
         ([group(allocatable={"cpu": "4"})], "node_groups.0.allocatable", "add allocatable memory"),
-        ([group(allocatable={"cpu": "lots", "memory": "1Gi"})], "node_groups.0.allocatable", "cpu"),
+        (
+            [group(allocatable={"cpu": "lots", "memory": "1Gi"})],
+            "node_groups.0.allocatable.cpu",
+            "not a Kubernetes quantity",
+        ),
+        ([group(allocatable={"cpu": "4", "memory": "1e5000"})], "node_groups.0.allocatable.memory", "2^63-1"),
+        ([group(allocatable={"cpu": True, "memory": "1Gi"})], "node_groups.0.allocatable.cpu", "not a quantity"),
         ([group(name="Big_Nodes")], "node_groups.0.name", "lower-case"),
         ([group(), group()], "(top level)", "unique"),
         ([group(taints=[{"key": "k", "effect": "Sometimes"}])], "node_groups.0.taints.0.effect", "NoSchedule"),

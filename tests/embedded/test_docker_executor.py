@@ -9,7 +9,7 @@ import grpc
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.pod_runner.docker import DockerPodRunner
 
 from support.pods import arm64_pod, item, submit_one
@@ -65,7 +65,7 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
     container = FakeContainer(b"hello\n", b"disk full\n", exit_code=3)
     docker_client = FakeDockerClient(container)
     with (
-        EmbeddedArmada(executor=DockerPodRunner(client=docker_client)) as armada,
+        EmbeddedArmada(EmbeddedConfig(executor=DockerPodRunner(client=docker_client))) as armada,
         grpc.insecure_channel(armada.url) as channel,
     ):
         client = ArmadaClient(channel)

@@ -19,7 +19,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
 from armada_flyte.architecture import host_architecture_name as host_architecture
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.pod_runner.docker import LABEL_JOB_ID
 
 from support import real_parts
@@ -141,7 +141,10 @@ def armada(
     import grpc
 
     monkeypatch.setenv("DOCKER_HOST", docker_engine.base_url)
-    with EmbeddedArmada(executor="docker", queues=(QUEUE,)) as server, grpc.insecure_channel(server.url) as channel:
+    with (
+        EmbeddedArmada(EmbeddedConfig(executor="docker", queues=(QUEUE,))) as server,
+        grpc.insecure_channel(server.url) as channel,
+    ):
         yield server, ArmadaClient(channel)
 
 
@@ -245,7 +248,7 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
 
     from support.armada_templates import python_template, run, wait_for
 
-    with EmbeddedArmada(executor=DockerPodRunner(docker_client), queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(executor=DockerPodRunner(docker_client), queues=("flyte",))) as server:
         armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
         connector = ArmadaConnector()
         template = python_template("", ArmadaConfig(architecture=FOREIGN_ARCH))

@@ -8,7 +8,7 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from armada_flyte.embedded import Cluster, EmbeddedArmada
+from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import InvalidConfig
 
 from support.pods import cluster, item, node_group, pod, python, sleeper, submit_one
@@ -29,7 +29,7 @@ def test_it_listens_on_a_free_port_of_localhost_with_the_default_node_groups() -
 
 
 def test_created_queues_are_usable_through_the_api() -> None:
-    with EmbeddedArmada(queues=()) as armada, grpc.insecure_channel(armada.url) as channel:
+    with EmbeddedArmada(EmbeddedConfig(queues=())) as armada, grpc.insecure_channel(armada.url) as channel:
         armada.create_queue("research", priority_factor=2.0)
         assert ArmadaClient(channel).get_queue("research").priority_factor == 2.0
 
@@ -50,7 +50,7 @@ def test_the_standard_grpc_health_service_reports_serving() -> None:
 
 
 def test_a_new_job_reads_unknown_until_the_visibility_delay_passes() -> None:
-    with EmbeddedArmada(visibility_delay=2.0) as armada, grpc.insecure_channel(armada.url) as channel:
+    with EmbeddedArmada(EmbeddedConfig(visibility_delay=2.0)) as armada, grpc.insecure_channel(armada.url) as channel:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "flyte", "js", item(pod(["true"])))
         assert state_of(client, job_id) == submit_pb2.UNKNOWN
@@ -58,7 +58,7 @@ def test_a_new_job_reads_unknown_until_the_visibility_delay_passes() -> None:
 
 
 def test_a_paused_executor_leaves_jobs_leased_until_resumed() -> None:
-    with EmbeddedArmada(paused=True) as armada, grpc.insecure_channel(armada.url) as channel:
+    with EmbeddedArmada(EmbeddedConfig(paused=True)) as armada, grpc.insecure_channel(armada.url) as channel:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "flyte", "js", item(pod(["true"])))
         wait_for_state(client, job_id, submit_pb2.LEASED)
@@ -69,7 +69,10 @@ def test_a_paused_executor_leaves_jobs_leased_until_resumed() -> None:
 
 def test_cancelling_a_leased_job_of_a_paused_executor_frees_its_capacity() -> None:
     one_cpu = Cluster.from_mapping(cluster(node_group("amd64", nodes=1, cpu="1")))
-    with EmbeddedArmada(cluster=one_cpu, paused=True) as armada, grpc.insecure_channel(armada.url) as channel:
+    with (
+        EmbeddedArmada(EmbeddedConfig(cluster=one_cpu, paused=True)) as armada,
+        grpc.insecure_channel(armada.url) as channel,
+    ):
         client = ArmadaClient(channel)
         first = submit_one(client, "flyte", "js", item(sleeper(cpu="1")))
         wait_for_state(client, first, submit_pb2.LEASED)
@@ -81,7 +84,7 @@ def test_cancelling_a_leased_job_of_a_paused_executor_frees_its_capacity() -> No
 def test_a_taken_port_is_a_clear_error() -> None:
     with EmbeddedArmada() as armada:
         with pytest.raises(InvalidConfig, match="taken"):
-            EmbeddedArmada(port=armada.port).start()
+            EmbeddedArmada(EmbeddedConfig(port=armada.port)).start()
 
 
 def test_a_cluster_file_can_be_given_by_path(tmp_path) -> None:
@@ -91,5 +94,5 @@ def test_a_cluster_file_can_be_given_by_path(tmp_path) -> None:
         "  - name: graviton\n    nodes: 3\n    labels: {kubernetes.io/arch: arm64}\n    allocatable: "
         "{cpu: '2', memory: 8Gi}\n"
     )
-    with EmbeddedArmada(cluster=path) as armada:
+    with EmbeddedArmada(EmbeddedConfig(cluster=path)) as armada:
         assert [(g.name, g.nodes, g.architecture) for g in armada.node_groups] == [("graviton", 3, "arm64")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from armada_flyte.embedded.gang_fit import Verdict, fit_gang
-from armada_flyte.embedded.requirements import Requirements
+from armada_flyte.embedded.model.requirements import Requirements
+from armada_flyte.embedded.scheduling.gang_fit import Verdict, fit_gang
 
 pytestmark = pytest.mark.pure
 

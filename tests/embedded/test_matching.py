@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded.cluster import Cluster
-from armada_flyte.embedded.matching import (
+from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.embedded.model.requirements import NodeExpression, Requirements
+from armada_flyte.embedded.scheduling.matching import (
     InsufficientResource,
     MissingLabel,
     UnmatchedAffinity,
@@ -15,7 +16,6 @@ from armada_flyte.embedded.matching import (
     rejection_report,
     static_mismatch,
 )
-from armada_flyte.embedded.requirements import NodeExpression, Requirements
 from armada_flyte.kube_objects import Taint
 
 from support.pods import ARM64_TOLERATION, pod, required_affinity

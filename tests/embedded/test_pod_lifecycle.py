@@ -164,7 +164,7 @@ def test_field_refs_read_the_pods_metadata_with_armadas_own_labels_and_annotatio
     job_id = submit_one(client, queue, job_set, item(spec, annotations={"example.com/note": "hello"}))
     wait_for_state(client, job_id, SUCCEEDED, timeout=30)
     env = json.loads(next(line for line in embedded_armada.logs(job_id) if line.startswith("{")))
-    run = embedded_armada.plane.find_job(job_id).latest_run
+    run = embedded_armada.plane.queries.find_job(job_id).latest_run
     assert env["NOTE"] == "hello"
     assert env["JOB_LABEL"] == env["ARMADA_JOB_ID"] == job_id
     assert env["QUEUE_LABEL"] == env["ARMADA_QUEUE"] == queue

@@ -18,7 +18,7 @@ from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from armada_flyte.architecture import host_architecture_name as host_architecture
-from armada_flyte.embedded.messages import NOTE_ANNOTATION
+from armada_flyte.embedded.services.messages import NOTE_ANNOTATION
 from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one

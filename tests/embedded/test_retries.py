@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from armada_client.armada import job_pb2, submit_pb2
 
-from armada_flyte.embedded.retries import MAX_ATTEMPTED_RUNS, POD_MISSING
+from armada_flyte.embedded.rules.retries import MAX_ATTEMPTED_RUNS, POD_MISSING
 
 from support.job_events import event_kinds, job_set_events, kind
 from support.pods import item, sleeper, submit_one
@@ -29,7 +29,7 @@ def test_returned_leases_are_retried_until_armadas_attempt_limit(own_armada) -> 
         wait_for_state(client, job_id, submit_pb2.LEASED)
         run_id = wait_until(lambda: (r := latest_run(client, job_id)) not in runs and r, what="a new run")
         runs.append(run_id)
-        armada.plane.return_lease(run_id, "node went away", run_attempted=True)
+        armada.plane.runs.return_lease(run_id, "node went away", run_attempted=True)
     wait_for_state(client, job_id, submit_pb2.FAILED)
     # scheduler.go: requeued while attempts < maxRetries + 1 (4 with config/scheduler/config.yaml)
     assert event_kinds(client, "conformance", "js", job_id).count("lease_returned") == MAX_ATTEMPTED_RUNS

@@ -12,8 +12,8 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded import EmbeddedArmada
-from armada_flyte.embedded.secrets import SecretStore, parse_secret_argument
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+from armada_flyte.embedded.cluster.secrets import SecretStore, parse_secret_argument
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_set_events, kind
@@ -132,7 +132,7 @@ def test_secrets_file_reads_kubernetes_secret_manifests(tmp_path) -> None:
         "apiVersion: v1\nkind: Secret\nmetadata: {name: one}\nstringData: {a: plain}\n---\n"
         f"apiVersion: v1\nkind: Secret\nmetadata: {{name: two}}\ndata: {{b: {encoded}}}\n"
     )
-    with EmbeddedArmada(secrets_file=path, secrets={"three": {"c": "given"}}) as armada:
+    with EmbeddedArmada(EmbeddedConfig(secrets_file=path, secrets={"three": {"c": "given"}})) as armada:
         assert armada.secrets.get("one") == {"a": b"plain"}
         assert armada.secrets.get("two") == {"b": b"from-data"}
         assert armada.secrets.get("three") == {"c": b"given"}

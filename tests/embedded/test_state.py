@@ -11,8 +11,8 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.log_client import JobLogClient
 
-from armada_flyte.embedded import EmbeddedArmada
-from armada_flyte.embedded.state_store import SqliteStore, StateDirInUse
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+from armada_flyte.embedded.store.persistence import SqliteStore, StateDirInUse
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.embedded_only
 
 
 def restartable(state_dir):
-    server = EmbeddedArmada(state_dir=state_dir).start()
+    server = EmbeddedArmada(EmbeddedConfig(state_dir=state_dir)).start()
     return server, grpc.insecure_channel(server.url)
 
 
@@ -87,7 +87,7 @@ def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tm
     wait_for_state(client, done, submit_pb2.SUCCEEDED)
     waiting = submit_one(client, "flyte", "js", item(pod(cpu="100")))  # fits no node: REJECTED, also ended
     wait_for_state(client, waiting, submit_pb2.REJECTED)
-    run_id = server.plane.find_job(done).latest_run.id
+    run_id = server.plane.queries.find_job(done).latest_run.id
     assert server.logs(done) == ["x"]
     channel.close()
     server.stop()
@@ -103,9 +103,9 @@ def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tm
 
 
 def test_one_server_per_state_folder(tmp_path) -> None:
-    with EmbeddedArmada(state_dir=tmp_path):
+    with EmbeddedArmada(EmbeddedConfig(state_dir=tmp_path)):
         with pytest.raises(StateDirInUse, match="another armada-flyte dev server uses this state folder"):
-            EmbeddedArmada(state_dir=tmp_path).start()
+            EmbeddedArmada(EmbeddedConfig(state_dir=tmp_path)).start()
 
 
 def test_servers_without_a_state_folder_share_nothing() -> None:

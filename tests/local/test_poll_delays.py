@@ -24,9 +24,9 @@ def test_delays_start_small_and_back_off_to_the_interval():
 
 @pytest.fixture(scope="module")
 def armada():
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(port=0, queues=("flyte",)) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",))) as server:
         yield server
 
 
@@ -51,6 +51,6 @@ def test_the_end_is_seen_as_it_happens_without_polling_armada(armada):
     before = armada.calls.count("GetJobStatus")
     meta, outcome, seen_at = asyncio.run(scenario())
     assert outcome.terminal and outcome.info["armada_state"] == "SUCCEEDED", outcome.message
-    ended = armada.plane.find_job(meta.job_id).latest_run.finished_at
+    ended = armada.plane.queries.find_job(meta.job_id).latest_run.finished_at
     assert seen_at - ended < 10.0  # not the 30 s poll interval (with room for a busy machine)
     assert armada.calls.count("GetJobStatus") - before <= 1  # at most the first look, before any event

@@ -14,9 +14,9 @@ import pytest
 
 from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, parse_assignments, uses_real_armada
 
-# Bases of their own, away from the session's bed (50150) and the executor helper's (51150).
-LIFECYCLE_BASE = 52150
-BUSY_PORT_BASE = 53150
+# Bases of their own, away from the session's bed (50150) and other helpers' beds (51150, 52150).
+LIFECYCLE_BASE = 56150
+BUSY_PORT_BASE = 57150
 
 
 def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess[str]:
@@ -51,7 +51,7 @@ def test_a_port_in_use_is_named_with_its_component_before_anything_starts() -> N
 def test_up_without_an_executor_command_says_how_to_go_on() -> None:
     result = run_script("up", base=BUSY_PORT_BASE, ARMADA_FLYTE_CMD="/bin/false")
     assert result.returncode != 0
-    assert "'/bin/false executor' does not exist" in result.stderr
+    assert "'/bin/false executor' does not run" in result.stderr
     assert "--no-executor" in result.stderr
 
 
@@ -60,6 +60,7 @@ def group_members(pgid: int) -> list[int]:
     return [int(pid) for pid in ps.stdout.split()]
 
 
+@pytest.mark.timeout(UP_TIMEOUT_SECONDS)
 def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest.FixtureRequest) -> None:
     if not uses_real_armada(request.config):
         pytest.skip("starts a bed of its own: run with --armada real")

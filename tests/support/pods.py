@@ -121,6 +121,15 @@ def submit_one(client: ArmadaClient, queue: str, job_set: str, request_item: sub
     return client.submit_jobs(queue, job_set, [request_item]).job_response_items[0].job_id
 
 
+def submit_many(client: ArmadaClient, queue: str, job_set: str, spec: core.PodSpec, count: int) -> list[str]:
+    """`count` jobs running `spec`, in requests of 100; their ids in order."""
+    ids: list[str] = []
+    for start in range(0, count, 100):
+        items = [item(spec) for _ in range(min(100, count - start))]
+        ids += [i.job_id for i in client.submit_jobs(queue, job_set, items).job_response_items]
+    return ids
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

@@ -186,3 +186,95 @@ def ensure_queues(armada_url: str, queues: tuple[str, ...]) -> None:
             wait_until_queue_accepts(client, queue)
     finally:
         channel.close()
+
+
+NEW_QUEUE_AT_ONCE = (
+    "creates a queue and uses it at once; real Armada's server sees a new queue only after its "
+    "queue cache refresh ('could not find queue')"
+)
+# Where real Armada v0.22.7 answers otherwise than the test expects (it asserts the embedded
+# server's behaviour; where they differ, Armada wins: fix the test or the server, then drop the entry).
+DIFFERS_ON_REAL_ARMADA: dict[str, str] = {
+    "test_cancel.py::test_cancel_events_carry_no_reason": "real Armada's cancelled event has an empty reason",
+    "test_cancel.py::test_a_job_set_cancel_gives_only_cancelled_events": (
+        "real Armada emits a per-job 'cancelling' event on a job-set cancel"
+    ),
+    "test_pod_lifecycle.py::test_an_absurd_quantity_is_rejected_alone_and_later_jobs_still_run": (
+        "real Armada accepts and leases cpu '1e5000'"
+    ),
+    "test_queues.py::test_a_queue_with_running_jobs_can_be_deleted": NEW_QUEUE_AT_ONCE,
+    "test_queues.py::test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers": NEW_QUEUE_AT_ONCE,
+    "test_queues.py::test_cancel_on_queue_cancels_the_jobs_in_the_given_states": NEW_QUEUE_AT_ONCE,
+    "test_queues.py::test_preempt_on_queue_preempts_its_preemptible_jobs": NEW_QUEUE_AT_ONCE,
+    "test_queues.py::test_a_cordoned_queue_schedules_nothing_until_uncordoned": NEW_QUEUE_AT_ONCE,
+    "test_submit_validation.py::test_client_ids_are_per_queue": NEW_QUEUE_AT_ONCE,
+    "test_scheduling.py::test_more_cpu_than_any_node_has_is_rejected": (
+        "real Armada's reason reads 'insufficient resources available', not 'pod requires X cpu'"
+    ),
+    "test_scheduling.py::test_more_memory_than_any_node_has_is_rejected": (
+        "real Armada's reason reads 'insufficient resources available', not 'pod requires X memory'"
+    ),
+    "test_server_rules.py::test_the_server_stores_its_defaults_with_the_job": (
+        "real Armada's GetJobDetails puts the pod in job_spec.pod_spec, not job_spec.pod_specs"
+    ),
+    "test_server_rules.py::test_a_containers_own_resources_and_grace_period_are_kept": (
+        "real Armada's GetJobDetails puts the pod in job_spec.pod_spec, not job_spec.pod_specs"
+    ),
+    "test_server_rules.py::test_a_preempted_job_ends_preempting_preempted_failed": (
+        "real Armada v0.22.7's preempted reason reads 'Preempted by anonymous'"
+    ),
+    "test_server_rules.py::test_reprioritizing_a_job_set_gives_one_result_and_only_reprioritized_events": (
+        "no reprioritized event arrives on real Armada v0.22.7 (with our executor and with the fake one)"
+    ),
+    "test_server_rules.py::test_reprioritizing_jobs_answers_each_id": (
+        "no reprioritized event arrives on real Armada v0.22.7 (with our executor and with the fake one)"
+    ),
+    "test_submit_validation.py::test_invalid_item_fails_the_whole_request[grace period over 5 min]": (
+        "real Armada states the grace period bounds in nanoseconds ('must be [1000000000, 300000000000]')"
+    ),
+}
+# Timing: these fail on some runs only (not strict).
+DIFFERS_SOMETIMES_ON_REAL_ARMADA: dict[str, str] = {
+    "test_events.py::test_resilient_client_stream_reads_a_job_to_its_end": (
+        "GetJobSetEvents right after a submit can answer NOT_FOUND until the event ingester has the job set"
+    ),
+}
+POD_FAILS = "needs pods that really run: Armada's fake executor ends every pod SUCCEEDED"
+# Tests that need an executor running pods (ours, `armada-flyte executor`), not Armada's fake one.
+NEEDS_PODS_THAT_RUN: dict[str, str] = {
+    "test_job_lifecycle.py::test_a_failing_job_reports_the_tail_of_its_stderr": POD_FAILS,
+    "test_job_lifecycle.py::test_a_failed_event_carries_the_exit_code_in_its_container_status": POD_FAILS,
+    "test_memory_limits.py::test_tail_of_dev_zero_is_oomkilled": POD_FAILS,
+    "test_memory_limits.py::test_writing_dev_shm_past_the_limit_is_oomkilled": POD_FAILS,
+    "test_memory_limits.py::test_a_memory_emptydir_counts_toward_the_limit": POD_FAILS,
+    "test_memory_limits.py::test_a_short_spike_over_the_limit_is_oomkilled": POD_FAILS,
+    (
+        "test_pod_lifecycle.py::"
+        "test_a_failing_init_container_fails_the_run_with_its_exit_code_and_no_main_container_runs"
+    ): POD_FAILS,
+    "test_pod_lifecycle.py::test_the_pod_fails_with_the_exit_code_of_the_main_container_that_failed": POD_FAILS,
+    "test_pod_lifecycle.py::test_a_container_over_its_memory_limit_is_oomkilled": POD_FAILS,
+    "test_pod_lifecycle.py::test_active_deadline_seconds_kills_the_pod": POD_FAILS,
+    "test_pod_lifecycle.py::test_a_pod_in_a_namespace_that_does_not_exist_fails": POD_FAILS,
+}
+SHORT_PODS = "needs a job still running when it acts: Armada's fake executor ends pods after about a second"
+# Races with the fake executor's short pods: fail on some runs only (not strict).
+RACES_THE_FAKE_EXECUTOR: dict[str, str] = {
+    "test_server_rules.py::test_preempting_answers_every_id_and_preempts_only_preemptible_jobs": SHORT_PODS,
+}
+
+
+def mark_known_failures(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests known to fail on real Armada as xfails, with the reason. Those that always
+    fail are strict, so the lists stay true (a test that starts passing fails the run until its
+    entry goes); those that fail on some runs only are not."""
+    always, sometimes = dict(DIFFERS_ON_REAL_ARMADA), dict(DIFFERS_SOMETIMES_ON_REAL_ARMADA)
+    if config.getoption("--real-armada-executor") == "fake":
+        always.update(NEEDS_PODS_THAT_RUN)
+        sometimes.update(RACES_THE_FAKE_EXECUTOR)
+    for test in items:
+        name = test.nodeid.rsplit("/", 1)[-1]  # file::test[case]; an entry names one case or all of them
+        for known, strict in ((always, True), (sometimes, False)):
+            reason = known.get(name) or known.get(name.split("[", 1)[0])
+            if reason:
+                test.add_marker(pytest.mark.xfail(reason=f"on real Armada: {reason}", strict=strict))

@@ -7,6 +7,7 @@ references and the YAML reader, plus the cases that used to escape as untyped ex
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from armada_flyte.config_file import MAX_NODES, read_yaml
 from armada_flyte.errors import InvalidConfig, InvalidImageReference
-from armada_flyte.kube import parse_quantity
+from armada_flyte.kube import MAX_QUANTITY, parse_quantity, quantity_in_range
 from armada_flyte.registry.reference import ImageReference
 from armada_flyte.spec import CONFIG_FIELDS, ArmadaConfig, SubmissionSpec
 
@@ -52,6 +53,30 @@ def test_a_quantity_is_a_finite_bounded_decimal_or_a_value_error(value):
         assert len(str(exc)) < MAX_MESSAGE
     else:
         assert quantity.is_finite()
+
+
+@FAST
+@given(st.one_of(awkward_numbers, awkward_text))
+def test_a_quantity_in_range_is_the_parsed_amount_or_a_value_error_naming_the_limit(value):
+    try:
+        capped = parse_quantity(value)
+    except ValueError:
+        capped = None  # malformed: refused below as well
+    try:
+        amount = quantity_in_range(value)
+    except ValueError as exc:
+        assert len(str(exc)) < MAX_MESSAGE
+        if capped is not None:  # it parses, so it is refused only for its size
+            assert abs(capped) == MAX_QUANTITY and str(MAX_QUANTITY) in str(exc)
+    else:
+        assert abs(amount) <= MAX_QUANTITY and amount == capped
+
+
+@pytest.mark.parametrize(
+    "text, amount", [("1E", 10**18), ("2n", Decimal("2e-9")), ("3u", Decimal("3e-6")), ("7Ei", 7 * 2**60)]
+)
+def test_every_suffix_kubernetes_accepts_is_read(text, amount):
+    assert quantity_in_range(text) == amount
 
 
 @pytest.mark.parametrize(

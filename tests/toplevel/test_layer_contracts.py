@@ -34,8 +34,8 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "auth | blob | image_check",
                 "landing | placement | queued_report | settings",
                 "settings_groups",
-                "accelerators | crash_reasons | gangs | job_set_streams | metadata | namespaces | node_groups | phases"
-                " | secrets | submit_batch",
+                "accelerators | call_batch | crash_reasons | gangs | job_set_streams | metadata | namespaces"
+                " | node_groups | phases | secrets",
             ),
         ),
     ),
@@ -69,8 +69,60 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         ),
         Independence("armada_flyte.admin.doctor", ("config_checks", "live_checks")),
     ),
-    # Being split into sub-packages: until then, only the side-level rule (test_layout.py) holds.
-    "armada_flyte.embedded": (),
+    "armada_flyte.embedded": (
+        Layers(
+            "armada_flyte.embedded",
+            (
+                "armada",
+                "config",
+                "services | kube_api",
+                "control_plane",
+                "scheduling",
+                "store",
+                "rules",
+                "cluster",
+                "model",
+            ),
+        ),
+    ),
+    "armada_flyte.embedded.services": (
+        Layers(
+            "armada_flyte.embedded.services",
+            ("grpc_server", "binoculars | events | jobs | node | reporting | submit", "auth | call_counts | messages"),
+        ),
+    ),
+    "armada_flyte.embedded.kube_api": (
+        Layers(
+            "armada_flyte.embedded.kube_api",
+            ("server", "cluster_objects | label_selector | tables", "job_services | kubeconfig"),
+        ),
+    ),
+    "armada_flyte.embedded.control_plane": (
+        Layers(
+            "armada_flyte.embedded.control_plane",
+            (
+                "plane",
+                "commands | queries | scheduling_loop",
+                "run_lifecycle",
+                "gc_freeze | plane_state | run_events",
+            ),
+        ),
+    ),
+    "armada_flyte.embedded.scheduling": (
+        Layers("armada_flyte.embedded.scheduling", ("reports | scheduler", "gang_fit | matching")),
+    ),
+    "armada_flyte.embedded.store": (
+        Layers("armada_flyte.embedded.store", ("event_log | job_index | queues", "persistence", "rows", "jobs")),
+    ),
+    "armada_flyte.embedded.rules": (
+        Layers("armada_flyte.embedded.rules", ("submit_validation", "defaults | job_sets | pod_metadata | retries")),
+    ),
+    "armada_flyte.embedded.cluster": (
+        Layers("armada_flyte.embedded.cluster", ("cluster_file", "error_categories | ingress | secrets")),
+    ),
+    "armada_flyte.embedded.model": (
+        Layers("armada_flyte.embedded.model", ("job_request | refusals | requirements | resources",)),
+    ),
     "armada_flyte.pod_runner": (
         Layers(
             "armada_flyte.pod_runner",

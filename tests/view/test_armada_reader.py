@@ -7,8 +7,8 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.connector.settings import ConnectorConfig
-from armada_flyte.embedded import EmbeddedArmada
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.armada_reader import ArmadaReader, ArmadaReadError
 from armada_flyte.view.snapshot import Gatherer
 
@@ -18,7 +18,7 @@ from support.waiting import wait_for_state
 
 @pytest.fixture(scope="module")
 def armada():
-    with EmbeddedArmada(queues=("read", "empty")) as server:
+    with EmbeddedArmada(EmbeddedConfig(queues=("read", "empty"))) as server:
         yield server
 
 
@@ -30,7 +30,7 @@ def client(armada):
 
 @pytest.fixture
 def reader(armada):
-    reader = ArmadaReader(ConnectorConfig(armada_url=armada.url))
+    reader = ArmadaReader(resolve_settings(armada_url=armada.url))
     yield reader
     reader.close()
 

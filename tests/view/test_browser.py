@@ -24,8 +24,8 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.settings import ConnectorConfig
-from armada_flyte.embedded import Cluster, EmbeddedArmada
+from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.http_server import ViewServer, serving
 from armada_flyte.view.pages import ARCHITECTURE_COLOURS, STATE_COLOURS
 
@@ -77,7 +77,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     model = Cluster.from_mapping(
         cluster(node_group("amd64", 2, cpu="2"), node_group("arm64", 2, cpu="2", arch="arm64", tainted=True))
     )
-    with EmbeddedArmada(cluster=model, queues=(QUEUE,)) as armada:
+    with EmbeddedArmada(EmbeddedConfig(cluster=model, queues=(QUEUE,))) as armada:
         channel = grpc.insecure_channel(armada.url)
         client = ArmadaClient(channel)
 
@@ -93,7 +93,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         (evaluate,) = submit(_job(pod(_briefly("evaluated"), **amd64), "evaluate", "amd64", "task"))
         wait_for_state(client, evaluate, JobState.SUCCEEDED)
         assert client.get_job_status([waiting]).job_states[waiting] == JobState.QUEUED
-        settings = ConnectorConfig(armada_url=armada.url)
+        settings = resolve_settings(armada_url=armada.url)
         with serving(settings, lambda: [(QUEUE, JOB_SET)], node_groups=NodeGroups.preset("embedded")) as view:
             yield {"view": view, "prepare": prepare, "trains": trains, "waiting": waiting, "evaluate": evaluate}
         release.touch()

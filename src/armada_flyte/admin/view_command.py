@@ -104,10 +104,10 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
     if args.no_view:
         yield None
         return
-    from armada_flyte.connector.settings import ConnectorConfig
+    from armada_flyte.connector.settings import resolve_settings
     from armada_flyte.local.stack import stack_view
 
-    settings = ConnectorConfig(
+    settings = resolve_settings(
         armada_url=stack.armada_url,
         armada_tls=bool(args.tls_cert),
         armada_ca_cert=args.tls_cert,
@@ -120,7 +120,7 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
 
 def _credentials(auth: Sequence[str]) -> dict[str, Any]:
     """One of the credentials dev's server accepts (`--auth`), as the connector's settings."""
-    from armada_flyte.embedded.auth import Credentials
+    from armada_flyte.embedded.services.auth import Credentials
 
     accepted = Credentials.parse(auth)
     if accepted is None:

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Optional, TypeVar
 
 import grpc
@@ -29,10 +29,10 @@ from google.protobuf import json_format
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.auth import credentials_for
+from armada_flyte.connector.call_batch import CallBatcher
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.settings_groups import ArmadaConnection
-from armada_flyte.connector.submit_batch import SubmitBatcher
 from armada_flyte.errors import (
     ArmadaAuthError,
     ArmadaFlyteError,
@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 T = TypeVar("T")
-ItemBatcher = SubmitBatcher[submit_pb2.JobSubmitRequestItem]
+ALL_JOB_SETS = ("", "")
+"""The one batch key of lookups by id: GetJobDetails and GetJobErrors take ids of any job sets."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,16 @@ class RunDetails:
     """When its container started (else when its pod was pending or leased); 0: not reported."""
 
 
+@dataclass
+class _LoopBatchers:
+    """One event loop's batchers (a future belongs to its loop): creates, cancels (per reason), lookups."""
+
+    submits: CallBatcher[submit_pb2.JobSubmitRequestItem, str]
+    details: CallBatcher[str, Optional[RunDetails]]
+    errors: CallBatcher[str, str]
+    cancels: dict[str, CallBatcher[str, None]] = field(default_factory=dict)
+
+
 class ArmadaApi:
     """A thin async facade over Armada's Submit, Jobs and Binoculars services."""
 
@@ -74,7 +85,7 @@ class ArmadaApi:
         self._channels: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, grpc.aio.Channel]] = (
             weakref.WeakKeyDictionary()
         )
-        self._submit_batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ItemBatcher] = (
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopBatchers] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -146,18 +157,68 @@ class ArmadaApi:
         The job becomes its request item here, in its own create: a pod spec Kubernetes can't take
         fails this create alone, never the others of its batch."""
         item = submit_item(job)
-        loop = asyncio.get_running_loop()
-        batcher = self._submit_batches.get(loop)
-        if batcher is None:
-            s = self._limits
-            batcher = SubmitBatcher(self._submit_items, s.submit_batch_window_seconds, s.submit_batch_max_items)
-            self._submit_batches[loop] = batcher
-        return await batcher.submit(queue, job_set_id, item)
+        return await self._loop_batchers().submits.submit(queue, job_set_id, item)
 
-    async def cancel(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
+    def _loop_batchers(self) -> _LoopBatchers:
+        loop = asyncio.get_running_loop()
+        batchers = self._batchers.get(loop)
+        if batchers is None:
+            limits, lookup_window = self._limits, self._limits.status_batch_window_seconds
+            batchers = self._batchers[loop] = _LoopBatchers(
+                submits=CallBatcher(
+                    self._submit_items,
+                    limits.submit_batch_window_seconds,
+                    limits.submit_batch_max_items,
+                    refused=lambda exc: isinstance(exc, SubmissionRefused),
+                ),
+                details=CallBatcher(self._details_in_order, lookup_window, MAX_IDS_PER_CALL),
+                errors=CallBatcher(self._errors_in_order, lookup_window, MAX_IDS_PER_CALL),
+            )
+        return batchers
+
+    async def cancel(self, queue: str, job_set_id: str, job_ids: list[str], reason: str = "cancelled by Flyte") -> None:
+        """Cancel jobs of one job set in one CancelJobs call (Armada cancels ended jobs as a no-op)."""
         stub = submit_pb2_grpc.SubmitStub(self._channel())
-        request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=[job_id], reason=reason)
+        request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=job_ids, reason=reason)
         await self._call("CancelJobs", lambda kw: stub.CancelJobs(request, **kw))
+
+    async def cancel_one(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
+        """Cancel one job; concurrent cancels for the same job set (and reason) share one CancelJobs call.
+
+        A refused call is sent again one id per call, so a refusal fails only its own cancel."""
+        batchers = self._loop_batchers().cancels
+        batcher = batchers.get(reason)
+        if batcher is None:
+
+            async def send(queue: str, job_set_id: str, ids: list[str]) -> list[None]:
+                await self.cancel(queue, job_set_id, ids, reason)
+                return [None] * len(ids)
+
+            limits = self._limits
+            batcher = batchers[reason] = CallBatcher(
+                send,
+                limits.cancel_batch_window_seconds,
+                MAX_IDS_PER_CALL,
+                refused=_refused_cancel,
+                max_wait=limits.cancel_batch_max_wait_seconds,
+            )
+        await batcher.submit(queue, job_set_id, job_id)
+
+    async def run_details_of(self, job_id: str) -> Optional[RunDetails]:
+        """The job's latest run (None: it never ran); concurrent asks share GetJobDetails calls of 500 ids."""
+        return await self._loop_batchers().details.submit(*ALL_JOB_SETS, job_id)
+
+    async def error_of(self, job_id: str) -> str:
+        """Armada's error for the job ("" if none); concurrent asks share GetJobErrors calls of 500 ids."""
+        return await self._loop_batchers().errors.submit(*ALL_JOB_SETS, job_id)
+
+    async def _details_in_order(self, _queue: str, _job_set: str, job_ids: list[str]) -> list[Optional[RunDetails]]:
+        found = await self.run_details(job_ids)
+        return [found.get(job_id) for job_id in job_ids]
+
+    async def _errors_in_order(self, _queue: str, _job_set: str, job_ids: list[str]) -> list[str]:
+        found = await self.errors(job_ids)
+        return [found.get(job_id, "") for job_id in job_ids]
 
     # ---- Jobs ----
     async def _per_chunk(
@@ -279,6 +340,11 @@ def _seconds(run: Any, name: str) -> float:
         return 0.0
     stamp = getattr(run, name)
     return stamp.seconds + stamp.nanos / 1e9
+
+
+def _refused_cancel(exc: BaseException) -> bool:
+    """A cancel Armada answered with an error of its own (not unreachable): try each id alone."""
+    return isinstance(exc, ArmadaFlyteError) and not isinstance(exc, ArmadaUnavailable)
 
 
 def _chunks(ids: list[str]) -> list[list[str]]:

@@ -1,11 +1,16 @@
-"""The status view's vocabulary for job-set event streams: the state each event moves a job to, and
-the modes a job set's stream goes through (with the one table of how events move them)."""
+"""The status view's vocabulary for job-set event streams: the state each event moves a job to, what
+the events say about the job's run (`RunFacts`), and the modes a job set's stream goes through (with
+the one table of how events move them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Any, Optional
 
-from armada_flyte.armada_names import JobState
+from armada_client.armada import event_pb2
+
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
 
 STATE_OF_EVENT = {
     "submitted": JobState.SUBMITTED,
@@ -21,6 +26,62 @@ STATE_OF_EVENT = {
     "preempted": JobState.PREEMPTED,
 }
 """The state an event kind moves a job to; other kinds (utilisation, cancelling, ...) change nothing."""
+
+
+_RUN_STARTS_AGAIN = frozenset({"queued", "lease_returned", "lease_expired"})
+"""Events after which the job's next run is a new one: what was known of the last run no longer holds."""
+_ENDS = frozenset({"succeeded", "failed", "cancelled", "preempted"})
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a job set's events said about a job's latest run: what GetJobDetails and GetJobErrors would
+    answer, known without asking. Real Armada's failed events carry exit codes in
+    `container_statuses[].exitCode` (their `exit_codes` stays empty), so both are read."""
+
+    node: str = ""
+    cluster: str = ""
+    started_at: float = 0.0
+    """When the running event was published (seconds since the epoch; 0: not seen)."""
+    ended: bool = False
+    """The event that ended the job was seen."""
+    finished_at: float = 0.0
+    """When that event was published (seconds since the epoch; 0: not reported)."""
+    reason: Optional[str] = None
+    """The failure (or preemption) reason the events gave; None: they gave none, so it must be asked for."""
+    exit_codes: tuple[tuple[str, int], ...] = ()
+    """(container, exit code) of every container the failed event lists."""
+
+    def covers(self, state: int) -> bool:
+        """Whether these facts stand in for GetJobDetails in `state`: its end was seen, or a running job's start."""
+        if state in TERMINAL_STATES:
+            return self.ended
+        return state == JobState.RUNNING and self.started_at > 0
+
+    def after(self, kind: str, event: Any) -> RunFacts:
+        """These facts once an event of `kind` (an `EventMessage` oneof field name) for the job arrived."""
+        if kind in _RUN_STARTS_AGAIN:
+            return RunFacts()
+        created = event.created.seconds + event.created.nanos / 1e9 if event.HasField("created") else 0.0
+        facts = self
+        node = getattr(event, "node_name", "")
+        if node:
+            facts = replace(facts, node=node, cluster=getattr(event, "cluster_id", "") or facts.cluster)
+        if kind == "running":
+            facts = replace(facts, started_at=created or facts.started_at)
+        if kind not in _ENDS:
+            return facts
+        if not facts.ended:
+            facts = replace(facts, ended=True, finished_at=created)
+        # A rejection's reason is left to GetJobErrors: the text the fixes are read from is documented there.
+        rejected = kind == "failed" and event.cause == event_pb2.Rejected
+        if kind in ("failed", "preempted") and event.reason and facts.reason is None and not rejected:
+            facts = replace(facts, reason=event.reason)
+        if kind == "failed":
+            codes = [(status.name, status.exitCode) for status in event.container_statuses]
+            codes += [(name, code) for name, code in event.exit_codes.items() if name not in dict(codes)]
+            facts = replace(facts, exit_codes=tuple(codes) or facts.exit_codes)
+        return facts
 
 
 class StreamEvent(Enum):

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
 from armada_flyte.connector.armada_api import RunDetails
 from armada_flyte.connector.blob import TaskError
 from armada_flyte.connector.crash_reasons import WrongArchitecture, wrong_architecture
@@ -30,7 +30,6 @@ QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED}
 RUN_STATES = frozenset({JobState.PENDING, JobState.RUNNING})
 ERROR_FILE_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED})
 """States after which a0 may have written error.pb (it runs in the pod)."""
-REASON_STATES = frozenset({JobState.FAILED, JobState.REJECTED, JobState.PREEMPTED})
 REASON_WAIT_SECONDS = 10.0
 """Real Armada writes a job's error to its query side asynchronously (the lookout ingester), so
 GetJobErrors can answer "" for a moment after the event stream said FAILED or REJECTED: for this
@@ -104,6 +103,8 @@ class Observed:
     queued_report: Optional[QueuedReport] = None
     previous_phase: Optional[int] = None
     """The phase last reported for this task, if this process reported one."""
+    exit_codes: dict[str, int] = field(default_factory=dict)
+    """Each container's exit code, when the job's failed event listed them."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,8 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
     state, details, reason = seen.state, seen.details, seen.reason
     node = details.node if details else ""
     facts["node"] = node
+    if seen.exit_codes:
+        facts["exit_codes"] = dict(seen.exit_codes)
     if seen.error_unreadable:
         ended = details.finished_at if details else 0.0
         if ended and seen.now - ended < rules.error_read_grace_seconds:

@@ -20,11 +20,12 @@ from flyteidl2.logs.dataplane import payload_pb2
 
 from armada_flyte.armada_names import TERMINAL_STATES
 from armada_flyte.connector import settings as settings_module
-from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.armada_api import ArmadaApi, RunDetails
 from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, read_task_error
 from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
 from armada_flyte.connector.image_check import ImagePlatformCheck
+from armada_flyte.connector.job_set_streams import RunFacts
 from armada_flyte.connector.metadata import ArmadaJobMetadata
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.outcome import (
@@ -225,8 +226,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         return self._image_check
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
-        """Ask Armada once and gather what the answer depends on (run details, a0's error.pb, Armada's
-        reason, the scheduler's report); `outcome_of` decides, and a job over its time limit is cancelled."""
+        """Gather what the answer depends on (Armada's state, run details, a0's error.pb, Armada's reason,
+        the scheduler's report); `outcome_of` decides, and a job over its time limit is cancelled.
+
+        The state, the run's node and times, its exit codes and its failure reason come from the status
+        view's events when it has them; what they lack is asked for in calls shared with other polls."""
         if meta.refusal_code or not meta.job_id:
             return refused(meta)
         current = await self.context()
@@ -236,9 +240,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         report = None
         if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds):
             report = await self._queued_report(current, meta)
+        run = current.view.run_facts(meta.job_id)
+        known = run if run is not None and run.covers(state) else None
         details = None
         if needs_run_details(meta, state):
-            details = (await api.run_details([meta.job_id])).get(meta.job_id)
+            details = _details_of(known, state) if known else await api.run_details_of(meta.job_id)
         task_error, unreadable = None, ""
         if state in ERROR_FILE_STATES:
             blob = BlobSettings.from_settings(current.settings.blob)
@@ -248,12 +254,14 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 unreadable = str(exc)
         reason = ""
         if needs_reason(state, task_error, unreadable):
-            reason = (await api.errors([meta.job_id])).get(meta.job_id, "")
-        seen = Observed(state, now, details, task_error, unreadable, reason, report, self._phases.get(meta.job_id))
+            reason = known.reason if known and known.reason is not None else await api.error_of(meta.job_id)
+        exit_codes = dict(known.exit_codes) if known else {}
+        previous = self._phases.get(meta.job_id)
+        seen = Observed(state, now, details, task_error, unreadable, reason, report, previous, exit_codes)
         rules = Rules(timeouts.ack_timeout_seconds, timeouts.error_read_grace_seconds, current.node_groups)
         outcome = outcome_of(meta, seen, rules)
         if outcome.cancel:
-            await api.cancel(meta.queue, meta.job_set_id, meta.job_id, reason="task timeout exceeded")
+            await api.cancel_one(meta.queue, meta.job_set_id, meta.job_id, reason="task timeout exceeded")
         if outcome.error is not None and outcome.error.code == "BlobStoreUnreadable":
             log.warning("job %s: the blob store could not be read: %s", meta.job_id, unreadable)
         self._remember(meta.job_id, outcome)
@@ -290,14 +298,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         )
 
     async def delete(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> None:
-        """Cancel the job; cancelling a finished or already-cancelled job is a no-op."""
+        """Cancel the job, in a CancelJobs call shared with the other deletes of its job set. No state is
+        asked first: Armada cancels a finished or already-cancelled job as a no-op."""
         if not resource_meta.job_id:  # create refused it: nothing was submitted
             return
         api = (await self.context()).api
-        state = (await api.status([resource_meta.job_id]))[resource_meta.job_id]
-        if state in TERMINAL_STATES:
-            return
-        await api.cancel(resource_meta.queue, resource_meta.job_set_id, resource_meta.job_id)
+        await api.cancel_one(resource_meta.queue, resource_meta.job_set_id, resource_meta.job_id)
 
     async def armada_state(self, resource_meta: ArmadaJobMetadata) -> str:
         """Armada's state name for the job, e.g. `CANCELLED`."""
@@ -331,6 +337,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return []
         uri = template.format(job_id=meta.job_id, queue=meta.queue, job_set_id=meta.job_set_id)
         return [TaskLog(uri=uri, name="Armada Lookout")]
+
+
+def _details_of(run: RunFacts, state: int) -> RunDetails:
+    """The run details GetJobDetails would give, from what the job set's events said."""
+    return RunDetails(run.node, run.cluster, state_name(state), run.finished_at, run.started_at)
 
 
 def _identity(task_template: Any, metadata: Any) -> RunIdentity:

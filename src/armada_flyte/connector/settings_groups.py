@@ -279,7 +279,7 @@ class Timeouts(_Group):
 
 
 class Limits(_Group):
-    """How much the connector asks of Armada at once: event streams, bulk status rounds, submit batches."""
+    """How much the connector asks of Armada at once: event streams, bulk status rounds, submit and cancel batches."""
 
     status_event_streams: bool = True
     """Follow job sets' event streams for job states (else: bulk GetJobStatus only)."""
@@ -291,10 +291,18 @@ class Limits(_Group):
     """How often jobs of job sets without a live event stream are refreshed in bulk."""
     status_idle_seconds: float = Field(600.0, gt=0)
     """A job (or job set) nobody asks about for this long leaves the status view."""
+    status_ended_keep_seconds: float = Field(30.0, gt=0)
+    """A job that ended stays in the status view this long after it was last asked about, so the polls
+    that follow its end (while its error file is awaited) cost no call."""
     submit_batch_window_seconds: float = Field(0.005, ge=0, le=5)
     """How long a create waits for others to the same queue and job set, to share one SubmitJobs call."""
     submit_batch_max_items: int = Field(100, ge=1, le=1000)
     """Most items in one SubmitJobs call."""
+    cancel_batch_window_seconds: float = Field(0.1, ge=0, le=5)
+    """Deletes to one queue and job set share one CancelJobs call until none came for this long (an abort
+    deletes all its tasks at once, and nothing waits on a delete as on a create)..."""
+    cancel_batch_max_wait_seconds: float = Field(2.0, ge=0, le=30)
+    """...or until this long after the first of them."""
 
 
 class ImageChecks(_Group):

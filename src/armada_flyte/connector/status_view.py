@@ -10,9 +10,14 @@ never one call per job.
 The view runs on a thread of its own with its own event loop. That way callers on any loop or
 thread (c0's server loop, a local run's loop) share it, and a caller never waits on another
 loop's channel. The connector that made it owns it and closes it with its client (when its
-settings change, or it is closed); nothing else holds a view. Memory stays bounded: a terminal
-job leaves once its state has been read, and a job nobody asks about for `status_idle_seconds`
-leaves too.
+settings change, or it is closed); nothing else holds a view.
+
+The events also say where a job ran, how it ended, its exit codes and its failure reason
+(`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
+
+Memory stays bounded: a job that ended leaves `status_ended_keep_seconds` after it was last asked
+about (the polls that follow an end, while a0's error file is awaited, stay free), and a job
+nobody asks about for `status_idle_seconds` leaves too.
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ from typing import Optional
 
 from armada_client.armada import event_pb2
 
-from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
 from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.job_set_streams import STATE_OF_EVENT, StreamEvent, StreamMode
+from armada_flyte.connector.job_set_streams import STATE_OF_EVENT, RunFacts, StreamEvent, StreamMode
 from armada_flyte.connector.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
@@ -40,6 +45,10 @@ JobSetKey = tuple[str, str]
 _MAX_BACKOFF_SECONDS = 10.0
 
 
+async def _nothing() -> dict[str, str]:
+    return {}
+
+
 @dataclass(slots=True)
 class _Entry:
     state: int
@@ -48,6 +57,8 @@ class _Entry:
     """When the state was last set (monotonic); a bulk answer older than this loses to it."""
     asked: float
     """When someone last asked for the job (or, for a job seen only on a stream, when it was seen)."""
+    run: RunFacts = field(default_factory=RunFacts)
+    """What the job set's events said about the job's latest run."""
 
 
 @dataclass(eq=False)
@@ -95,8 +106,6 @@ class StatusView:
             entry = self._entries.get(job_id)
             if entry is not None:
                 entry.asked = now
-                if entry.state in TERMINAL_STATES:
-                    del self._entries[job_id]  # read once: nothing will change it again
                 return entry.state
             future: concurrent.futures.Future[int] = concurrent.futures.Future()
             if follow.mode is StreamMode.SYNCING:
@@ -104,6 +113,12 @@ class StatusView:
             else:
                 self._want(job_id, follow.key, future)
         return await asyncio.wrap_future(future)
+
+    def run_facts(self, job_id: str) -> Optional[RunFacts]:
+        """What the events said about the job's latest run (None: the view holds no events of it)."""
+        with self._lock:
+            entry = self._entries.get(job_id)
+            return entry.run if entry is not None else None
 
     def follow(self, queue: str, job_set: str) -> None:
         """Start following a job set (e.g. right after submitting to it), so its jobs' first gets are free."""
@@ -228,7 +243,9 @@ class StatusView:
         asyncio.ensure_future(self._flush())
 
     async def _flush(self) -> None:
-        """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids."""
+        """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids. The jobs
+        it finds ended (with no events to say how) get their run details and reasons in bulk before the
+        view shows them ended, so no poll asks for them one by one."""
         with self._lock:
             wanted, self._wanted, self._flush_due = self._wanted, {}, False
         if not wanted:
@@ -243,18 +260,49 @@ class StatusView:
                         future.set_exception(exc)
             return
         with self._lock:
+            ended = {
+                job_id: state
+                for job_id, state in states.items()
+                if state in TERMINAL_STATES and ((entry := self._entries.get(job_id)) is None or not entry.run.ended)
+            }
+        runs = await self._runs_of_endings(ended) if ended else {}
+        with self._lock:
             for job_id, (key, futures) in wanted.items():
                 state = states.get(job_id, JobState.UNKNOWN)
                 entry = self._entries.get(job_id)
                 if state != JobState.UNKNOWN and (entry is None or entry.updated <= sent):
                     self._set(job_id, key, state, time.monotonic())
-                    entry = self._entries.get(job_id)
+                    entry = self._entries[job_id]
+                    if job_id in runs and not entry.run.ended:
+                        entry.run = runs[job_id]
                 answer = entry.state if entry is not None else state
-                if futures and entry is not None and answer in TERMINAL_STATES:
-                    del self._entries[job_id]
                 for future in futures:
                     if not future.done():
                         future.set_result(answer)
+
+    async def _runs_of_endings(self, ended: dict[str, int]) -> dict[str, RunFacts]:
+        """Run details (GetJobDetails) of jobs seen ended, and Armada's reason (GetJobErrors) for those that
+        failed, each in calls of at most 500 ids. On a failure, none: the polls then ask for themselves."""
+        failed = {job_id for job_id, state in ended.items() if state in REASON_STATES}
+        try:
+            details, reasons = await asyncio.gather(
+                self._api.run_details(list(ended)), self._api.errors(list(failed)) if failed else _nothing()
+            )
+        except Exception as exc:
+            log.debug("run details of %d ended jobs: %s; their polls ask for them", len(ended), exc)
+            return {}
+        runs = {}
+        for job_id in ended:
+            run = details.get(job_id)
+            runs[job_id] = RunFacts(
+                node=run.node if run else "",
+                cluster=run.cluster if run else "",
+                started_at=run.started_at if run else 0.0,
+                ended=True,
+                finished_at=run.finished_at if run else 0.0,
+                reason=reasons.get(job_id, "") if job_id in failed else None,
+            )
+        return runs
 
     def _start_stream(self, follow: _Follow) -> None:
         follow.task = asyncio.ensure_future(self._stream(follow))
@@ -293,6 +341,8 @@ class StatusView:
             if kind == "failed" and event.cause == event_pb2.Rejected:
                 state = JobState.REJECTED
             self._set(event.job_id, follow.key, state, time.monotonic())
+            entry = self._entries[event.job_id]
+            entry.run = entry.run.after(kind, event)
             parked = follow.parked.pop(event.job_id, None) if follow.mode is not StreamMode.SYNCING else None
             if parked:
                 self._answer(event.job_id, parked)
@@ -319,8 +369,6 @@ class StatusView:
 
     def _answer(self, job_id: str, futures: list[concurrent.futures.Future[int]]) -> None:
         entry = self._entries[job_id]
-        if entry.state in TERMINAL_STATES:
-            del self._entries[job_id]
         for future in futures:
             if not future.done():
                 future.set_result(entry.state)
@@ -331,11 +379,13 @@ class StatusView:
         while not self._closed:
             await asyncio.sleep(self._limits.status_refresh_seconds)
             now = time.monotonic()
-            idle = self._limits.status_idle_seconds
+            idle, ended_keep = self._limits.status_idle_seconds, self._limits.status_ended_keep_seconds
             stale_before = now - self._limits.status_refresh_seconds / 2
             with self._lock:
-                for job_id in [j for j, e in self._entries.items() if now - e.asked > idle]:
-                    del self._entries[job_id]
+                for job_id, entry in list(self._entries.items()):
+                    keep = ended_keep if entry.state in TERMINAL_STATES else idle
+                    if now - entry.asked > keep:
+                        del self._entries[job_id]
                 for key in [k for k, f in self._follows.items() if now - f.asked > idle and not f.parked]:
                     follow = self._follows.pop(key)
                     if follow.task is not None:

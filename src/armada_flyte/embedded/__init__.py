@@ -1,8 +1,8 @@
 """The embedded Armada-compatible server: Armada's gRPC API, a scheduler and an executor, in-process.
 
-    from armada_flyte.embedded import EmbeddedArmada
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada() as armada:
+    with EmbeddedArmada(EmbeddedConfig(queues=("flyte",))) as armada:
         ...  # talk to armada.url with armada_client
 
 The heavy parts (grpc, armada_client) load on first use, so the CLI stays quick to start.
@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Cluster", "EmbeddedArmada", "JobView", "ClusterNodeGroup"]
+__all__ = ["Cluster", "ClusterNodeGroup", "EmbeddedArmada", "EmbeddedConfig", "JobView"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("EmbeddedArmada", "JobView"):
-        from armada_flyte.embedded import embedded
+        from armada_flyte.embedded import armada
 
-        return getattr(embedded, name)
+        return getattr(armada, name)
+    if name == "EmbeddedConfig":
+        from armada_flyte.embedded.config import EmbeddedConfig
+
+        return EmbeddedConfig
     if name in ("Cluster", "ClusterNodeGroup"):
-        from armada_flyte.embedded import cluster
+        from armada_flyte.embedded.cluster import cluster_file as cluster
 
         return getattr(cluster, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

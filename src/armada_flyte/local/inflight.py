@@ -45,11 +45,13 @@ def cancel_all() -> None:
         return
 
     async def cancel() -> None:
-        for connector, meta in pending:
-            try:
-                await connector.delete(meta)
+        # all at once: deletes of one job set share a CancelJobs call
+        deletes = (connector.delete(meta) for connector, meta in pending)
+        results = await asyncio.gather(*deletes, return_exceptions=True)
+        for (_, meta), result in zip(pending, results):
+            if isinstance(result, BaseException):  # the exit must go on; say what is left running
+                log.warning("could not cancel Armada job %s of the interrupted run: %s", meta.job_id, result)
+            else:
                 log.warning("cancelled Armada job %s: its run was interrupted", meta.job_id)
-            except Exception as exc:  # the exit must go on; say what is left running
-                log.warning("could not cancel Armada job %s of the interrupted run: %s", meta.job_id, exc)
 
     asyncio.run(cancel())

@@ -7,9 +7,11 @@ pods that really execute.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import pathlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
@@ -69,7 +71,7 @@ class LocalEndpoints:
     def job_sets(self) -> list[tuple[str, str]]:
         """Every (queue, job set) the embedded server holds, for the local view: Armada's API lists no
         job sets, but this server is in the process."""
-        return sorted({(job.queue, job.job_set) for job in self.server.plane.all_jobs()}) if self.server else []
+        return sorted({(job.queue, job.job_set) for job in self.server.plane.queries.all_jobs()}) if self.server else []
 
     def flyte_storage(self) -> Any:
         import flyte.storage
@@ -138,7 +140,7 @@ def stack_view(
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.ConnectorConfig(armada_url=stack.armada_url)
+    settings = settings or connector_settings.resolve_settings(armada_url=stack.armada_url)
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
         yield view.url
 
@@ -187,26 +189,28 @@ def local_stack(
             with _connector_configured(endpoints, configure_connector):
                 yield endpoints
             return
-        from armada_flyte.embedded import EmbeddedArmada
+        from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
         cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
         if blob is not None:
             cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
         with EmbeddedArmada(
-            cluster=cluster,
-            port=armada_port,
-            executor=executor,
-            queues=(queue,),
-            visibility_delay=visibility_delay,
-            paused=paused,
-            auth=auth,
-            tls_cert=tls_cert,
-            tls_key=tls_key,
-            secrets=cluster_secrets,
-            secrets_file=secrets_file,
-            state_dir=state_dir,
-            kubeconfig=kubeconfig,
-            ingress_port=ingress_port,
+            EmbeddedConfig(
+                cluster=cluster,
+                port=armada_port,
+                executor=executor,
+                queues=(queue,),
+                visibility_delay=visibility_delay,
+                paused=paused,
+                auth=auth,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                secrets=cluster_secrets,
+                secrets_file=secrets_file,
+                state_dir=state_dir,
+                kubeconfig=kubeconfig,
+                ingress_port=ingress_port,
+            )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
             with _connector_configured(endpoints, configure_connector):
@@ -218,7 +222,8 @@ def local_stack(
 
 @contextlib.contextmanager
 def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterator[None]:
-    """Point the connector at the stack while it runs (when `configure`)."""
+    """Point the connector at the stack while it runs (when `configure`); after, reset its settings and
+    close the registered connector."""
     if configure:
         connector_settings.configure(**endpoints.connector_settings())
     try:
@@ -226,3 +231,22 @@ def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterato
     finally:
         if configure:
             connector_settings.reset()
+            _close_registered_connector()
+
+
+def _close_registered_connector() -> None:
+    """Close the connector local runs use (Flyte's registered one): its status view follows this stack's
+    server, and would retry it, stopped, until the process ends. The next run reopens it.
+
+    Inside a running event loop (a stack entered from async code) it can't be awaited here; the view then
+    closes when the connector next resolves its settings."""
+    if "armada_flyte.connector.service" not in sys.modules:
+        return  # never loaded, so never registered: nothing is open
+    from flyte.connectors import ConnectorRegistry
+
+    from armada_flyte.spec import TASK_TYPE
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(ConnectorRegistry.get_connector(TASK_TYPE).close())

@@ -1,0 +1,125 @@
+"""Concurrent calls of one kind for one queue and job set share one Armada call.
+
+Armada takes many items per request (jobs to submit, ids to cancel, ids to look up), and one item
+per call caps a connector at a few hundred tasks a second. A batch goes out `window` seconds after
+its first item, or at once when it is full; while a call for the same key is on its way, the next
+batch keeps gathering until that call returns (or it fills up), so under load batches grow with the
+call's latency instead of every window sending a few items. Armada fails a whole request when one
+item is refused (for SubmitJobs, the first failing item's reason, INVALID_ARGUMENT), so a refused
+batch is sent again one item per call: only the refused item fails, with Armada's reason.
+
+With `max_wait` above `window`, the window is a quiet period instead: a batch goes out once no item
+arrived for `window` seconds (or `max_wait` after its first, or full), so a burst that takes longer
+to arrive than one window (an abort deleting a thousand tasks) still goes out as one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable, Generic, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+Key = tuple[str, str]
+"""(queue, job set); calls that may mix job sets use one fixed key."""
+Send = Callable[[str, str, list[Item]], Awaitable[list[Result]]]
+"""Send items for (queue, job set) in one call; returns one result per item, in order."""
+Refusal = Callable[[BaseException], bool]
+"""Whether an error refused the request's content (so each item is tried alone), not the call."""
+
+
+def never_split(exc: BaseException) -> bool:
+    """For lookups: an error fails every item of the batch alike (the next poll asks again)."""
+    return False
+
+
+class CallBatcher(Generic[Item, Result]):
+    """Gathers one event loop's items per key for `window` seconds (and while a call for the key is in
+    flight), at most `max_items` per call; a batch that `refused` is sent again item by item."""
+
+    def __init__(
+        self,
+        send: Send[Item, Result],
+        window: float,
+        max_items: int,
+        refused: Refusal = never_split,
+        max_wait: float = 0.0,
+    ):
+        self._send = send
+        self._window = window
+        self._max_items = max_items
+        self._refused = refused
+        self._max_wait = max_wait
+        self._pending: dict[Key, list[tuple[Item, asyncio.Future[Result]]]] = {}
+        self._arrivals: dict[Key, tuple[float, float]] = {}
+        """(first, latest) arrival time of each pending batch, for a quiet-period window."""
+        self._due: set[Key] = set()
+        """Keys whose pending batch is past its window, waiting for the call in flight."""
+        self._in_flight: dict[Key, int] = {}
+        self._sending: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
+
+    async def submit(self, queue: str, job_set: str, item: Item) -> Result:
+        """The item's result, once the call that carried it returned."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        key = (queue, job_set)
+        batch = self._pending.setdefault(key, [])
+        batch.append((item, future))
+        now = loop.time()
+        self._arrivals[key] = (self._arrivals[key][0] if len(batch) > 1 else now, now)
+        if len(batch) >= self._max_items:
+            self._start(key)
+        elif len(batch) == 1:
+            loop.call_later(self._window, self._window_ended, key, batch)
+        return await future
+
+    def _window_ended(self, key: Key, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
+        if self._pending.get(key) is not batch:  # already sent for being full
+            return
+        if self._max_wait > self._window:
+            first, latest = self._arrivals[key]
+            now = asyncio.get_running_loop().time()
+            due = min(latest + self._window, first + self._max_wait)
+            if now < due:  # items still arriving: wait for a quiet window
+                asyncio.get_running_loop().call_later(due - now, self._window_ended, key, batch)
+                return
+        if self._in_flight.get(key):
+            self._due.add(key)  # goes out when the call in flight returns
+        else:
+            self._start(key)
+
+    def _start(self, key: Key) -> None:
+        batch = self._pending.pop(key)
+        self._arrivals.pop(key, None)
+        self._due.discard(key)
+        self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        task = asyncio.ensure_future(self._deliver(batch, *key))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        task.add_done_callback(lambda _: self._returned(key))
+
+    def _returned(self, key: Key) -> None:
+        left = self._in_flight.pop(key) - 1
+        if left:
+            self._in_flight[key] = left
+        if key in self._due and key in self._pending:
+            self._start(key)
+
+    async def _deliver(self, batch: list[tuple[Item, asyncio.Future[Result]]], queue: str, job_set: str) -> None:
+        try:
+            results = await self._send(queue, job_set, [item for item, _ in batch])
+        except BaseException as exc:
+            if len(batch) > 1 and self._refused(exc):  # find the refused item: each alone, concurrently
+                await asyncio.gather(*(self._deliver([one], queue, job_set) for one in batch))
+            else:  # every item of the batch sees the failure
+                _fail(batch, exc)
+            return
+        for (_, future), result in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(result)
+
+
+def _fail(batch: list[tuple[Item, asyncio.Future[Result]]], exc: BaseException) -> None:
+    for _, future in batch:
+        if not future.done():
+            future.set_exception(exc)

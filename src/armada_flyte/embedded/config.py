@@ -1,0 +1,82 @@
+"""`EmbeddedConfig`: everything an `EmbeddedArmada` is started with, checked when it is made."""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from armada_flyte.embedded.services.auth import Credentials
+from armada_flyte.embedded.services.grpc_server import TlsFiles
+from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner import PodRunner
+from armada_flyte.pod_runner.sandbox import DEFAULT_PRIVATE_PREFIXES
+
+
+@dataclass(frozen=True)
+class EmbeddedConfig:
+    cluster: Cluster | str | pathlib.Path | None = None
+    """A `Cluster`, a path to a cluster YAML, or None for the default (amd64 and tainted arm64 groups)."""
+    port: int = 0
+    """The gRPC port on 127.0.0.1 (0: any free one)."""
+    executor: str | PodRunner = "process"
+    """"process" (pods run as local processes), "docker", or a `PodRunner` object of your own."""
+    queues: tuple[str, ...] = ("flyte",)
+    """Queues created at start (a queue saved in `state_dir` keeps its settings)."""
+    paused: bool = False
+    """Leave scheduled jobs LEASED until `EmbeddedArmada.resume()`."""
+    visibility_delay: float = 0.0
+    """Seconds a new job reads UNKNOWN on the Jobs API, as on a real cluster."""
+    default_priority_class: str = DEFAULT_PRIORITY_CLASS
+    """The class a job without one gets (Armada's `submission.defaultPriorityClassName`;
+    armada-preemptible makes such jobs preemptible)."""
+    sandbox_root: str | pathlib.Path | None = None
+    """Where process-executor pods get their private folders (None: a temporary folder)."""
+    private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES
+    """Host paths process-executor pods can't see."""
+    auth: tuple[str, ...] = ()
+    """Credentials ("basic:USER:PASSWORD", "bearer:TOKEN") every call must carry, as Armada requires."""
+    tls_cert: str | pathlib.Path | None = None
+    """With `tls_key` (PEM files): serve TLS instead of plaintext."""
+    tls_key: str | pathlib.Path | None = None
+    secrets: Optional[Mapping[str, Mapping[str, str | bytes]]] = None
+    """The cluster's Secrets ({name: {key: value}}), which pods' `secretKeyRef`, `envFrom.secretRef` and
+    `secret` volumes read; `EmbeddedArmada.add_secret` adds more while it runs."""
+    secrets_file: str | pathlib.Path | None = None
+    """More Secrets, as Kubernetes Secret manifests in a YAML file."""
+    state_dir: str | pathlib.Path | None = None
+    """Keep queues, jobs, events and pod logs in an SQLite file there, so a server started again on it
+    goes on where the last one stopped; None keeps them in memory only."""
+    kubeconfig: str | pathlib.Path | None = None
+    """Where the kubeconfig of the cluster's read-only Kubernetes API is written (default:
+    `state_dir/kubeconfig`, else a temporary file removed at stop)."""
+    kube_api_port: int = 0
+    """The Kubernetes API's port on 127.0.0.1 (0: any free one)."""
+    ingress_port: int = 0
+    """The ingress controller's port on 127.0.0.1 (0: any free one)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queues", tuple(self.queues))
+        object.__setattr__(self, "auth", tuple(self.auth))
+        if self.default_priority_class not in PRIORITY_CLASSES:
+            raise InvalidConfig(
+                "default_priority_class", self.default_priority_class, f"use one of {', '.join(PRIORITY_CLASSES)}"
+            )
+        Credentials.parse(self.auth)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise InvalidConfig(
+                "tls_cert", str(self.tls_cert or self.tls_key), "give both tls_cert and tls_key, or neither"
+            )
+
+    @property
+    def credentials(self) -> Optional[Credentials]:
+        """The accepted credentials; None: no authentication."""
+        return Credentials.parse(self.auth)
+
+    @property
+    def tls(self) -> Optional[TlsFiles]:
+        if self.tls_cert and self.tls_key:
+            return TlsFiles(pathlib.Path(self.tls_cert), pathlib.Path(self.tls_key))
+        return None

@@ -1,0 +1,1 @@
+"""The read-only Kubernetes API of the embedded cluster: its nodes, namespaces, pods and Services."""

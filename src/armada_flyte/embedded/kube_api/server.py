@@ -1,0 +1,224 @@
+"""A small read-only Kubernetes API for the embedded cluster, over plain HTTP on 127.0.0.1.
+
+Enough of the core v1 API for client-go and kubectl to find nodes, namespaces, pods and
+services: `/version`, the discovery documents (`/api`, `/api/v1`, `/apis`), and list and get of
+those four resources, with `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace)
+as the API server reads them. Answers are JSON (as Tables when kubectl asks for them, to print);
+errors are `Status` objects with Kubernetes' codes and reasons. Everything else is refused:
+writes and watches (405: this cluster is changed only through Armada), other resources (404).
+There is no TLS and no authentication, as the embedded gRPC server's default; it listens on
+127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
+
+from armada_flyte.embedded.control_plane.plane import ControlPlane
+from armada_flyte.embedded.kube_api import cluster_objects
+from armada_flyte.embedded.kube_api.label_selector import BadSelector, matches, parse_selector
+from armada_flyte.embedded.kube_api.tables import table, wants_table
+from armada_flyte.errors import InvalidConfig
+
+HOST = "127.0.0.1"
+_RESOURCES = {
+    # name: (kind, namespaced, short names)
+    "namespaces": ("Namespace", False, ["ns"]),
+    "nodes": ("Node", False, ["no"]),
+    "pods": ("Pod", True, ["po"]),
+    "services": ("Service", True, ["svc"]),
+}
+_FIELDS = ("metadata.name", "metadata.namespace")
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str, details: Optional[dict[str, str]] = None):
+        super().__init__(message)
+        self.code, self.reason, self.details = code, reason, details
+
+
+class KubeApi:
+    """The objects the API serves, read from the control plane at each request."""
+
+    def __init__(self, plane: ControlPlane):
+        self._plane = plane
+
+    def objects(self, resource: str) -> list[dict[str, Any]]:
+        cluster = self._plane.cluster
+        if resource == "nodes":
+            return cluster_objects.nodes(cluster)
+        if resource == "namespaces":
+            return cluster_objects.namespaces(cluster)
+        pods = cluster_objects.live_pods(self._plane.queries.all_jobs(), time.time())
+        if resource == "pods":
+            return [cluster_objects.pod_object(job, run) for job, run in pods]
+        return [service for job, run in pods for service in cluster_objects.service_objects(job, run)]
+
+    def answer(self, path: str, query: dict[str, str], accept: str = "") -> dict[str, Any]:
+        """The JSON answer to GET `path` (a Table when `accept` asks for one, as kubectl does to print);
+        raises ApiError with Kubernetes' status otherwise."""
+        parts = [p for p in path.split("/") if p]
+        if query.get("watch") in ("true", "1"):
+            raise ApiError(405, "MethodNotAllowed", "the embedded cluster's read-only API does not serve watches")
+        fixed = _DISCOVERY.get(tuple(parts))
+        if fixed is not None:
+            return fixed()
+        if parts[:2] != ["api", "v1"]:
+            raise _not_found_path()
+        rest = parts[2:]
+        namespace: Optional[str] = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in _RESOURCES or len(rest) > 2:
+            raise _not_found_path()
+        resource, name = rest[0], (rest[1] if len(rest) == 2 else None)
+        kind, namespaced, _ = _RESOURCES[resource]
+        if namespace is not None and not namespaced:
+            raise _not_found_path()
+        items = [o for o in self.objects(resource) if namespace is None or o["metadata"].get("namespace") == namespace]
+        if name is not None:
+            if namespaced and namespace is None:
+                raise _not_found_path()
+            found = next((o for o in items if o["metadata"]["name"] == name), None)
+            if found is None:
+                raise ApiError(404, "NotFound", f'{resource} "{name}" not found', {"name": name, "kind": resource})
+            return table(resource, [found]) if wants_table(accept) else found
+        items = _selected(items, query)
+        if wants_table(accept):
+            return table(resource, items)
+        return {"kind": f"{kind}List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
+
+
+def _selected(items: list[dict[str, Any]], query: dict[str, str]) -> list[dict[str, Any]]:
+    try:
+        labels = parse_selector(query.get("labelSelector", ""))
+    except BadSelector as exc:
+        raise ApiError(400, "BadRequest", str(exc)) from None
+    fields = {}
+    for part in filter(None, query.get("fieldSelector", "").split(",")):
+        key, equals, value = part.replace("==", "=").partition("=")
+        if not equals or key.strip() not in _FIELDS:
+            raise ApiError(400, "BadRequest", f'field label not supported: "{key.strip()}"')
+        fields[key.strip()] = value.strip()
+    return [
+        item
+        for item in items
+        if matches(labels, item["metadata"].get("labels", {}))
+        and all(item["metadata"].get(key.split(".")[1], "") == value for key, value in fields.items())
+    ]
+
+
+def _not_found_path() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def _resource_list() -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "v1",
+        "resources": [
+            {
+                "name": name,
+                "singularName": kind.lower(),
+                "namespaced": namespaced,
+                "kind": kind,
+                "verbs": ["get", "list"],
+                "shortNames": short,
+            }
+            for name, (kind, namespaced, short) in _RESOURCES.items()
+        ],
+    }
+
+
+_DISCOVERY: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
+    ("version",): lambda: dict(cluster_objects.KUBERNETES_VERSION),
+    ("api",): lambda: {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": HOST}],
+    },
+    ("apis",): lambda: {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+    ("api", "v1"): _resource_list,
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        url = urllib.parse.urlsplit(self.path)
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        try:
+            self._send(200, self.server.api.answer(url.path, query, self.headers.get("Accept", "")))
+        except ApiError as exc:
+            self._send(exc.code, _status(exc))
+
+    def _refuse(self) -> None:
+        self._send(
+            405, _status(ApiError(405, "MethodNotAllowed", "the embedded cluster's Kubernetes API is read-only"))
+        )
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the server's own log says enough
+        pass
+
+
+def _status(error: ApiError) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": str(error),
+        "reason": error.reason,
+        **({"details": error.details} if error.details else {}),
+        "code": error.code,
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], api: KubeApi):
+        super().__init__(address, _Handler)
+        self.api = api
+
+
+class KubeApiServer:
+    """The HTTP server on its own thread; `url` is what a kubeconfig's `server` names."""
+
+    def __init__(self, plane: ControlPlane, port: int = 0):
+        try:
+            self._server = _Server((HOST, port), KubeApi(plane))
+        except OSError as exc:
+            raise InvalidConfig(
+                "kube_api_port", port, f"{HOST}:{port} is not free ({exc.strerror}); pick another, or 0 for any"
+            ) from None
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="kube-api", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

@@ -1,0 +1,1 @@
+"""Scheduling: which node suits a pod (matching), whether a gang fits, and Armada's scheduling reports."""

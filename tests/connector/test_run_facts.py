@@ -1,0 +1,59 @@
+"""What a job set's events say about a job's run stands in for GetJobDetails and GetJobErrors.
+
+Real Armada's failed events carry exit codes in `container_statuses[].exitCode` and leave
+`exit_codes` empty (`internal/server/event/conversion/conversions.go`).
+"""
+
+from __future__ import annotations
+
+import pytest
+from armada_client.armada import event_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.connector.job_set_streams import RunFacts
+
+pytestmark = pytest.mark.pure
+
+
+def _at(seconds: int) -> Timestamp:
+    return Timestamp(seconds=seconds)
+
+
+def _run(*events: tuple[str, object]) -> RunFacts:
+    facts = RunFacts()
+    for kind, event in events:
+        facts = facts.after(kind, event)
+    return facts
+
+
+RUNNING = ("running", event_pb2.JobRunningEvent(job_id="j", created=_at(100), node_name="n1", cluster_id="c"))
+
+
+def test_a_failure_gives_node_times_reason_and_each_containers_exit_code():
+    statuses = [event_pb2.ContainerStatus(name="main", exitCode=3), event_pb2.ContainerStatus(name="side", exitCode=0)]
+    failed = event_pb2.JobFailedEvent(
+        job_id="j", created=_at(130), node_name="n1", reason="Container main failed", container_statuses=statuses
+    )
+    facts = _run(RUNNING, ("failed", failed))
+    assert (facts.node, facts.cluster, facts.started_at, facts.finished_at) == ("n1", "c", 100.0, 130.0)
+    assert facts.reason == "Container main failed" and dict(facts.exit_codes) == {"main": 3, "side": 0}
+    assert facts.covers(JobState.FAILED)
+
+
+def test_a_success_covers_the_end_and_a_running_job_its_start_only():
+    succeeded = event_pb2.JobSucceededEvent(job_id="j", created=_at(120), node_name="n1")
+    assert _run(RUNNING).covers(JobState.RUNNING) and not _run(RUNNING).covers(JobState.SUCCEEDED)
+    assert _run(RUNNING, ("succeeded", succeeded)).covers(JobState.SUCCEEDED)
+    assert not RunFacts().covers(JobState.PENDING)
+
+
+def test_a_rejections_reason_and_a_reasonless_failure_are_left_to_ask_for():
+    rejected = event_pb2.JobFailedEvent(job_id="j", created=_at(5), reason="pool default", cause=event_pb2.Rejected)
+    bare = event_pb2.JobFailedEvent(job_id="j", created=_at(5))
+    assert _run(("failed", rejected)).reason is None and _run(("failed", bare)).reason is None
+
+
+def test_a_run_given_back_forgets_what_was_known_of_it():
+    returned = event_pb2.JobLeaseReturnedEvent(job_id="j", created=_at(110))
+    assert _run(RUNNING, ("lease_returned", returned)) == RunFacts()
