@@ -11,8 +11,7 @@ if [ "${1:-}" != --real-armada ]; then
   exec .venv/bin/python examples/multiarch.py "$@"
 fi
 shift
-scripts/setup-venv.sh test # the executor's stubs are generated with grpcio-tools
-scripts/build-executor-stubs.sh >/dev/null
+scripts/setup-venv.sh test # the executor and its stubs (real-armada.sh up builds them with grpcio-tools)
 secrets="$(mktemp -t armada-flyte-demo-secrets.XXXXXX.yaml)"
 trap 'scripts/real-armada.sh down || true; rm -f "$secrets"' EXIT
 .venv/bin/python -c 'import sys, yaml
