@@ -60,14 +60,16 @@ def _state(client, job_id: str) -> int:
 
 def test_the_task_timeout_is_the_pods_deadline_and_ends_the_attempt_when_its_run_exceeds_it(c0, client):
     template = python_template(SLEEPER)
-    template.metadata.timeout.seconds = 2
+    # Long enough for the pod to start first (it is the queued timeout too): real Armada leases and
+    # starts a pod in a few seconds on a busy machine.
+    template.metadata.timeout.seconds = 8
     meta = _create(c0, template, "timeout")
     job_id = json.loads(meta)["job_id"]
-    assert _job_spec(client, job_id).pod_spec.activeDeadlineSeconds == 2  # the pod spec Armada received
+    assert _job_spec(client, job_id).pod_spec.activeDeadlineSeconds == 8  # the pod spec Armada received
 
     resource = poll_to_end(c0, meta, timeout=60)
     assert resource.phase == TaskExecution.RETRYABLE_FAILED, resource.message
-    assert "TaskTimeout" in resource.message and "timeout of 2s running" in resource.message
+    assert "TaskTimeout" in resource.message and "timeout of 8s running" in resource.message
     assert resource.custom_info["error"]["code"] == "TaskTimeout"
     # Whichever comes first ends it: the connector's cancel, or the kubelet at the pod's deadline.
     wait_until(lambda: _state(client, job_id) in (submit_pb2.CANCELLED, submit_pb2.FAILED), timeout=30)
@@ -160,7 +162,12 @@ def test_the_job_carries_flytes_identity_as_its_external_job_uri(c0, client):
     meta = json.loads(_create(c0, python_template("pass"), "r9", action="a3", attempt=1))
     uri = "flyte://default/proj/dev/r9/a3/1"  # no org in the metadata: a0's stand-in org
     # Armada's own lookup by external URI (Jobs.GetJobStatusUsingExternalJobUri) finds the job.
-    found = client.get_job_status_by_external_job_uri(meta["queue"], meta["job_set_id"], uri)
-    assert dict(found.job_states).keys() == {meta["job_id"]}
+    # Real Armada's query side has the job a moment after the submit.
+    found = wait_until(
+        lambda: client.get_job_status_by_external_job_uri(meta["queue"], meta["job_set_id"], uri).job_states,
+        30,
+        f"Armada to find job {meta['job_id']} by its external job URI",
+    )
+    assert dict(found).keys() == {meta["job_id"]}
     # Also set as Armada's (legacy) annotation, as Armada's Airflow operator does.
     assert _job_spec(client, meta["job_id"]).annotations["armadaproject.io/externalJobUri"] == uri
