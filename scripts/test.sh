@@ -44,7 +44,7 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
     tests/e2e/test_interrupted_runs.py tests/connector/test_c0_service.py tests/connector/test_connector.py
     tests/connector/test_any_architecture.py tests/connector/test_timeouts_and_metadata.py
     tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
-    tests/connector/test_crash_reasons.py)
+    tests/connector/test_crash_reasons.py tests/e2e/test_multiarch_example.py)
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
   REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
   cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
