@@ -1,22 +1,29 @@
-"""The connector at scale, through a real `c0` over gRPC, against the embedded Armada server.
+"""The connector at scale, through a real `c0` over gRPC, against the embedded Armada server or real Armada.
 
-RPCs are counted AT the embedded server (its call counter), never in the client.
+`--armada embedded` (default) starts the embedded server (paused); `--armada real` uses the bed in
+ARMADA_URL (`scripts/real-armada.sh up`, with our executor; the jobs ask for 3 CPUs, so most stay
+queued). RPCs are counted at a gRPC proxy in front of either server (`counting_proxy.py`), never in
+the client.
 
 1. Creates per second, 100 concurrent CreateTask calls, for the armada connector and, through
    the same c0 in the same run, a no-op connector (c0's own cost). Target: >= 2,000/s and
-   within 1.3x of the no-op rate.
+   within 1.3x of the no-op rate. The floor: the raw `armada_client` sending the SubmitJobs
+   requests the connector sent (same jobs, same batches, as many in flight) to the same server,
+   right after. Target: the connector at >= 0.75x the raw client's jobs per second.
 2. Status RPCs per 3 s round: N tasks in flight, each asked once (GetTask) at a time spread
    evenly over the round, as a Flyte backend's resync does. Targets: <= 3 GetJobStatus calls at
    N = 1,000 and <= 12 at N = 5,000, and no call fails; GetTask p99 at N = 1,000 under 5 ms.
 3. c0's memory with 10,000 tasks in flight, above its warmed-up size. Target: < +30 MB.
 
-The executor is paused, so jobs stay in flight (LEASED or QUEUED) for the whole run.
-Prints one JSON object. Run: .venv/bin/python benchmarks/bench_connector_scale.py
+The executor is paused (embedded), or two jobs run at a time (real), so jobs stay in flight for the
+whole run; on real Armada the benchmark cancels its job sets at the end.
+Prints one JSON object. Run: .venv/bin/python benchmarks/bench_connector_scale.py [--armada real]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -33,26 +40,37 @@ from flyteidl2.core import tasks_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.spec import SubmissionSpec
 from armada_flyte.task.plugin import ArmadaConfig
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from armada_under_test import ArmadaUnderTest, add_armada_option, armada_under_test, load_average  # noqa: E402
 from c0_process import rss_mb, running_c0  # noqa: E402
+from raw_client_floor import cancel_job_sets, job_set_of, resubmit  # noqa: E402
 
 ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
 NOOP = connector_pb2.TaskCategory(name="noop", version=0)
 TASKS_PER_RUN = 100
 CONCURRENT = 100
 ROUND_SECONDS = 3.0
+QUEUE = "flyte"
+RAW_FLOOR_TARGET = 0.75
+RUN_STAMP = time.strftime("%H%M%S")
+"""In the run names: a real Armada kept from an earlier run answers a repeated task from its deduplication."""
 
 
-def template(task_type: str) -> tasks_pb2.TaskTemplate:
+HELD = ("3", ("sleep", "600"))
+"""The scale runs' jobs: 3 CPUs and a long sleep, so on a server whose executor runs pods (real Armada's
+bed) two run at a time and the rest stay queued: in flight, as the rounds need them (a job that ended
+leaves the connector's status view once read, so asking for it again is a GetJobStatus)."""
+
+
+def template(task_type: str, cpu: str = "10m", command: tuple[str, ...] = ("true",)) -> tasks_pb2.TaskTemplate:
     t = tasks_pb2.TaskTemplate(type=task_type)
     t.id.name = "bench.task"
     t.container.image = "python:3.11-slim"
-    t.container.command.extend(["true"])
-    t.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value="10m")
+    t.container.command.extend(command)
+    t.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value=cpu)
     t.container.resources.limits.add(name=tasks_pb2.Resources.MEMORY, value="16Mi")
     t.custom.update(SubmissionSpec.from_config(ArmadaConfig(), {}).to_custom())
     return t
@@ -91,14 +109,14 @@ def cpu_seconds(pid: int) -> float:
 
 def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[bytes], int]:
     """Create `count` tasks (runs of 100); returns creates/s, the resource metas, and how many failed."""
-    category_template = template(task_type)
+    category_template = template(task_type, *HELD)
 
     def start(i: int) -> grpc.Future:
         n = first + i
         request = connector_pb2.CreateTaskRequest(
             template=category_template,
             output_prefix=f"s3://bench/raw/{n}",
-            task_execution_metadata=metadata(f"run-{n // TASKS_PER_RUN}", f"a{n}"),
+            task_execution_metadata=metadata(f"run-{RUN_STAMP}-{n // TASKS_PER_RUN}", f"a{n}"),
         )
         return stub.CreateTask.future(request, timeout=60)
 
@@ -157,38 +175,99 @@ def status_round(stub, armada_calls: Callable[[], dict[str, int]], metas: list[b
     }
 
 
-def creates_only(count: int, rounds: int) -> dict:
+class JobSets:
+    """The job sets a run submitted to, to cancel on a shared real Armada at the end."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def creates(
+        self, armada: ArmadaUnderTest, stub, task_type: str, first: int, count: int
+    ) -> tuple[float, list[bytes], int]:
+        """`creates`, noting the job sets the connector submitted to."""
+        armada.proxy.forget_submits()
+        result = creates(stub, task_type, first, count)
+        self.names.update(job_set_of(r) for r in armada.proxy.submits()[0])
+        return result
+
+    def cancel(self, armada: ArmadaUnderTest) -> None:
+        if armada.kind == "real":
+            cancel_job_sets(armada.url, QUEUE, self.names)
+
+
+@dataclasses.dataclass
+class FloorRound:
+    """The armada connector's creates of one round, and the SubmitJobs requests they made, as the proxy saw them."""
+
+    rate: float
+    metas: list[bytes]
+    failed: int
+    requests: list[bytes]
+    submits_in_flight: int
+    raw_rate: float = 0.0
+
+    @classmethod
+    def created(cls, armada: ArmadaUnderTest, stub, first: int, count: int) -> FloorRound:
+        armada.proxy.forget_submits()
+        rate, metas, failed = creates(stub, "armada", first, count)
+        return cls(rate, metas, failed, *armada.proxy.submits())
+
+    def floor(self, armada: ArmadaUnderTest, job_sets: JobSets, label: str) -> None:
+        """The raw client sends the same requests again, to job sets of their own, as many at once."""
+        self.raw_rate, raw_failed = resubmit(armada.url, self.requests, self.submits_in_flight, label)
+        self.failed += raw_failed
+        for request in self.requests:
+            job_set = job_set_of(request)
+            job_sets.names.update((job_set, f"{label}-{job_set}"))
+
+
+def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
     """The creates figure alone, no-op and armada alternating `rounds` times in one c0, with the CPU
-    each create cost c0 and this process (the benchmark's client and the embedded server)."""
-    with (
-        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
+    each create cost c0 and this process (the benchmark's client), and the raw client's floor after each
+    armada round."""
+    job_sets = JobSets()
+    with tempfile.TemporaryDirectory() as tmp:
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
-            creates(stub, "armada", 0, 200)
+            job_sets.creates(armada, stub, "armada", 0, 200)
             creates(stub, "noop", 0, 200)
             figures: dict[str, dict[str, list[float]]] = {"noop": {}, "armada": {}}
             first = 200
             for _ in range(rounds):
                 for task_type, seen in figures.items():
                     c0_before, here_before = cpu_seconds(pid), time.process_time()
-                    submits_before = armada.calls.count("SubmitJobs")
-                    rate, _, failed = creates(stub, task_type, first, count)
-                    seen.setdefault("submit_calls", []).append(armada.calls.count("SubmitJobs") - submits_before)
-                    first += count
-                    seen.setdefault("rate", []).append(rate)
+                    if task_type == "armada":
+                        measured = FloorRound.created(armada, stub, first, count)
+                        rate, failed = measured.rate, measured.failed
+                    else:
+                        rate, _, failed = creates(stub, task_type, first, count)
                     seen.setdefault("c0_cpu_ms", []).append((cpu_seconds(pid) - c0_before) * 1000 / count)
                     seen.setdefault("bench_cpu_ms", []).append((time.process_time() - here_before) * 1000 / count)
+                    if task_type == "armada":
+                        measured.floor(armada, job_sets, f"raw{first}")
+                        seen.setdefault("raw_rate", []).append(measured.raw_rate)
+                        seen.setdefault("submit_calls", []).append(len(measured.requests))
+                        seen.setdefault("submits_in_flight", []).append(measured.submits_in_flight)
+                        failed = measured.failed
+                    first += count
+                    seen.setdefault("rate", []).append(rate)
                     seen.setdefault("failed", []).append(failed)
+    job_sets.cancel(armada)
     noop, real = figures["noop"], figures["armada"]
     noop_rate, armada_rate = statistics.median(noop["rate"]), statistics.median(real["rate"])
+    ratios = [c / r for c, r in zip(real["rate"], real["raw_rate"])]
     return {
-        "benchmark": "creates through c0 (medians of the rounds)",
+        "benchmark": f"creates through c0 against {armada.kind} Armada (medians of the rounds)",
+        "armada": armada.kind,
+        "load_average": load_average(),
         "creates": count,
         "rounds": rounds,
         "creates_per_second": round(armada_rate),
+        "raw_client_jobs_per_second": round(statistics.median(real["raw_rate"])),
+        "connector_vs_raw_client": round(statistics.median(ratios), 2),
+        "connector_vs_raw_client_rounds": [round(r, 2) for r in ratios],
+        "meets_raw_client_target": statistics.median(ratios) >= RAW_FLOOR_TARGET,
         "noop_creates_per_second": round(noop_rate),
         "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
         "c0_cpu_ms_per_create": round(statistics.median(real["c0_cpu_ms"]), 3),
@@ -197,8 +276,83 @@ def creates_only(count: int, rounds: int) -> dict:
         "noop_bench_cpu_ms_per_create": round(statistics.median(noop["bench_cpu_ms"]), 3),
         "failed_creates": sum(noop["failed"]) + sum(real["failed"]),
         "items_per_submit_call": round(count / statistics.median(real["submit_calls"]), 1),
-        "rates": {"noop": [round(r) for r in noop["rate"]], "armada": [round(r) for r in real["rate"]]},
+        "most_submits_in_flight": max(real["submits_in_flight"]),
+        "rates": {
+            "noop": [round(r) for r in noop["rate"]],
+            "armada": [round(r) for r in real["rate"]],
+            "raw_client": [round(r) for r in real["raw_rate"]],
+        },
     }
+
+
+def at_scale(armada: ArmadaUnderTest, count: int, status_rounds: list[int], memory_in_flight: int) -> dict:
+    """Every figure of the docstring in one c0."""
+    job_sets = JobSets()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+        with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
+            stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
+            # warm up: imports, channels, the first job sets' streams
+            _, metas, _ = job_sets.creates(armada, stub, "armada", 0, 200)
+            creates(stub, "noop", 0, 200)
+            status_round(stub, armada.counts, metas)
+            baseline_mb = rss_mb(pid)
+
+            noop_rate, _, noop_failed = creates(stub, "noop", 200, count)
+            measured = FloorRound.created(armada, stub, 200, count)
+            measured.floor(armada, job_sets, "raw")
+            armada_rate, create_failed, submit_calls = measured.rate, measured.failed, len(measured.requests)
+            metas += measured.metas
+
+            rounds = {}
+            for n in status_rounds:
+                if len(metas) < n:
+                    metas += job_sets.creates(armada, stub, "armada", len(metas), n - len(metas))[1]
+                status_round(stub, armada.counts, metas[:n])  # the round before: jobs asked for the first time
+                rounds[n] = status_round(stub, armada.counts, metas[:n])
+            if len(metas) < memory_in_flight:
+                metas += job_sets.creates(armada, stub, "armada", len(metas), memory_in_flight - len(metas))[1]
+            if memory_in_flight:
+                rounds[len(metas)] = status_round(stub, armada.counts, metas)
+            memory_mb = rss_mb(pid) - baseline_mb
+    job_sets.cancel(armada)
+
+    r1, r5 = rounds.get(1000), rounds.get(5000)
+    result = {
+        "benchmark": f"connector at scale, through c0, against {armada.kind} Armada",
+        "armada": armada.kind,
+        "load_average": load_average(),
+        "cpus": os.cpu_count(),
+        "creates_per_second": round(armada_rate),
+        "raw_client_jobs_per_second": round(measured.raw_rate),
+        "connector_vs_raw_client": round(armada_rate / measured.raw_rate, 2),
+        "most_submits_in_flight": measured.submits_in_flight,
+        "noop_creates_per_second": round(noop_rate),
+        "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
+        "submit_jobs_calls": submit_calls,
+        "creates": count,
+        "failed_creates": create_failed + noop_failed,
+        **{f"round_{n}": figures for n, figures in rounds.items()},
+        "memory_in_flight": len(metas),
+        "memory_added_mb": round(memory_mb, 1),
+        "targets": {
+            "creates_per_second": ">= 2000 and within 1.3x of no-op",
+            "connector_vs_raw_client": f">= {RAW_FLOOR_TARGET}",
+            "status_calls_1000": "<= 3",
+            "status_calls_5000": "<= 12, no failed call",
+            "get_task_p99_ms_1000": "< 5",
+            "memory_added_mb_10000": "< 30",
+        },
+    }
+    result["meets_targets"] = {
+        "creates": armada_rate >= 2000 and noop_rate / armada_rate <= 1.3,
+        "connector_vs_raw_client": armada_rate / measured.raw_rate >= RAW_FLOOR_TARGET,
+        "status_calls_1000": r1 is not None and r1["get_job_status_calls"] <= 3 and not r1["failed_calls"],
+        "status_calls_5000": r5 is not None and r5["get_job_status_calls"] <= 12 and not r5["failed_calls"],
+        "get_task_p99_1000": r1 is not None and r1["get_task_p99_ms"] < 5,
+        "memory": memory_mb < 30,
+    }
+    return result
 
 
 def main() -> int:
@@ -208,71 +362,16 @@ def main() -> int:
     parser.add_argument(
         "--only-creates", type=int, default=0, metavar="ROUNDS", help="only the creates figure, ROUNDS times each"
     )
+    parser.add_argument(
+        "--status-rounds", type=int, nargs="*", default=[1000, 5000], metavar="N", help="in-flight counts to measure"
+    )
+    add_armada_option(parser)
     args = parser.parse_args()
-    if args.only_creates:
-        print(json.dumps(creates_only(args.creates, args.only_creates), indent=2))
-        return 0
-
-    with (
-        EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True)) as armada,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
-        with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
-            stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
-            # warm up: imports, channels, the first job sets' streams
-            _, metas, _ = creates(stub, "armada", 0, 200)
-            creates(stub, "noop", 0, 200)
-            status_round(stub, armada.calls.counts, metas)
-            baseline_mb = rss_mb(pid)
-
-            noop_rate, _, noop_failed = creates(stub, "noop", 200, args.creates)
-            submits_before = armada.calls.count("SubmitJobs")
-            armada_rate, more, create_failed = creates(stub, "armada", 200, args.creates)
-            submit_calls = armada.calls.count("SubmitJobs") - submits_before
-            metas += more
-
-            rounds = {}
-            for n in (1000, 5000):
-                if len(metas) < n:
-                    metas += creates(stub, "armada", len(metas), n - len(metas))[1]
-                status_round(stub, armada.calls.counts, metas[:n])  # the round before: jobs asked for the first time
-                rounds[n] = status_round(stub, armada.calls.counts, metas[:n])
-            if len(metas) < args.memory_in_flight:
-                metas += creates(stub, "armada", len(metas), args.memory_in_flight - len(metas))[1]
-            rounds[len(metas)] = status_round(stub, armada.calls.counts, metas)
-            memory_mb = rss_mb(pid) - baseline_mb
-
-    r1, r5 = rounds[1000], rounds[5000]
-    result = {
-        "benchmark": "connector at scale, through c0, against the embedded Armada server",
-        "cpus": os.cpu_count(),
-        "creates_per_second": round(armada_rate),
-        "noop_creates_per_second": round(noop_rate),
-        "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
-        "submit_jobs_calls": submit_calls,
-        "creates": args.creates,
-        "failed_creates": create_failed + noop_failed,
-        "round_1000": r1,
-        "round_5000": r5,
-        f"round_{len(metas)}": rounds[len(metas)],
-        "memory_in_flight": len(metas),
-        "memory_added_mb": round(memory_mb, 1),
-        "targets": {
-            "creates_per_second": ">= 2000 and within 1.3x of no-op",
-            "status_calls_1000": "<= 3",
-            "status_calls_5000": "<= 12, no failed call",
-            "get_task_p99_ms_1000": "< 5",
-            "memory_added_mb_10000": "< 30",
-        },
-    }
-    result["meets_targets"] = {
-        "creates": armada_rate >= 2000 and noop_rate / armada_rate <= 1.3,
-        "status_calls_1000": r1["get_job_status_calls"] <= 3 and not r1["failed_calls"],
-        "status_calls_5000": r5["get_job_status_calls"] <= 12 and not r5["failed_calls"],
-        "get_task_p99_1000": r1["get_task_p99_ms"] < 5,
-        "memory": memory_mb < 30,
-    }
+    with armada_under_test(args.armada) as armada:
+        if args.only_creates:
+            result = creates_only(armada, args.creates, args.only_creates)
+        else:
+            result = at_scale(armada, args.creates, args.status_rounds, args.memory_in_flight)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -8,6 +8,10 @@ own (`trivial_task/ours.py`, `trivial_task/stock.py`), since the pod loads the t
 ours imports only the authoring surface, as a user's module does; the stock one also needs the
 connector service in its pod.
 
+The floor, in the same run, alternating with ours: the pod our last run launched (its a0 command,
+environment and secrets), given again to the same pod runner alone, with no Armada, connector or
+Flyte client around it (`pod_alone.py`). Target: ours at most 1.15x a0 alone (medians).
+
     .venv/bin/python benchmarks/bench_trivial_task.py [--runs 5]
 """
 
@@ -25,8 +29,13 @@ import flyte
 
 from armada_flyte.local.stack import local_stack
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from armada_under_test import load_average  # noqa: E402
+from pod_alone import LaunchRecorder, run_alone  # noqa: E402
+
 PROJECT = pathlib.Path(__file__).parent / "trivial_task"
 TARGET_S = 0.70
+TARGET_VS_A0_ALONE = 1.15
 
 
 def main() -> int:
@@ -40,6 +49,8 @@ def main() -> int:
 
     with local_stack() as stack:
         stack.init_flyte(PROJECT)
+        plane = stack.server.plane
+        recorder = plane.executor = LaunchRecorder(plane.executor)
         runner = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path)
 
         def timed(task) -> float:
@@ -51,18 +62,29 @@ def main() -> int:
             return elapsed
 
         timed(ours.add_one_ours)  # warm-up: imports, first bundle upload
-        ours_s = [timed(ours.add_one_ours) for _ in range(args.runs)]
+        ours_s, alone_s = [], []
+        for _ in range(args.runs):
+            ours_s.append(timed(ours.add_one_ours))
+            assert recorder.last is not None
+            alone_s.append(run_alone(recorder.runner, recorder.last))
         stock_s = [timed(stock.add_one_stock) for _ in range(args.runs)]
 
+    vs_alone = statistics.median(ours_s) / statistics.median(alone_s)
     result = {
         "benchmark": "trivial task, local run through the embedded Armada server",
+        "load_average": load_average(),
         "runs": args.runs,
         "armada_flyte_median_s": round(statistics.median(ours_s), 3),
+        "a0_alone_median_s": round(statistics.median(alone_s), 3),
+        "armada_flyte_vs_a0_alone": round(vs_alone, 2),
         "stock_mixin_median_s": round(statistics.median(stock_s), 3),
         "armada_flyte_s": [round(t, 3) for t in ours_s],
+        "a0_alone_s": [round(t, 3) for t in alone_s],
         "stock_mixin_s": [round(t, 3) for t in stock_s],
         "target_median_s": TARGET_S,
+        "target_vs_a0_alone": TARGET_VS_A0_ALONE,
         "meets_target": statistics.median(ours_s) <= TARGET_S,
+        "meets_target_vs_a0_alone": vs_alone <= TARGET_VS_A0_ALONE,
     }
     print(json.dumps(result, indent=2))
     return 0

@@ -12,7 +12,7 @@
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
 # REAL_ARMADA_STATE); progress goes to stderr. Ports derive from REAL_ARMADA_PORT_BASE (default
-# 50150: server gRPC base+1, executor API base+2, the rest up to base+17; see docs/real-armada.md),
+# 24150: server gRPC base+1, executor API base+2, the rest up to base+17; see docs/real-armada.md),
 # so beds with different bases run side by side. State (data, pid files, logs) lives in
 # REAL_ARMADA_STATE (default ${TMPDIR:-/tmp}/armada-flyte-real-armada-<base>) and is wiped by `up`.
 # ARMADA_FLYTE_CMD names the armada-flyte command (default: on PATH, else the repo's .venv).
@@ -25,7 +25,7 @@ repo="$(dirname "$here")"
 # shellcheck source=real-armada/configs.sh
 . "$here/real-armada/configs.sh"
 
-BASE="${REAL_ARMADA_PORT_BASE:-50150}"
+BASE="${REAL_ARMADA_PORT_BASE:-24150}"
 QUEUES=(e2e-test-queue flyte conformance)
 WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
 # Started in this order.
@@ -115,11 +115,11 @@ start() { # name, command...: in a session of its own (down ends the whole group
   echo $! >"$pids/$name.pid"
 }
 
-restarted_after_port_race() { # name: the bed's ports lie in Linux's ephemeral range, so an outgoing
-  # connection can hold one for a moment; a component that died on "address already in use" gets
-  # up to 3 more starts
+restarted_after_port_race() { # name: with a base in Linux's ephemeral range an outgoing connection
+  # can hold a bed port for a moment; a component that died on "address already in use" gets up to
+  # 3 more starts
   local name=$1 tries=${RESTARTS[$1]:-0}
-  [ "$tries" -lt 3 ] && grep -q "address already in use" "$logs/$name.log" 2>/dev/null || return 1
+  [ "$tries" -lt 3 ] && grep -qi "address already in use" "$logs/$name.log" 2>/dev/null || return 1
   RESTARTS[$name]=$((tries + 1))
   say "$name: a port was taken for a moment (address already in use); starting it again"
   sleep 1

@@ -6,9 +6,10 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read),
-# runs the conformance suite and the connector's production-path tests (tests/e2e, tests/connector)
-# against it with --armada real, and stops it.
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read), runs
+# the conformance suite, Armada's own cases (tests/embedded/test_armadas_own_tests.py) and the
+# connector's production-path tests (tests/e2e, tests/connector) against it with --armada real, and
+# stops it; scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments

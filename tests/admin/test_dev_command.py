@@ -22,7 +22,7 @@ from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.process_checks import is_alive, pids_in_log
 from support.process_output import Output
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -357,7 +357,7 @@ def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_doe
             assert failed.reason == "Pod is unexpectedly missing in Kubernetes"
             # Armada's executor marks this failure of its own (errormatch/types.go, pod_issue_handler.go).
             assert (failed.failure_category, failed.failure_subcategory) == ("internal", "pod-missing")
-            assert client.get_job_errors([lost]).job_errors[lost] == "Pod is unexpectedly missing in Kubernetes"
+            assert job_error(client, lost) == "Pod is unexpectedly missing in Kubernetes"
 
             armada_flyte.configure(armada_url=url, node_groups_preset="embedded")
             try:

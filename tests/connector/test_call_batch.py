@@ -152,13 +152,13 @@ def test_with_a_max_wait_a_burst_longer_than_the_window_goes_out_as_one_batch():
             sent.append(len(items))
             return [None] * len(items)
 
-        batcher = CallBatcher(send, window=0.25, max_items=500, max_wait=max_wait)
+        batcher = CallBatcher(send, window=1.0, max_items=500, max_wait=max_wait)
         calls = []
-        for n in range(30):
+        for n in range(60):
             calls.append(asyncio.ensure_future(batcher.submit("q", "s", n)))
-            await asyncio.sleep(0.02)  # at least 0.6 s in all: longer than a window, with gaps far shorter
+            await asyncio.sleep(0.02)  # at least 1.2 s in all: longer than a window, with gaps far shorter
         await asyncio.gather(*calls)
         return sent
 
-    assert asyncio.run(burst(max_wait=10.0)) == [30]
+    assert asyncio.run(burst(max_wait=10.0)) == [60]
     assert len(asyncio.run(burst(max_wait=0.0))) > 1

@@ -55,6 +55,11 @@ REASONS = {
 OTHER_REASONS = {
     "deadline": "Pod was active on the node longer than the specified deadline",
     "exec-format": "Container main failed with exit code 255: exec /usr/bin/python: exec format error",
+    "oom": (
+        "container main was OOMKilled: the container's processes went over its memory limit (268435456 bytes, "
+        "counting its files in /dev/shm and Memory emptyDirs); the most it was seen using: 734003200 bytes"
+    ),
+    "oom-no-limit": "Container main failed with exit code 137 because OOMKilled",
     "queue-limit": (
         "pool default:\njob/gang requests resources {cpu: 64} which exceeds the total limit of {cpu: 16} "
         "for its queue/priority class\n\n---"
@@ -321,6 +326,24 @@ CASES = [
         ),
     ),
     Case(JobState.FAILED, gang=True, phase=FAIL, says=("failed: Container main",)),
+    Case(
+        JobState.FAILED,
+        reason=OTHER_REASONS["oom"],
+        phase=RETRY,
+        says=(
+            "OOMKilled: Armada job j1 on node amd64-0 went over the task's memory limit of 256Mi (it used 700Mi): ",
+            "(268435456 bytes,",
+        ),
+        code="OOMKilled",
+    ),
+    Case(
+        JobState.FAILED,
+        reason=OTHER_REASONS["oom-no-limit"],
+        timeout="within",
+        phase=RETRY,
+        says=("went over the task's memory limit: Container main failed with exit code 137 because OOMKilled",),
+        code="OOMKilled",
+    ),
     # ---- REJECTED (real Armada's wording), CANCELLED, PREEMPTED ----
     Case(
         JobState.REJECTED,
@@ -420,6 +443,8 @@ def test_rules_that_hold_for_every_combination(state, error, timeout, gang, any_
         assert outcome.error is not None and outcome.error.recoverable
     if outcome.cancel:
         assert state not in TERMINAL_STATES and outcome.error.code == "TaskTimeout" and timeout == "over"
+    if outcome.error is not None and outcome.error.code == "TaskTimeout":
+        assert outcome.error.kind == "USER", "a timeout is the task's own limit, the same kind wherever it shows"
     assert outcome.info["armada_state"] == JobState.name_of(state)
 
 

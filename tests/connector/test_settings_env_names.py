@@ -51,6 +51,7 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_SECRET_ENV_VAR_PREFIX": ("placement", "secret_env_var_prefix"),
     "ARMADA_FLYTE_POLL_INTERVAL_SECONDS": ("timeouts", "poll_interval_seconds"),
     "ARMADA_FLYTE_FIRST_POLL_SECONDS": ("timeouts", "first_poll_seconds"),
+    "ARMADA_FLYTE_STREAM_TASK_LOGS": ("timeouts", "stream_task_logs"),
     "ARMADA_FLYTE_ACK_TIMEOUT_SECONDS": ("timeouts", "ack_timeout_seconds"),
     "ARMADA_FLYTE_ERROR_READ_TIMEOUT_SECONDS": ("timeouts", "error_read_timeout_seconds"),
     "ARMADA_FLYTE_ERROR_READ_GRACE_SECONDS": ("timeouts", "error_read_grace_seconds"),

@@ -1,5 +1,6 @@
 """A local run interrupted by Ctrl-C or stopped by SIGTERM (a real signal to a `flyte.run` process)
-cancels its Armada jobs, on the embedded server and on real Armada (`--armada real`)."""
+cancels its Armada jobs, on the embedded server and on real Armada (`--armada real`); Ctrl-C says so
+in one line."""
 
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ def test_a_sync_run_stopped_by_a_signal_cancels_its_armada_job(stack, tmp_path, 
         30,
         f"Armada to report job {job_id} cancelled; the run's log:\n{log.read_text()}\n{armada_logs()}",
     )
+    if stop == signal.SIGINT:  # one line says what happened, not a traceback of where the main thread waited
+        console = log.read_text()
+        assert "Traceback" not in console and "ERROR" not in console, console
+        assert console.rstrip().splitlines()[-1] == f"interrupted (Ctrl-C): cancelled Armada job {job_id}", console
     pod = int(pid_file.read_text())
     deadline = time.monotonic() + 30
     while is_alive(pod):

@@ -26,7 +26,7 @@ def test_typed_result_comes_back_from_an_arm64_job(flyte_run):
     stats = run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()
     assert (stats.count, stats.total) == (3, 8.0)
     (job,) = journal.jobs()
-    assert (job.architecture, job.source, job.node_group, job.state) == ("arm64", "task", "arm64", "SUCCEEDED")
+    assert (job.architecture, job.source, job.node_group, job.outcome) == ("arm64", "task", "arm64", "SUCCEEDED")
     assert job.node.startswith("arm64")
 
 
@@ -37,7 +37,7 @@ def test_fan_out_of_five(flyte_run):
     result = run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()
     assert list(result) == [0, 1, 4, 9, 16]
     jobs = journal.jobs()
-    assert len(jobs) == 5 and {j.state for j in jobs} == {"SUCCEEDED"}
+    assert len(jobs) == 5 and {j.outcome for j in jobs} == {"SUCCEEDED"}
     assert {j.node_group for j in jobs} == {"amd64"}
 
 
@@ -58,7 +58,7 @@ def test_a_gang_of_three_runs_together_on_one_architecture(flyte_run, stack):
     run = flyte_run(workflows.gang_of_three)
     assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2]
     jobs = journal.jobs()
-    assert len(jobs) == 3 and {(j.state, j.node_group) for j in jobs} == {("SUCCEEDED", "arm64")}
+    assert len(jobs) == 3 and {(j.outcome, j.node_group) for j in jobs} == {("SUCCEEDED", "arm64")}
     gangs = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
     ((gang_id, cardinality, uniformity_label),) = gangs  # one gang, scheduled by Armada as a whole
     assert gang_id.startswith("trio-") and cardinality == "3"
@@ -95,7 +95,7 @@ def test_an_any_task_reports_the_architecture_it_ran_on(flyte_run):
     (job,) = journal.jobs()
     ran = job.node.split("-")[0]  # the embedded server names nodes <group>-<n>
     assert ran in ("amd64", "arm64")
-    assert (job.architecture, job.source, job.node_group, job.state) == (f"{ran} (any)", "task", ran, "SUCCEEDED")
+    assert (job.architecture, job.source, job.node_group, job.outcome) == (f"{ran} (any)", "task", ran, "SUCCEEDED")
     assert f"{ran} (any)" in journal.format_jobs_table()
 
 
@@ -108,7 +108,9 @@ def test_user_exception_reaches_the_caller_with_type_and_message(flyte_run):
     assert info.value.code == "ValueError"
     assert "bad input: negative count" in str(info.value)
     (job,) = journal.jobs()
-    assert job.state == "SUCCEEDED"  # a0 exits 0: only error.pb tells the truth
+    # a0 exits 0, so Armada says SUCCEEDED: the table says what happened to the task, and Armada's state beside it
+    assert (job.outcome, job.armada_state) == ("FAILED ValueError", "SUCCEEDED")
+    assert "FAILED ValueError (Armada: SUCCEEDED)" in journal.format_jobs_table()
 
 
 def test_architecture_not_offered_fails_before_any_job(flyte_run, tmp_path):
@@ -138,7 +140,7 @@ def test_missing_toleration_is_rejected_with_the_taint_reason(flyte_run, tmp_pat
         f"to node group arm64 in {groups}"
     ) in str(info.value)
     (job,) = journal.jobs()
-    assert job.state == "REJECTED"
+    assert (job.outcome, job.armada_state) == ("FAILED", "REJECTED")
 
 
 def test_a_task_that_cannot_start_says_why_armada_kept_it_queued(flyte_run, stack):
@@ -190,7 +192,7 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
         assert time.monotonic() < deadline, f"process {pid} of the cancelled run is still alive"
         time.sleep(0.05)
     (job,) = journal.jobs()
-    assert job.state == "CANCELLED"  # what Armada reported after the cancel
+    assert (job.outcome, job.armada_state) == ("CANCELLED", "CANCELLED")  # Armada's state after the cancel
     states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
     assert states == {job.job_id: 9}
 
@@ -244,4 +246,4 @@ def test_an_armada_task_calling_another_task_fails_at_once_saying_tasks_are_leav
     assert "Armada tasks are leaves" in str(info.value) and "double" in str(info.value)
     assert time.monotonic() - started < 60, "it must fail at once, not wait for a backend"
     (job,) = journal.jobs()
-    assert job.state == "SUCCEEDED"  # a0 exits 0 and records the error in error.pb
+    assert (job.outcome, job.armada_state) == ("FAILED ArmadaTaskIsALeaf", "SUCCEEDED")  # a0 exits 0

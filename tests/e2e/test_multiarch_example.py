@@ -35,7 +35,7 @@ def test_the_examples_arm64_tasks_land_on_arm64_nodes_and_the_others_on_amd64(st
         sys.path.remove(str(EXAMPLES))
     outputs = run.outputs()
     assert float(outputs[0] if isinstance(outputs, tuple) else outputs) > 0
-    placed = sorted((job.task, job.node_group, job.node.split("-")[0], job.state) for job in journal.jobs())
+    placed = sorted((job.task, job.node_group, job.node.split("-")[0], job.outcome) for job in journal.jobs())
     assert placed == sorted(
         [("prepare", "amd64", "amd64", "SUCCEEDED")]
         + [("train", "arm64", "arm64", "SUCCEEDED")] * 3

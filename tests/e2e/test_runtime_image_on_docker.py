@@ -103,7 +103,7 @@ def test_a_flyte_task_runs_in_the_runtime_image_on_each_architecture(
     assert machines.IMAGE == runtime_image
     assert run_task(task) == f"{machine} uid=1000"
     (job,) = journal.jobs()
-    assert (job.architecture, job.node_group, job.state) == (architecture, architecture, "SUCCEEDED")
+    assert (job.architecture, job.node_group, job.outcome) == (architecture, architecture, "SUCCEEDED")
     served = docker_stack.server.job(job.job_id)
     assert (served.node_group, served.architecture) == (architecture, architecture)
     # The docker executor ran the pod as a linux/<architecture> container of this image, pulled from the registry.

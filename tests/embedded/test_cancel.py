@@ -219,6 +219,14 @@ def test_cancel_events_carry_no_reason(client: ArmadaClient, queue: str, job_set
     # FromInternalCancel / FromInternalCancelled (internal/server/event/conversion/conversions.go) set no reason
     cancels = [m for m in job_set_events(client, queue, job_set) if kind(m) in ("cancelling", "cancelled")]
     assert [getattr(m.message, kind(m)).reason for m in cancels] == ["", ""]
+
+
+def test_job_details_keep_the_cancel_reason(client: ArmadaClient, queue: str, job_set: str) -> None:
+    job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    client.submit_stub.CancelJobs(
+        submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set, job_ids=[job_id], reason="done with it")
+    )
+    wait_for_state(client, job_id, CANCELLED)
     assert client.get_job_details([job_id]).job_details[job_id].cancel_reason == "done with it"
 
 

@@ -27,7 +27,7 @@ from support.pods import (
     sleeper,
     submit_one,
 )
-from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
+from support.waiting import job_error, state_of, wait_for_a_scheduling_pass, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
 
@@ -158,7 +158,7 @@ def test_a_gang_that_was_placed_cannot_be_joined(own_armada) -> None:
     wait_for_state(client, quick, SUCCEEDED)
     late = submit_one(client, QUEUE, "js", item(pod(cpu="1"), annotations=gang("pair", 2)))
     wait_for_state(client, late, REJECTED)
-    assert "gang pair was already placed" in client.get_job_errors([late]).job_errors[late]
+    assert "gang pair was already placed" in job_error(client, late)
     assert state_of(client, slow) == RUNNING
 
 
@@ -232,7 +232,5 @@ def test_a_pod_the_executor_cannot_launch_fails_and_frees_its_node(own_armada) -
         i.job_id for i in client.submit_jobs(QUEUE, "js", [item(pod(cpu="1")), item(pod(cpu="1"))]).job_response_items
     ]
     wait_for_state(client, first, submit_pb2.FAILED, timeout=5)
-    assert (
-        "executor failed to launch the pod: can't start new thread" in client.get_job_errors([first]).job_errors[first]
-    )
+    assert "executor failed to launch the pod: can't start new thread" in job_error(client, first)
     wait_for_state(client, second, SUCCEEDED, timeout=5)

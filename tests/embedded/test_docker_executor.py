@@ -13,7 +13,7 @@ from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.pod_runner.docker import DockerPodRunner
 
 from support.pods import arm64_pod, item, submit_one
-from support.waiting import wait_for_state
+from support.waiting import job_error, wait_for_state
 
 
 class FakeContainer:
@@ -71,7 +71,7 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "flyte", "js", item(arm64_pod(["python3", "-c", "..."])))
         wait_for_state(client, job_id, submit_pb2.FAILED)
-        error = client.get_job_errors([job_id]).job_errors[job_id]
+        error = job_error(client, job_id)
         assert error == "Container main failed with exit code 3 because Error: disk full\n"  # pod_status.go
         assert armada.logs(job_id)[-2:] == ["hello", "disk full"]
     assert docker_client.created[0]["platform"] == "linux/arm64"

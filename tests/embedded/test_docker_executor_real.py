@@ -25,7 +25,7 @@ from armada_flyte.pod_runner.docker import LABEL_JOB_ID
 from support import real_parts
 from support.docker_engine import DockerEngine, EngineUnavailable
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, submit_one
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.embedded_only]
 
@@ -187,7 +187,7 @@ def test_a_non_zero_exit_is_failed_with_the_stderr_tail(armada, native_image) ->
         client, busybox_pod(native_image, HOST_ARCH, "sh", "-c", "echo working; echo disk full >&2; exit 3")
     )
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert error.endswith(" failed with exit code 3 because Error: disk full\n")  # Armada's pod_status.go
     assert server.job(job_id).exit_code == 3
     assert sorted(server.logs(job_id)) == ["disk full", "working"]  # the two streams keep no order between them
@@ -219,7 +219,7 @@ def test_an_image_without_the_pods_architecture_fails_naming_both(armada, native
     server, client = armada
     job_id = submit(client, busybox_pod(native_image, FOREIGN_ARCH, "true"))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert (
         f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node group {FOREIGN_ARCH} needs: "
         f"Docker holds it for linux/{HOST_ARCH} only, and pulling it for linux/{FOREIGN_ARCH} failed: "
@@ -231,7 +231,7 @@ def test_a_foreign_program_the_host_cannot_run_fails_with_the_binfmt_fix(armada,
     server, client = armada
     job_id = submit(client, busybox_pod(unrunnable_image, FOREIGN_ARCH))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert "because Error: exec /bin/busybox: exec format error\n" in error
     assert f"register QEMU for {FOREIGN_ARCH} in binfmt_misc with the F flag" in error
 

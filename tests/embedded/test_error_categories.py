@@ -18,7 +18,7 @@ from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner.model import ContainerEnd
 
 from support.pods import cluster, item, node_group, pod, python, submit_one
-from support.waiting import wait_for_state
+from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
 
@@ -138,7 +138,7 @@ def test_the_cluster_files_categories_replace_the_defaults(own_armada) -> None:
     event = failed_event(client, "conformance", "cats", job_flaky)
     assert (event.failure_category, event.failure_subcategory) == ("flaky", "network")
     assert event.reason.endswith("\n\nretry the task")
-    assert client.get_job_errors([job_flaky]).job_errors[job_flaky].endswith("\n\nretry the task")
+    assert job_error(client, job_flaky).endswith("\n\nretry the task")
     plain = failed_event(client, "conformance", "cats", job_plain)
     assert (plain.failure_category, plain.failure_subcategory) == ("", "")  # no default category, no match
 

@@ -48,6 +48,9 @@ def test_watch_delivers_events_that_happen_after_it_starts(client: ArmadaClient,
 
 def test_resilient_client_stream_reads_a_job_to_its_end(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(pod(["true"])))
+    # The client's stream asks with errorIfMissing: real Armada answers NOT_FOUND until its event ingester
+    # has written the job set's first event, a moment after the submit.
+    wait_until(lambda: job_set_events(client, queue, job_set), what="the job set's first event")
     stream = client.get_job_events_stream(queue, job_set)
     kinds = []
     for message in stream:

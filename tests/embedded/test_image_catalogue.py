@@ -21,7 +21,7 @@ from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, node_group, pod, submit_one
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -98,7 +98,7 @@ def test_an_image_no_node_holds_fails_as_armada_fails_a_failed_pull(own_armada, 
     # no category rule matches, so the default one (Armada's local executor config) applies.
     assert list(failed.container_statuses) == []
     assert failed.failure_category == "uncategorized"
-    assert client.get_job_errors([job_id]).job_errors[job_id] == failed.reason
+    assert job_error(client, job_id) == failed.reason
 
 
 def test_a_pod_waiting_for_its_image_is_cancelled_at_once(own_armada, tmp_path) -> None:

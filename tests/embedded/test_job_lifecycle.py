@@ -12,7 +12,7 @@ from armada_client.log_client import JobLogClient
 
 from support.job_events import event_kinds, job_set_events, kind
 from support.pods import item, pod, python, submit_one
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 SUCCEEDED, FAILED = submit_pb2.SUCCEEDED, submit_pb2.FAILED
 
@@ -51,7 +51,7 @@ def test_a_failing_job_reports_the_tail_of_its_stderr(client: ArmadaClient, queu
     code = "import sys; print('working'); print('disk full', file=sys.stderr); sys.exit(3)"
     job_id = submit_one(client, queue, job_set, item(pod(python(code))))
     wait_for_state(client, job_id, FAILED)
-    assert "disk full" in client.get_job_errors([job_id]).job_errors[job_id]
+    assert "disk full" in job_error(client, job_id)
 
 
 def test_a_failed_event_carries_the_exit_code_in_its_container_status(

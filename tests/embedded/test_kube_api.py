@@ -22,7 +22,7 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from support.pods import item, pod, sleeper, submit_one
+from support.pods import item, pod, python, sleeper, submit_one
 from support.real_parts import missing_part
 from support.waiting import state_of, wait_for_state, wait_until
 
@@ -75,7 +75,7 @@ def test_discovery_names_the_core_resources_it_serves(armada):
     assert get(server, "/api")[1]["versions"] == ["v1"]
     assert get(server, "/apis")[1] == {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
     resources = {r["name"]: r for r in get(server, "/api/v1")[1]["resources"]}
-    assert set(resources) == {"namespaces", "nodes", "pods", "services"}
+    assert set(resources) == {"namespaces", "nodes", "pods", "pods/log", "services"}
     assert resources["pods"]["namespaced"] and not resources["nodes"]["namespaced"]
 
 
@@ -278,3 +278,40 @@ def test_kubectl_in_a_pod_finds_the_pod_in_its_own_namespace(armada):
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=60)
     assert server.logs(job_id)[-1] == f"127.0.0.1 {NAMESPACE}"
     assert state_of(client, job_id) == submit_pb2.SUCCEEDED
+
+
+def test_kubectl_logs_prints_a_pods_log_as_a_cluster_does(armada):
+    server, client = armada
+    code = "print('first', flush=True); print('second', flush=True)"
+    job_id = submit_one(client, "conformance", "kube-view", item(pod(python(code)), namespace=NAMESPACE))
+    wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
+
+    def logs(*flags: str) -> subprocess.CompletedProcess:
+        return _kubectl_logs(server, job_id, *flags)
+
+    shown = logs()
+    assert (shown.returncode, shown.stdout) == (0, "first\nsecond\n"), shown.stderr
+    assert logs("--tail=1").stdout == "second\n"
+    assert logs("-f").stdout == "first\nsecond\n"  # the pod has ended: follow prints all and returns
+    assert logs("-c", "nosuch").returncode != 0
+
+
+def test_kubectl_logs_follows_a_running_pod_until_it_ends(armada):
+    server, client = armada
+    code = "import time\nfor n in range(3):\n    print(n, flush=True)\n    time.sleep(0.5)"
+    job_id = submit_one(client, "conformance", "kube-view", item(pod(python(code)), namespace=NAMESPACE))
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    followed = _kubectl_logs(server, job_id, "-f")
+    assert (followed.returncode, followed.stdout) == (0, "0\n1\n2\n"), followed.stderr
+
+
+def _kubectl_logs(server, job_id: str, *flags: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    command = [_kubectl(), "logs", "-n", NAMESPACE, *flags, f"armada-{job_id}-0"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_log_of_a_pod_that_does_not_exist_is_not_found(armada):
+    server, _ = armada
+    status, answer = get(server, f"/api/v1/namespaces/{NAMESPACE}/pods/armada-nosuch-0/log")
+    assert (status, answer["reason"]) == (404, "NotFound")

@@ -14,7 +14,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from support.job_events import failed_event
 from support.pods import cluster, item, node_group, pod, python, resources, submit_one
-from support.waiting import state_of, wait_for_state, wait_until
+from support.waiting import job_error, state_of, wait_for_state, wait_until
 
 FAILED, SUCCEEDED = submit_pb2.FAILED, submit_pb2.SUCCEEDED
 WORK = "/work-volume"
@@ -124,7 +124,7 @@ def test_active_deadline_seconds_kills_the_pod(client, queue, job_set):
     event = failed_event(client, queue, job_set, job_id)
     # The kubelet sets reason DeadlineExceeded; Armada maps it to this cause (pod_status.go).
     assert event.cause == event_pb2.DeadlineExceeded
-    assert "longer than the specified deadline" in client.get_job_errors([job_id]).job_errors[job_id]
+    assert "longer than the specified deadline" in job_error(client, job_id)
 
 
 def test_a_pod_in_a_namespace_that_does_not_exist_fails(client, queue, job_set):
@@ -132,7 +132,7 @@ def test_a_pod_in_a_namespace_that_does_not_exist_fails(client, queue, job_set):
     wait_for_state(client, job_id, FAILED, timeout=30)
     # Kubernetes' refusal, which Armada's executor treats as fatal (config/executor/config.yaml,
     # fatalPodSubmissionErrors).
-    assert client.get_job_errors([job_id]).job_errors[job_id] == 'namespaces "no-such-namespace" not found'
+    assert job_error(client, job_id) == 'namespaces "no-such-namespace" not found'
 
 
 @pytest.mark.embedded_only

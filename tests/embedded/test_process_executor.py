@@ -22,7 +22,7 @@ from armada_flyte.embedded.services.messages import NOTE_ANNOTATION
 from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -115,7 +115,7 @@ def test_field_refs_give_the_node_and_pod_name(embedded_armada, client, queue, j
 def test_a_command_that_cannot_start_fails_with_the_reason(embedded_armada, client, queue, job_set) -> None:
     job_id = submit_one(client, queue, job_set, item(pod(["no-such-command-anywhere"])))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    assert "no-such-command-anywhere" in client.get_job_errors([job_id]).job_errors[job_id]
+    assert "no-such-command-anywhere" in job_error(client, job_id)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
@@ -157,7 +157,7 @@ def test_a_pod_of_the_host_architecture_carries_no_note(embedded_armada, client,
 def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, queue, job_set) -> None:
     job_id = submit_one(client, queue, job_set, item(pod([])))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    assert "cannot run the image's own entrypoint" in client.get_job_errors([job_id]).job_errors[job_id]
+    assert "cannot run the image's own entrypoint" in job_error(client, job_id)
 
 
 @pytest.mark.embedded_only

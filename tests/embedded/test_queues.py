@@ -12,11 +12,21 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 from support.pods import item, pod, preemptible, sleeper, submit_one, unique
+from support.real_armada import wait_until_queue_accepts
 from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
 
 
 def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0):
     return client.create_queue_request(name, priority_factor=priority_factor)
+
+
+def fresh_queue(client: ArmadaClient) -> str:
+    """A new queue, once the server takes submits to it (real Armada's server sees it after its queue cache
+    refresh; a probe job submitted to it is cancelled at once)."""
+    name = unique("q")
+    client.create_queue(queue_request(client, name))
+    wait_until_queue_accepts(client, name)
+    return name
 
 
 def test_created_queue_can_be_read_back(client: ArmadaClient) -> None:
@@ -95,8 +105,7 @@ def test_deleted_queue_is_gone(client: ArmadaClient) -> None:
 
 
 def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set: str) -> None:
-    name = unique("q")
-    client.create_queue(queue_request(client, name))
+    name = fresh_queue(client)
     job_id = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
     wait_for_state(client, job_id, submit_pb2.RUNNING)
     client.cancel_jobs(name, job_set, job_id)
@@ -108,25 +117,19 @@ def test_a_queue_with_running_jobs_can_be_deleted(client: ArmadaClient, job_set:
 
 
 def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client: ArmadaClient) -> None:
-    name = unique("q")
-    client.create_queue(queue_request(client, name))
+    name = fresh_queue(client)
     response = client.reprioritize_jobs(new_priority=1.0, job_ids=[], job_set_id="js", queue=name)
     # ReprioritizeJobs in internal/server/submit/submit.go: one result for the whole job set
     assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}
 
 
-def fresh_queue(client: ArmadaClient) -> str:
-    name = unique("q")
-    client.create_queue(queue_request(client, name))
-    return name
-
-
-def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, job_set: str) -> None:
+def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, queue: str, job_set: str) -> None:
     name = fresh_queue(client)
     client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=name))
     assert client.get_queue(name).cordoned
     job_id = submit_one(client, name, job_set, item(pod(["true"])))
-    wait_for_a_scheduling_pass(client, name, job_set)
+    # The sentinel goes to another queue: real Armada considers nothing of a cordoned queue, not even to reject it.
+    wait_for_a_scheduling_pass(client, queue, job_set)
     assert state_of(client, job_id) == submit_pb2.QUEUED  # constraints.go: "queue cordoned"
     client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name=name))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)

@@ -11,7 +11,7 @@ from armada_flyte.embedded.rules.retries import MAX_ATTEMPTED_RUNS, POD_MISSING
 
 from support.job_events import event_kinds, job_set_events, kind
 from support.pods import item, sleeper, submit_one
-from support.waiting import wait_for_state, wait_until
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -33,7 +33,7 @@ def test_returned_leases_are_retried_until_armadas_attempt_limit(own_armada) -> 
     wait_for_state(client, job_id, submit_pb2.FAILED)
     # scheduler.go: requeued while attempts < maxRetries + 1 (4 with config/scheduler/config.yaml)
     assert event_kinds(client, "conformance", "js", job_id).count("lease_returned") == MAX_ATTEMPTED_RUNS
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert error.startswith(f"Maximum number of attempts ({MAX_ATTEMPTED_RUNS}) reached")
     assert error.endswith("Final run error:\nnode went away")
     request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_run=True)
@@ -66,5 +66,5 @@ def test_an_executor_losing_a_running_pod_fails_its_job(own_armada) -> None:
     wait_for_state(client, job_id, submit_pb2.RUNNING)
     armada.lose_pods()
     wait_for_state(client, job_id, submit_pb2.FAILED)  # pod_issue_handler.go: a missing active pod is not retried
-    assert client.get_job_errors([job_id]).job_errors[job_id] == POD_MISSING
+    assert job_error(client, job_id) == POD_MISSING
     assert event_kinds(client, "conformance", "js", job_id)[-1] == "failed"

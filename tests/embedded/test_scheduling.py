@@ -11,7 +11,7 @@ from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
 from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, item, pod, required_affinity, submit_one
-from support.waiting import wait_for_state
+from support.waiting import job_error, wait_for_state
 
 REJECTED, SUCCEEDED = submit_pb2.REJECTED, submit_pb2.SUCCEEDED
 TAINT_NOT_TOLERATED = "taint kubernetes.io/arch=arm64:NoSchedule not tolerated"
@@ -21,7 +21,7 @@ ARCH_MISMATCH = "node does not match pod NodeSelector: required label kubernetes
 def rejection(client: ArmadaClient, queue: str, job_set: str, spec) -> str:
     job_id = submit_one(client, queue, job_set, item(spec))
     wait_for_state(client, job_id, REJECTED)
-    return client.get_job_errors([job_id]).job_errors[job_id]
+    return job_error(client, job_id)
 
 
 def test_arm64_job_without_toleration_is_rejected_with_the_taint_reason(

@@ -18,7 +18,7 @@ from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_set_events, kind
 from support.pods import item, pod, python, submit_one, unique
-from support.waiting import wait_for_state
+from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
 
@@ -99,7 +99,7 @@ def test_a_missing_secret_or_key_fails_the_pod_before_it_runs(
     spec.containers[0].env.append(reference(secret_name))
     job_id = submit_one(client, queue, job_set, item(spec))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert "CreateContainerConfigError" in error and reason in error
     assert not marker.exists()
     kinds = [kind(m) for m in job_set_events(client, queue, job_set) if getattr(m.message, kind(m)).job_id == job_id]
@@ -112,7 +112,7 @@ def test_a_missing_secret_volume_fails_the_pod(client, queue, job_set) -> None:
     spec = with_secret_volume(pod(python("pass")), "absent-volume-secret", "/etc/absent")
     job_id = submit_one(client, queue, job_set, item(spec))
     wait_for_state(client, job_id, submit_pb2.FAILED)
-    error = client.get_job_errors([job_id]).job_errors[job_id]
+    error = job_error(client, job_id)
     assert 'MountVolume.SetUp failed for volume "creds" : secret "absent-volume-secret" not found' in error
 
 

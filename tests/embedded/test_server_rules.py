@@ -50,7 +50,7 @@ def test_the_server_stores_its_defaults_with_the_job(client: ArmadaClient, queue
     for quantities in (spec.containers[0].resources.requests, spec.containers[0].resources.limits):
         del quantities["memory"]
     job_id = submit_one(client, queue, job_set, item(spec))
-    stored = job_spec(client, job_id).pod_specs[0]
+    stored = job_spec(client, job_id).pod_spec
     # post_process.go with config/server/config.yaml
     assert stored.priorityClassName == "armada-default"
     assert stored.activeDeadlineSeconds == 72 * 3600
@@ -63,7 +63,7 @@ def test_the_server_stores_its_defaults_with_the_job(client: ArmadaClient, queue
 
 def test_a_containers_own_resources_and_grace_period_are_kept(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(pod(cpu="200m", memory="128Mi", grace_seconds=20)))
-    stored = job_spec(client, job_id).pod_specs[0]
+    stored = job_spec(client, job_id).pod_spec
     requests = {name: q.string for name, q in stored.containers[0].resources.requests.items()}
     assert (requests["cpu"], requests["memory"]) == ("200m", "128Mi")
     assert stored.terminationGracePeriodSeconds == 20
@@ -108,6 +108,9 @@ def test_reprioritizing_a_job_set_gives_one_result_and_only_reprioritized_events
     client: ArmadaClient, queue: str, job_set: str
 ) -> None:
     job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    # Real Armada's scheduler emits `reprioritized` for a job it already holds; a reprioritize ingested with the
+    # submit only sets the new priority. Wait until the job runs, so the event is due on any Armada.
+    wait_for_state(client, job_id, RUNNING)
     answer = client.reprioritize_jobs(new_priority=4.4, job_ids=[], job_set_id=job_set, queue=queue)
     assert dict(answer.reprioritization_results) == {f"all jobs in job set {job_set}": ""}  # submit.go
     events = events_of(client, queue, job_set, job_id, "reprioritized")
@@ -117,6 +120,9 @@ def test_reprioritizing_a_job_set_gives_one_result_and_only_reprioritized_events
 
 def test_reprioritizing_jobs_answers_each_id(client: ArmadaClient, queue: str, job_set: str) -> None:
     job_id = submit_one(client, queue, job_set, item(sleeper(cpu="100m")))
+    # Real Armada's scheduler emits `reprioritized` for a job it already holds; a reprioritize ingested with the
+    # submit only sets the new priority. Wait until the job runs, so the event is due on any Armada.
+    wait_for_state(client, job_id, RUNNING)
     answer = client.reprioritize_jobs(new_priority=2.0, job_ids=[job_id, "nope"], job_set_id=job_set, queue=queue)
     assert dict(answer.reprioritization_results) == {job_id: "", "nope": ""}
     kinds = wait_until(lambda: (k := event_kinds(client, queue, job_set, job_id)) and "reprioritized" in k and k)
@@ -156,4 +162,4 @@ def test_active_queues_name_the_queue_of_a_running_job(client: ArmadaClient, que
 def test_the_deployments_default_priority_class_is_stored_with_the_job(own_armada) -> None:
     _, client = own_armada(default_priority_class="armada-preemptible")
     job_id = submit_one(client, "conformance", "js", item(pod()))
-    assert job_spec(client, job_id).pod_specs[0].priorityClassName == "armada-preemptible"
+    assert job_spec(client, job_id).pod_spec.priorityClassName == "armada-preemptible"

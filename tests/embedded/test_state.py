@@ -16,7 +16,7 @@ from armada_flyte.embedded.store.persistence import SqliteStore, StateDirInUse
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
-from support.waiting import wait_for_state
+from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
 
@@ -72,7 +72,7 @@ def test_a_job_running_at_stop_fails_as_a_missing_pod_after_the_restart(tmp_path
     try:
         client = ArmadaClient(channel)
         wait_for_state(client, running, submit_pb2.FAILED)
-        assert client.get_job_errors([running]).job_errors[running] == "Pod is unexpectedly missing in Kubernetes"
+        assert job_error(client, running) == "Pod is unexpectedly missing in Kubernetes"
         kinds = [kind(m) for m in job_set_events(client, "flyte", "js") if job_of(m) == running]
         assert kinds == ["submitted", "queued", "leased", "pending", "running", "failed"]
     finally:

@@ -13,6 +13,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from support.job_events import job_set_events
 from support.pods import gang, item, pod, required_affinity, resources, unique
+from support.real_armada import wait_until_queue_accepts
 
 
 def refusal(call: Callable[[], object]) -> grpc.RpcError:
@@ -169,6 +170,7 @@ def test_resubmitting_a_client_id_returns_the_original_job(client: ArmadaClient,
 def test_client_ids_are_per_queue(client: ArmadaClient, queue: str, job_set: str) -> None:
     other = unique("q")
     client.create_queue(client.create_queue_request(other, priority_factor=1.0))
+    wait_until_queue_accepts(client, other)
     client_id = unique("once")
     here = client.submit_jobs(queue, job_set, [item(pod(), client_id=client_id)]).job_response_items[0].job_id
     there = client.submit_jobs(other, job_set, [item(pod(), client_id=client_id)]).job_response_items[0].job_id

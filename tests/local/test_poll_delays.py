@@ -45,8 +45,11 @@ def test_the_end_is_seen_as_it_happens_without_polling_armada(armada):
             "s3://b/raw",
             task_execution_metadata=execution_metadata(run="waits"),
         )
-        outcome = await local_run._wait_for_end(connector, meta)
-        return meta, outcome, time.time()
+        try:
+            outcome = await local_run._wait_for_end(connector, meta, "[t#0]")
+            return meta, outcome, time.time()
+        finally:
+            await connector.close()
 
     before = armada.calls.count("GetJobStatus")
     meta, outcome, seen_at = asyncio.run(scenario())

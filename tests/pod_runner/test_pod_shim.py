@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from armada_flyte.pod_runner import pod_shim
 
 MiB = 2**20
@@ -19,7 +21,6 @@ import resource, sys, types
 sys.path.insert(0, sys.argv[1])
 import pod_shim
 
-pytestmark = pytest.mark.pure
 limit = 8 * 2**20
 baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * pod_shim.MAXRSS_UNIT
 watch = pod_shim.MemoryWatch(limit, [])
@@ -38,6 +39,7 @@ def test_the_main_processs_peak_counts_only_above_the_shims_own_size():
     assert run.stdout.split() == ["False", "True"], run.stderr
 
 
+@pytest.mark.pure
 def test_files_in_memory_folders_count_by_their_blocks(tmp_path: pathlib.Path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub/full").write_bytes(b"x" * MiB)

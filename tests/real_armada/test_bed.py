@@ -14,9 +14,10 @@ import pytest
 
 from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, parse_assignments, uses_real_armada
 
-# Bases of their own, away from the session's bed (50150) and other helpers' beds (51150, 52150).
-LIFECYCLE_BASE = 56150
-BUSY_PORT_BASE = 57150
+# Bases of their own, away from the session's bed (24150) and the executor tests' (25150), all below
+# Linux's ephemeral ports (32768 up), which outgoing connections may hold.
+LIFECYCLE_BASE = 26150
+BUSY_PORT_BASE = 27150
 
 
 def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess[str]:

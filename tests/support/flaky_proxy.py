@@ -10,12 +10,13 @@ from typing import Optional
 
 
 class FlakyProxy:
-    """Forwards 127.0.0.1:`port` to `upstream`; while flaky, each connection is cut after `lifetime` seconds."""
+    """Forwards 127.0.0.1:`port` (0: a free one) to `upstream`; while flaky, each connection is cut after
+    `lifetime` seconds. Until `flaky` is called it is a plain forwarder."""
 
-    def __init__(self, upstream: str):
-        host, port = upstream.rsplit(":", 1)
-        self._upstream = (host, int(port))
-        self._listener = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, upstream: str, port: int = 0):
+        host, upstream_port = upstream.rsplit(":", 1)
+        self._upstream = (host, int(upstream_port))
+        self._listener = socket.create_server(("127.0.0.1", port))
         self.port = self._listener.getsockname()[1]
         self._lifetime: Optional[float] = None
         self._open: list[tuple[socket.socket, socket.socket, float]] = []

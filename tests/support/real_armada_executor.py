@@ -23,7 +23,7 @@ from support.real_parts import missing_part
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BED_SCRIPT = ROOT / "scripts" / "real-armada.sh"
 CLI = pathlib.Path(sys.executable).parent / "armada-flyte"
-DEFAULT_PORT_BASE = "51150"
+DEFAULT_PORT_BASE = "25150"
 """Ports of a bed these tests start (REAL_ARMADA_PORT_BASE), apart from the bed script's default."""
 _BED_ENV = ("ARMADA_URL", "ARMADA_EXECUTOR_API", "REAL_ARMADA_LOGS", "REAL_ARMADA_STATE")
 

@@ -50,6 +50,14 @@ def wait_for_state(client: ArmadaClient, job_id: str, *states: int, timeout: flo
     return wait_until(reached, timeout, f"job {job_id} to be {_names(wanted)}")  # type: ignore[return-value]
 
 
+def job_error(client: ArmadaClient, job_id: str, timeout: float = 30.0) -> str:
+    """The ended job's error, once Armada has it: real Armada's query API can show a job FAILED or REJECTED
+    a moment before its ingester has written the run's error (both come from its lookout database)."""
+    return wait_until(
+        lambda: client.get_job_errors([job_id]).job_errors.get(job_id, ""), timeout, f"the error of job {job_id}"
+    )
+
+
 def _names(states: set[int]) -> str:
     return " or ".join(sorted(submit_pb2.JobState.Name(s) for s in states))
 

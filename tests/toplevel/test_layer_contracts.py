@@ -50,7 +50,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             ),
         ),
     ),
-    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack")),),
+    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack | task_logs")),),
     "armada_flyte.admin": (
         Layers(
             "armada_flyte.admin",
@@ -94,7 +94,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.kube_api": (
         Layers(
             "armada_flyte.embedded.kube_api",
-            ("server", "cluster_objects | label_selector | tables", "job_services | kubeconfig"),
+            ("server", "cluster_objects | label_selector | pod_logs | tables", "job_services | kubeconfig"),
         ),
     ),
     "armada_flyte.embedded.control_plane": (

@@ -104,10 +104,10 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
     if args.no_view:
         yield None
         return
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.settings import settings_from
     from armada_flyte.local.stack import stack_view
 
-    settings = resolve_settings(
+    settings = settings_from(
         armada_url=stack.armada_url,
         armada_tls=bool(args.tls_cert),
         armada_ca_cert=args.tls_cert,

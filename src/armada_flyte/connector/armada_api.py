@@ -2,6 +2,9 @@
 
 Async throughout (grpc.aio), so a poll never blocks the event loop. An aio channel belongs to
 the event loop that made it, so one channel is kept per loop.
+
+Over 400 lines on purpose: keeping every Armada call, its retry and its error translation in this
+one module is what lets the rest of the connector stay free of gRPC.
 """
 
 from __future__ import annotations

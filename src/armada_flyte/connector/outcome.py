@@ -8,6 +8,7 @@ gathers the inputs (asking `needs_*` what to fetch), calls it, and carries out w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
@@ -23,6 +24,10 @@ from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
 from armada_flyte.connector.queued_report import QueuedReport, explain_rejection
 
+OOM_KILLED = "OOMKilled"
+"""The container status reason of a container killed over its memory limit; Armada's reason names it."""
+_BYTES_LIMIT = re.compile(r"memory limit \((\d+) bytes")
+_BYTES_SEEN = re.compile(r"the most it was seen using: (\d+) bytes")
 DEADLINE_EXCEEDED = "Pod was active on the node longer than the specified deadline"
 """The kubelet's message when it ends a pod at its activeDeadlineSeconds (reason DeadlineExceeded)."""
 
@@ -246,6 +251,11 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
         )
         error = ErrorInfo("TaskTimeout", "USER", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
+    if state == JobState.FAILED and OOM_KILLED in reason:
+        # a0 was killed before it could write error.pb: the user's code, and the task's memory, to act on.
+        message = f"OOMKilled: Armada {where} went over the task's memory limit{_sizes_in(reason)}: {reason}"
+        error = ErrorInfo(OOM_KILLED, "USER", True, message)
+        return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
     label = {
         JobState.REJECTED: "was rejected by Armada",
         JobState.CANCELLED: "was cancelled",
@@ -265,6 +275,18 @@ def _reason_may_come(meta: ArmadaJobMetadata, seen: Observed) -> bool:
     or of its submit when no end is known (a rejected job has no run)."""
     ended = (seen.details.finished_at if seen.details else 0.0) or meta.submitted_at
     return bool(ended) and seen.now - ended < REASON_WAIT_SECONDS
+
+
+def _sizes_in(reason: str) -> str:
+    """` of 256Mi (it used 700Mi)` when Armada's reason gives the limit and the most used in bytes (the
+    embedded server's does), as much of it as the reason gives, else nothing."""
+    limit, seen = _BYTES_LIMIT.search(reason), _BYTES_SEEN.search(reason)
+    said = f" of {_mebibytes(int(limit.group(1)))}" if limit else ""
+    return said + (f" (it used {_mebibytes(int(seen.group(1)))})" if seen else "")
+
+
+def _mebibytes(size: int) -> str:
+    return f"{size / 2**20:.0f}Mi" if size >= 2**20 else f"{size} bytes"
 
 
 def _failed(phase: int, state: int, message: str, node: str, facts: dict[str, Any], error: ErrorInfo) -> JobOutcome:

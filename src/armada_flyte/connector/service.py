@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource
@@ -152,11 +152,16 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         output_prefix: str,
         inputs: Optional[dict[str, Any]] = None,
         task_execution_metadata: Any = None,
+        *,
+        attempt: Optional[int] = None,
     ) -> ArmadaJobMetadata:
-        """Plan and submit the task's job; every refusal raises its typed error (local runs)."""
+        """Plan and submit the task's job; every refusal raises its typed error (local runs). `attempt`:
+        a local run's attempt number (a backend's metadata carries its own)."""
         current = await self.context()
         settings, api = current.settings, current.api
         identity = _identity(task_template, task_execution_metadata)
+        if attempt is not None:
+            identity = replace(identity, attempt=attempt)
         extra_env = dict(task_execution_metadata.environment_variables) if task_execution_metadata else None
 
         def make_plan(image_in_registry: Any = None) -> Any:

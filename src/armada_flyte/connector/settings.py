@@ -184,6 +184,7 @@ OTHER_ENV_NAMES = frozenset(
         "ARMADA_FLYTE_REGISTRY_PORT",
         "ARMADA_FLYTE_BUILDER",
         "ARMADA_FLYTE_CLI",
+        "ARMADA_FLYTE_CMD",  # scripts/armada-testsuite.sh and scripts/real-armada.sh: the armada-flyte command
         "ARMADA_FLYTE_IMAGE_PARTS",
         "ARMADA_FLYTE_IMAGE_PARTS_STARTED",
     }
@@ -235,8 +236,17 @@ def resolve_settings(**extra: Any) -> ConnectorConfig:
     check_env_names()
     try:
         given = given_settings(**{**_configured.overrides, **extra})
+    except ValidationError as exc:
+        raise invalid_config_from(exc, hidden=SECRET_FIELDS) from None
+    return settings_from(**given)
+
+
+def settings_from(**flat: Any) -> ConnectorConfig:
+    """Settings from these flat names alone, defaults for the rest (no environment, no file): for a server
+    of the caller's own, whose address and credentials it knows."""
+    try:
         groups = {
-            group: model(**{name: value for name, value in given.items() if GROUP_OF[name] == group})
+            group: model(**{name: value for name, value in flat.items() if GROUP_OF[name] == group})
             for group, model in GROUPS.items()
         }
     except ValidationError as exc:

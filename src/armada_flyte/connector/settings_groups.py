@@ -260,8 +260,11 @@ class Placement(_Group):
 
 
 class Timeouts(_Group):
-    """How long the connector waits: between polls of local runs, for Armada, for the blob store, for reports."""
+    """How long the connector waits: between polls of local runs, for Armada, for the blob store, for reports;
+    and what a local run prints while it waits."""
 
+    stream_task_logs: bool = True
+    """Local runs print each task's log lines as they arrive, prefixed `[task#attempt]` (false: only the table)."""
     poll_interval_seconds: float = Field(3.0, gt=0)
     """Longest wait between status polls in local runs (polling starts at once and backs off to it)."""
     first_poll_seconds: float = Field(0.05, gt=0)

@@ -3,6 +3,9 @@
 Ctrl-C in a sync `flyte.run(...)` or `flyte run` raises KeyboardInterrupt in the main thread,
 and the process exits without cancelling the run's coroutines, so the wait that would cancel
 the job never ends. Every job still here when the interpreter exits is cancelled then.
+
+A Ctrl-C that ends the process says so in one line, with the jobs it cancelled, instead of a
+traceback of where the main thread happened to wait.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -22,12 +26,13 @@ _registered = False
 
 
 def started(connector: Any, meta: Any) -> None:
-    """Remember a submitted job until `ended` (the first one registers the exit hook)."""
+    """Remember a submitted job until `ended` (the first one registers the exit hooks)."""
     global _registered
     with _lock:
         _jobs[meta.job_id] = (connector, meta)
         if not _registered:
-            atexit.register(cancel_all)
+            atexit.register(_cancel_at_exit)
+            sys.excepthook = _interrupt_in_one_line(sys.excepthook)
             _registered = True
 
 
@@ -36,13 +41,14 @@ def ended(meta: Any) -> None:
         _jobs.pop(meta.job_id, None)
 
 
-def cancel_all() -> None:
-    """Cancel every job still in flight, on a loop of its own (the run's loop may be gone)."""
+def cancel_all() -> list[str]:
+    """Cancel every job still in flight, on a loop of its own (the run's loop may be gone); the ids cancelled."""
     with _lock:
         pending = list(_jobs.values())
         _jobs.clear()
     if not pending:
-        return
+        return []
+    cancelled: list[str] = []
 
     async def cancel() -> None:
         # all at once: deletes of one job set share a CancelJobs call
@@ -52,6 +58,33 @@ def cancel_all() -> None:
             if isinstance(result, BaseException):  # the exit must go on; say what is left running
                 log.warning("could not cancel Armada job %s of the interrupted run: %s", meta.job_id, result)
             else:
-                log.warning("cancelled Armada job %s: its run was interrupted", meta.job_id)
+                cancelled.append(meta.job_id)
 
     asyncio.run(cancel())
+    return cancelled
+
+
+def _cancel_at_exit() -> None:
+    for job_id in cancel_all():
+        log.warning("cancelled Armada job %s: its run was interrupted", job_id)
+
+
+def interrupted_message(cancelled: list[str]) -> str:
+    if not cancelled:
+        return "interrupted (Ctrl-C)"
+    if len(cancelled) == 1:
+        return f"interrupted (Ctrl-C): cancelled Armada job {cancelled[0]}"
+    return f"interrupted (Ctrl-C): cancelled {len(cancelled)} Armada jobs: {', '.join(cancelled)}"
+
+
+def _interrupt_in_one_line(previous: Any) -> Any:
+    """An excepthook that ends a KeyboardInterrupt with one line (after cancelling the run's jobs), and
+    leaves every other uncaught exception to `previous`."""
+
+    def hook(kind: type[BaseException], value: BaseException, trace: Any) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            previous(kind, value, trace)
+            return
+        print(interrupted_message(cancel_all()), file=sys.stderr, flush=True)
+
+    return hook

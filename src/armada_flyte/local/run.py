@@ -7,10 +7,14 @@ in-process, and comes here for an `s3://` one):
 
 - the job's state changes are waited for on the connector's status view (fed by the job set's
   event stream), with `poll_interval_seconds` as the longest wait, and no sleep after the end;
-- the code bundle is built and uploaded once per content: a cheap fingerprint of the loaded code
-  comes before Flyte's file walk, tar and upload;
+- the code bundle is built and uploaded once per content (concurrent first calls share one): a
+  cheap fingerprint of the loaded code comes before Flyte's file walk, tar and upload;
+- the task's log lines are printed as they arrive, prefixed `[task#attempt]` (`stream_task_logs`);
+- each attempt of a retried call gets its attempt number (`flyte.ctx().attempt_number` in the task);
 - an interrupted or cancelled run cancels its Armada job;
-- a failure raises `flyte.errors.RuntimeUserError` with the user's exception type as `code`.
+- a failure raises Flyte's error of the failure's kind (`RuntimeUserError` for the user's exception,
+  a timeout or an OOM kill; `RuntimeSystemError` otherwise), its `code` the exception type's name,
+  `TaskTimeout` or `OOMKilled`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import pathlib
 import sys
 import tempfile
 import time
+import weakref
+from collections import OrderedDict
 from typing import Any, Iterator
 
 from flyte import storage
@@ -31,9 +37,11 @@ from flyte.models import CodeBundle, SerializationContext
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
-from armada_flyte.armada_names import TERMINAL_STATES
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.connector.phases import state_name
 from armada_flyte.local import inflight
-from armada_flyte.local.journal import JobRecord, record
+from armada_flyte.local.journal import JobRecord, outcome_label, record
+from armada_flyte.local.task_logs import TaskLogFollower
 from armada_flyte.task.flyte_internals import (
     build_code_bundle,
     build_images,
@@ -47,12 +55,17 @@ from armada_flyte.task.flyte_internals import (
 log = logging.getLogger(__name__)
 
 CANCEL_SETTLE_SECONDS = 10.0
-CANCEL_POLL_SECONDS = 0.2
-TERMINAL_STATE_NAMES = frozenset(state.name for state in TERMINAL_STATES)
 
 _bundles: dict[tuple[str, str, str], CodeBundle] = {}
 """(root dir, digest of the files to bundle, raw data base) -> the uploaded bundle, so a fan-out (and
 every later call with the same code) neither tars nor uploads again."""
+_bundling: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+"""One lock per event loop, so concurrent first calls of a run make one bundle between them."""
+
+MAX_REMEMBERED_CALLS = 10_000
+_attempts: OrderedDict[str, int] = OrderedDict()
+"""A call's output path -> attempts started: Flyte's local controller retries a call by calling the task
+again with the same output path, and says nothing else about the attempt (the oldest are dropped first)."""
 
 
 async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
@@ -76,18 +89,21 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
-    meta = await connector.submit(task_template=template, output_prefix=prefix, inputs=kwargs)
+    attempt = _next_attempt(tctx.output_path)
+    meta = await connector.submit(task_template=template, output_prefix=prefix, inputs=kwargs, attempt=attempt)
     inflight.started(connector, meta)
     started = time.monotonic()
+    call = (tctx.output_path, attempt)
     try:
-        outcome = await _wait_for_end(connector, meta)
+        outcome = await _wait_for_end(connector, meta, f"[{meta.task or task.name}#{attempt}]")
     except BaseException:
         state = await asyncio.shield(_cancel_quietly(connector, meta))
         inflight.ended(meta)
-        _record(task.name, meta, None, time.monotonic() - started, state)
+        _record(task.name, meta, None, time.monotonic() - started, call, state)
         raise
     inflight.ended(meta)
-    _record(task.name, meta, outcome, time.monotonic() - started)
+    state = await _state_after_cancel(connector, meta) if outcome.cancel else ""
+    _record(task.name, meta, outcome, time.monotonic() - started, call, state)
     _raise_unless_succeeded(task.name, outcome)
     outputs_path = io.outputs_path(prefix)
     if await storage.exists(outputs_path):
@@ -152,10 +168,25 @@ def _remove_local_shadows(*remote_paths: str) -> None:
                 break
 
 
-def _record(task_name: str, meta: Any, outcome: Any, seconds: float, state: str = "") -> None:
-    """Note the job for the end-of-run table (`outcome` None: the run was interrupted); an `any` job shows
-    the architecture it ran on, as `arm64 (any)`."""
+def _next_attempt(output_path: str) -> int:
+    """This call's attempt number: 0 for the first, as Flyte numbers attempts."""
+    attempt = _attempts.get(output_path, -1) + 1
+    _attempts[output_path] = attempt
+    _attempts.move_to_end(output_path)
+    while len(_attempts) > MAX_REMEMBERED_CALLS:
+        _attempts.popitem(last=False)
+    return attempt
+
+
+def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
+    """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
+    said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`."""
     info = outcome.info if outcome else {}
+    if outcome is None:
+        label = outcome_label(False, cancelled=True)
+    else:
+        code = outcome.error.code if outcome.error else ""
+        label = outcome_label(outcome.phase == TaskExecution.SUCCEEDED, code, outcome.phase == TaskExecution.ABORTED)
     architecture = info.get("architecture") or meta.architecture
     if meta.any_of:
         architecture = f"{architecture or '?'} (any)"
@@ -166,9 +197,12 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float, state: str 
             source=meta.architecture_source,
             node_group=info.get("node_group") or meta.node_group,
             node=outcome.node if outcome else "",
-            state=outcome.info.get("armada_state", "") if outcome else state,
+            outcome=label,
+            armada_state=state or info.get("armada_state", ""),
             seconds=seconds,
             job_id=meta.job_id,
+            call=call[0],
+            attempt=call[1],
         )
     )
 
@@ -181,18 +215,39 @@ def poll_delays(first: float, longest: float) -> Iterator[float]:
         delay = min(delay * 1.5, longest)
 
 
-async def _wait_for_end(connector: Any, meta: Any) -> Any:
+async def _wait_for_end(connector: Any, meta: Any, log_prefix: str) -> Any:
     """Poll at once, then wait for the job's state to change (the status view wakes us when its event
-    stream says so; the backed-off delays bound each wait); return the terminal outcome, without
-    waiting after it."""
+    stream says so; the backed-off delays bound each wait), printing the task's new log lines after
+    each wait; return the terminal outcome, without waiting after it."""
     current = await connector.context()
     settings, view = current.settings, current.view
+    task_log = None
+    if settings.timeouts.stream_task_logs:
+        task_log = TaskLogFollower(current.api, meta.job_id, meta.namespace, log_prefix)
     for delay in poll_delays(settings.timeouts.first_poll_seconds, settings.timeouts.poll_interval_seconds):
         outcome = await connector.poll(meta)
+        if task_log is not None and outcome.state in _LOG_STATES:
+            await task_log.catch_up()
         if outcome.terminal:
             return outcome
         await view.wait_for_change(meta.job_id, outcome.state, delay)
     raise AssertionError("unreachable")
+
+
+_LOG_STATES = frozenset({JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+"""States in which the job's pod may have written to its log."""
+
+
+async def _state_after_cancel(connector: Any, meta: Any, within: float = 5.0) -> str:
+    """Armada's state for a job the connector cancelled (over its timeout), once the cancel has landed
+    (bounded: what Armada says at the end of `within` seconds)."""
+    current = await connector.context()
+    deadline = time.monotonic() + within
+    while True:
+        state = await current.view.state_of(meta.job_id, meta.queue, meta.job_set_id)
+        if state in TERMINAL_STATES or time.monotonic() >= deadline:
+            return state_name(state)
+        await current.view.wait_for_change(meta.job_id, state, max(0.0, deadline - time.monotonic()))
 
 
 async def _cancel_quietly(connector: Any, meta: Any) -> str:
@@ -204,29 +259,32 @@ async def _cancel_quietly(connector: Any, meta: Any) -> str:
     try:
         await connector.delete(meta)
         log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
-        deadline = time.monotonic() + CANCEL_SETTLE_SECONDS
-        state = await connector.armada_state(meta)
-        while state not in TERMINAL_STATE_NAMES and time.monotonic() < deadline:
-            await asyncio.sleep(CANCEL_POLL_SECONDS)
-            state = await connector.armada_state(meta)
-        return state
+        return await _state_after_cancel(connector, meta, within=CANCEL_SETTLE_SECONDS)
     except Exception as exc:  # the interruption is what the caller must see
         log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
         return f"cancel failed: {exc}"
 
 
 def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
+    """Flyte's error of the failure's kind (the kind `custom_info` gives it), so retries and callers see one."""
     if outcome.phase == TaskExecution.SUCCEEDED:
         return
-    if outcome.task_error is not None:
-        error = outcome.task_error
+    error = outcome.error
+    if error is not None and error.kind == "USER":
         raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
-    code = (outcome.info.get("error") or {}).get("code") or outcome.info.get("armada_state", "ArmadaJobFailed")
+    code = error.code if error is not None else outcome.info.get("armada_state", "ArmadaJobFailed")
     raise RuntimeSystemError(code, f"task {task_name}: {outcome.message}")
 
 
 async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
     """The code bundle, built and uploaded once per content of its files (and raw data path) for this process."""
+    loop = asyncio.get_running_loop()
+    lock = _bundling.get(loop) or _bundling.setdefault(loop, asyncio.Lock())
+    async with lock:
+        return await _bundle(root_dir, raw_base, prefix)
+
+
+async def _bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:
     key = (str(root_dir), _code_fingerprint(root_dir), raw_base)
     cached = _bundles.get(key)
     if cached is not None:

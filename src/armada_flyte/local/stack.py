@@ -12,10 +12,13 @@ import contextlib
 import logging
 import pathlib
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
 from armada_flyte.connector import settings as connector_settings
+
+log = logging.getLogger(__name__)
 
 BUCKET = "flyte"
 ACCESS_KEY = "armada-flyte-local"
@@ -130,6 +133,31 @@ class LocalBlobServer:
             self._server = None
 
 
+def stop_connector_view(within: float = 5.0) -> None:
+    """Close the connector local runs use (Flyte's registered one), and wait (at most `within` seconds) for
+    its status view to stop following job sets: followers that outlive the server would warn that it is
+    unavailable until the process ends. The next run reopens it."""
+    if "armada_flyte.connector.service" not in sys.modules:  # no local run loaded the connector
+        return
+    from flyte.connectors import ConnectorRegistry
+
+    from armada_flyte.spec import TASK_TYPE
+
+    connector = ConnectorRegistry.get_connector(TASK_TYPE)
+    closed: list[Any] = []
+
+    async def close() -> None:
+        closed.append((await connector.context()).view)
+        await connector.close()
+
+    # A loop of its own, in a thread of its own: the caller's thread may be running one.
+    closer = threading.Thread(target=asyncio.run, args=(close(),), name="close-connector")
+    closer.start()
+    closer.join(within)
+    if closed and not closed[0].wait_stopped(within):
+        log.warning("the connector's status view did not stop within %gs", within)
+
+
 @contextlib.contextmanager
 def stack_view(
     stack: LocalEndpoints, *, port: int = 0, settings: Optional[connector_settings.ConnectorConfig] = None
@@ -140,7 +168,7 @@ def stack_view(
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.resolve_settings(armada_url=stack.armada_url)
+    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
         yield view.url
 
@@ -222,31 +250,13 @@ def local_stack(
 
 @contextlib.contextmanager
 def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterator[None]:
-    """Point the connector at the stack while it runs (when `configure`); after, reset its settings and
-    close the registered connector."""
+    """Point the connector at the stack while it runs (when `configure`); after, stop the connector's
+    status view and reset its settings."""
     if configure:
         connector_settings.configure(**endpoints.connector_settings())
     try:
         yield
     finally:
+        stop_connector_view()
         if configure:
             connector_settings.reset()
-            _close_registered_connector()
-
-
-def _close_registered_connector() -> None:
-    """Close the connector local runs use (Flyte's registered one): its status view follows this stack's
-    server, and would retry it, stopped, until the process ends. The next run reopens it.
-
-    Inside a running event loop (a stack entered from async code) it can't be awaited here; the view then
-    closes when the connector next resolves its settings."""
-    if "armada_flyte.connector.service" not in sys.modules:
-        return  # never loaded, so never registered: nothing is open
-    from flyte.connectors import ConnectorRegistry
-
-    from armada_flyte.spec import TASK_TYPE
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(ConnectorRegistry.get_connector(TASK_TYPE).close())

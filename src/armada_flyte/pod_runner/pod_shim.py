@@ -1,7 +1,8 @@
 """The process executor's container shim: the one process between the server and a container's processes.
 
 It plays containerd's shim for one container, with the standard library only (it runs as
-`python -I -S pod_shim.py`, so nothing of the server's environment or packages comes along):
+`python -I -S pod_shim.py`, so nothing of the server's environment or packages comes along; that
+is also why it is one file of over 400 lines: it can import no module of this package):
 
 - it dies with the server: the kernel sends it SIGUSR1 when the server thread that started it
   ends (even on SIGKILL), and it then kills every process of the container;
@@ -233,6 +234,8 @@ class MemoryWatch:
         self.writes = FolderWrites(folders) if folders else None
         self.peak = 0
         """The main process's largest resident size, known once it has ended (ru_maxrss)."""
+        self.most_seen = 0
+        """The most the checks (and the main process's peak) saw the container use: what an OOM kill reports."""
         self.interval = FASTEST_CHECK_SECONDS
         self.next_check = 0.0
         self._last = None
@@ -242,6 +245,7 @@ class MemoryWatch:
         pids = descendants()
         in_folders = folder_bytes(self.folders)
         usage = resident_bytes(pids) + in_folders
+        self.most_seen = max(self.most_seen, usage, self.peak)
         now = time.monotonic()
         self._pace(now, usage)
         if max(usage, self.peak) <= self.limit:
@@ -432,7 +436,8 @@ def main(argv):
     code, reason = supervise(main_pid, watch, wakeup_read, baseline)
     reap_everything()
     try:
-        os.write(status_fd, f"{code} {reason}\n".encode())
+        seen = f" {watch.most_seen}" if watch and reason == "OOMKilled" else ""
+        os.write(status_fd, f"{code} {reason}{seen}\n".encode())
     except OSError:
         pass
     return code

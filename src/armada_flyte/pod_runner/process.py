@@ -300,8 +300,10 @@ def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
         report = []
     finally:
         os.close(container.status)
-    if len(report) == 2 and report[0].lstrip("-").isdigit():
+    most_seen = 0
+    if len(report) in (2, 3) and report[0].lstrip("-").isdigit():
         code, reason = int(report[0]), report[1]
+        most_seen = int(report[2]) if len(report) == 3 and report[2].isdigit() else 0
     else:
         code = shim_code if shim_code >= 0 else 128 - shim_code
         reason = "Completed" if code == 0 else "Error"
@@ -310,6 +312,8 @@ def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
             f"the container's processes went over its memory limit ({container.memory_limit} bytes, "
             "counting its files in /dev/shm and Memory emptyDirs)"
         )
+        if most_seen:
+            message += f"; the most it was seen using: {most_seen} bytes"
     elif code != 0:
         message = "\n".join(container.stderr) or f"container {container.name} exited with code {code}"
     else:

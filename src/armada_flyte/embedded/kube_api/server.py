@@ -3,7 +3,8 @@
 Enough of the core v1 API for client-go and kubectl to find nodes, namespaces, pods and
 services: `/version`, the discovery documents (`/api`, `/api/v1`, `/apis`), and list and get of
 those four resources, with `labelSelector` and `fieldSelector` (metadata.name, metadata.namespace)
-as the API server reads them. Answers are JSON (as Tables when kubectl asks for them, to print);
+as the API server reads them; and a pod's log (`kubectl logs [-f] POD`, `pod_logs.py`).
+Answers are JSON (as Tables when kubectl asks for them, to print);
 errors are `Status` objects with Kubernetes' codes and reasons. Everything else is refused:
 writes and watches (405: this cluster is changed only through Armada), other resources (404).
 There is no TLS and no authentication, as the embedded gRPC server's default; it listens on
@@ -22,6 +23,7 @@ from typing import Any, Callable, Optional
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.kube_api import cluster_objects
 from armada_flyte.embedded.kube_api.label_selector import BadSelector, matches, parse_selector
+from armada_flyte.embedded.kube_api.pod_logs import BadLogRequest, LogRequest, container_names
 from armada_flyte.embedded.kube_api.tables import table, wants_table
 from armada_flyte.errors import InvalidConfig
 
@@ -34,6 +36,8 @@ _RESOURCES = {
     "services": ("Service", True, ["svc"]),
 }
 _FIELDS = ("metadata.name", "metadata.namespace")
+FOLLOW_SECONDS = 0.2
+"""How often `kubectl logs -f` is sent the lines that arrived."""
 
 
 class ApiError(Exception):
@@ -58,6 +62,17 @@ class KubeApi:
         if resource == "pods":
             return [cluster_objects.pod_object(job, run) for job, run in pods]
         return [service for job, run in pods for service in cluster_objects.service_objects(job, run)]
+
+    def pod_log(self, namespace: str, name: str, query: dict[str, str]) -> tuple[LogRequest, Any]:
+        """What `GET .../namespaces/NS/pods/NAME/log` asks for, and the pod's run (its `log`, whether it ended)."""
+        for job, run in cluster_objects.live_pods(self._plane.queries.all_jobs(), time.time()):
+            if run.pod_name == name and job.namespace == namespace:
+                pod = cluster_objects.pod_object(job, run)
+                try:
+                    return LogRequest.of(query, name, container_names(pod)), run
+                except BadLogRequest as exc:
+                    raise ApiError(400, "BadRequest", str(exc)) from None
+        raise ApiError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
 
     def answer(self, path: str, query: dict[str, str], accept: str = "") -> dict[str, Any]:
         """The JSON answer to GET `path` (a Table when `accept` asks for one, as kubectl does to print);
@@ -132,7 +147,8 @@ def _resource_list() -> dict[str, Any]:
                 "shortNames": short,
             }
             for name, (kind, namespaced, short) in _RESOURCES.items()
-        ],
+        ]
+        + [{"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]}],
     }
 
 
@@ -155,10 +171,49 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         url = urllib.parse.urlsplit(self.path)
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        parts = [p for p in url.path.split("/") if p]
+        if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods" and parts[6] == "log":
+            try:
+                request, run = self.server.api.pod_log(parts[3], parts[5], query)
+            except ApiError as exc:
+                self._send(exc.code, _status(exc))
+                return
+            self._send_log(request, run)
+            return
         try:
             self._send(200, self.server.api.answer(url.path, query, self.headers.get("Accept", "")))
         except ApiError as exc:
             self._send(exc.code, _status(exc))
+
+    def _send_log(self, request: LogRequest, run: Any) -> None:
+        """The log as text; with `follow`, new lines as they come until the pod ends (then the connection closes)."""
+        every = run.log.lines()
+        lines = request.first(every)
+        if not request.follow:
+            data = request.text(lines).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        seen = len(every)
+        self.wfile.write(request.text(lines).encode())
+        while True:
+            ended = run.finished_at is not None
+            every = run.log.lines()
+            if len(every) > seen:
+                self.wfile.write(request.text(every[seen:]).encode())
+                self.wfile.flush()
+                seen = len(every)
+            if ended:
+                return
+            time.sleep(FOLLOW_SECONDS)
 
     def _refuse(self) -> None:
         self._send(

@@ -7,6 +7,7 @@ from typing import Optional
 from armada_client.armada import event_pb2, job_pb2, submit_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from armada_flyte.embedded.model.job_request import main_pod_spec
 from armada_flyte.embedded.store.event_log import EventRecord
 from armada_flyte.embedded.store.jobs import Job, Run
 from armada_flyte.embedded.store.rows import EVENT_TYPES
@@ -41,10 +42,8 @@ def job_message(job: Job) -> submit_pb2.Job:
         created=timestamp(job.submitted_at),
         scheduler=item.scheduler,
     )
-    if item.HasField("pod_spec"):
-        message.pod_spec.CopyFrom(item.pod_spec)
-    else:
-        message.pod_specs.extend(item.pod_specs)
+    # Real Armada keeps one pod per job and returns it in `pod_spec`, whichever field the submit used.
+    message.pod_spec.CopyFrom(main_pod_spec(item))
     return message
 
 

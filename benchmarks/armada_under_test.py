@@ -1,0 +1,62 @@
+"""`--armada {embedded,real}` for the connector benchmarks: an Armada URL with a call counter in front of it.
+
+Both servers are reached through the counting proxy (`counting_proxy.py`), so calls are counted the same
+way, where they arrive, and the raw `armada_client` floors take the same path as the connector. The
+embedded server is started here; real Armada is the bed already up in the shell (`ARMADA_URL`, from
+`eval "$(scripts/real-armada.sh up)"`, with an executor: without one, Armada's submit check rejects every job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+from typing import Iterator
+
+from counting_proxy import CountingProxy, counting_proxy
+
+import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+KINDS = ("embedded", "real")
+
+
+def add_armada_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--armada",
+        choices=KINDS,
+        default="embedded",
+        help="the embedded server (started here) or real Armada (the bed in ARMADA_URL, scripts/real-armada.sh up)",
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmadaUnderTest:
+    """Where the benchmark's Armada answers (the proxy), which one it is, and what reached it."""
+
+    kind: str
+    url: str
+    proxy: CountingProxy
+
+    def counts(self) -> dict[str, int]:
+        return self.proxy.counts()
+
+
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load averages, printed beside every figure: it is shared."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+@contextlib.contextmanager
+def armada_under_test(kind: str, paused: bool = True) -> Iterator[ArmadaUnderTest]:
+    """The embedded server (`paused`: nothing runs) or the real bed, behind a counting proxy."""
+    with contextlib.ExitStack() as stack:
+        if kind == "embedded":
+            upstream = stack.enter_context(EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=paused))).url
+        elif os.environ.get("ARMADA_URL"):
+            upstream = os.environ["ARMADA_URL"]
+        else:
+            raise SystemExit('--armada real needs a bed in ARMADA_URL: eval "$(scripts/real-armada.sh up)"')
+        proxy = stack.enter_context(counting_proxy(upstream))
+        yield ArmadaUnderTest(kind, proxy.address, proxy)

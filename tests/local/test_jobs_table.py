@@ -1,0 +1,44 @@
+"""The end-of-run jobs table: the task's outcome first, Armada's state where it differs, retries under their task."""
+
+from __future__ import annotations
+
+import pytest
+
+from armada_flyte.local.journal import JobRecord, format_jobs_table, outcome_label
+
+
+def _job(task: str, outcome: str, armada: str, attempt: int = 0, call: str = "") -> JobRecord:
+    job_id = f"j-{task}-{attempt}"
+    return JobRecord(task, "amd64", "task", "amd64", "amd64-0", outcome, armada, 1.5, job_id, call, attempt)
+
+
+@pytest.mark.parametrize(
+    "succeeded, code, cancelled, label",
+    [
+        (True, "", False, "SUCCEEDED"),
+        (False, "ValueError", False, "FAILED ValueError"),
+        (False, "OOMKilled", False, "FAILED OOMKilled"),
+        (False, "TaskTimeout", True, "TIMED OUT"),
+        (False, "", True, "CANCELLED"),
+        (False, "", False, "FAILED"),
+    ],
+)
+def test_the_outcome_is_named_for_what_happened_to_the_task(succeeded, code, cancelled, label):
+    assert outcome_label(succeeded, code, cancelled) == label
+
+
+def test_rows_show_the_outcome_armadas_state_where_it_differs_and_retries_under_their_task():
+    table = format_jobs_table(
+        [
+            _job("flaky", "FAILED ValueError", "SUCCEEDED", 0, call="c1"),
+            _job("plain", "SUCCEEDED", "SUCCEEDED", 0, call="c2"),
+            _job("flaky", "SUCCEEDED", "SUCCEEDED", 1, call="c1"),
+        ]
+    )
+    lines = table.splitlines()
+    assert lines[0].split() == ["task", "attempt", "architecture", "from", "node", "group", "node", "state", "seconds"]
+    rows = [line.split("  ") for line in lines[2:]]
+    cells = [[cell.strip() for cell in row if cell.strip()] for row in rows]
+    assert cells[0][:2] == ["flaky", "0"] and "FAILED ValueError, retried (Armada: SUCCEEDED)" in cells[0]
+    assert lines[3].startswith(" ") and cells[1][0] == "1" and "SUCCEEDED" in cells[1]
+    assert cells[2][:2] == ["plain", "0"] and "(Armada:" not in lines[4]
