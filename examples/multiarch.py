@@ -6,6 +6,7 @@ Run it with the README's first command, or directly:
     ARMADA_FLYTE_RUNTIME_IMAGE=REGISTRY/armada-flyte-runtime:TAG \
       python examples/multiarch.py --executor docker   # pods as linux/<arch> containers of that image
     ARMADA_URL=... FLYTE_BLOB_ENDPOINT=... python examples/multiarch.py   # a real cluster
+    python examples/multiarch.py --armada-url HOST:PORT   # an Armada on this machine (./scripts/demo.sh --real-armada)
 
 Every task of an `ArmadaConfig` environment runs as an Armada job; the `pipeline` driver runs
 on your machine and calls them (in local mode, Armada tasks are leaves).
@@ -91,14 +92,19 @@ async def pipeline(n: int = 200, epochs: int = 200) -> float:
     return best
 
 
-def _print_result(run: Any, executor: str) -> None:
+def _print_result(run: Any, executor: str, armada_url: str = "") -> None:
     from armada_flyte.local.journal import print_jobs_table
 
     outputs = run.outputs()
     best = outputs[0] if isinstance(outputs, tuple) else outputs
     print(f"\npipeline result: best RMSE {float(best):.4f}\n")
     print_jobs_table()
-    if executor == "docker":
+    if armada_url:
+        print(
+            f"\nArmada at {armada_url} placed every job: its scheduler chose each node from the node groups its "
+            "executor reports (arm64 tasks on arm64 nodes); the pods ran natively on this host."
+        )
+    elif executor == "docker":
         print(f"\nThe docker executor ran every pod as a container of {IMAGE} for its node group's platform.")
     elif not os.environ.get("ARMADA_URL"):
         print(
@@ -137,8 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="serve the local view of the run on 127.0.0.1 (the embedded server only), up until Ctrl-C after the run",
     )
+    parser.add_argument(
+        "--armada-url",
+        metavar="HOST:PORT",
+        default="",
+        help="use this Armada (real Armada on a test bed: ./scripts/demo.sh --real-armada) with a local blob store, "
+        "instead of the embedded server; its executor must hold the blob keys' Secret and offer amd64 and arm64 nodes",
+    )
     args = parser.parse_args(argv)
     executor = args.executor
+    if args.armada_url and (args.executor != "process" or args.view):
+        parser.error("--executor and --view apply to the embedded server, not to --armada-url")
     if args.view and os.environ.get("ARMADA_URL"):
         parser.error("--view shows the embedded server; for another Armada run `armada-flyte view --armada HOST:PORT`")
     if executor == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
@@ -147,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             "your Docker daemon can pull (docs/admins/runtime-image.md builds one)"
         )
     root = pathlib.Path(__file__).parent
-    if os.environ.get("ARMADA_URL"):
+    if os.environ.get("ARMADA_URL") and not args.armada_url:
         flyte.init(root_dir=root, storage=flyte.storage.S3.auto())
         raw_data_path = os.environ.get("ARMADA_FLYTE_RAW_DATA_PATH", "s3://flyte/raw")
         run = flyte.with_runcontext(mode="local", raw_data_path=raw_data_path).run(pipeline)
@@ -156,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
 
         from armada_flyte.local.stack import local_stack, stack_view
 
-        with local_stack(executor=executor) as stack:
+        with local_stack(executor=executor, armada_url=args.armada_url) as stack:
             with stack_view(stack) if args.view else contextlib.nullcontext() as view_url:
-                print(f"embedded Armada at {stack.armada_url}, blob store at {stack.blob_endpoint}")
+                where = "Armada" if args.armada_url else "embedded Armada"
+                print(f"{where} at {stack.armada_url}, blob store at {stack.blob_endpoint}")
                 if view_url:
                     print(f"view: {view_url}", flush=True)
                 stack.init_flyte(root)
@@ -168,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"\nview: {view_url} stays up until Ctrl-C", flush=True)
                     _wait_for_ctrl_c()
                     return 0
-    _print_result(run, executor)
+    _print_result(run, executor, args.armada_url)
     return 0
 
 

@@ -16,6 +16,8 @@
 # so beds with different bases run side by side. State (data, pid files, logs) lives in
 # REAL_ARMADA_STATE (default ${TMPDIR:-/tmp}/armada-flyte-real-armada-<base>) and is wiped by `up`.
 # ARMADA_FLYTE_CMD names the armada-flyte command (default: on PATH, else the repo's .venv).
+# REAL_ARMADA_SECRETS_FILE (Kubernetes Secret manifests) is handed to our executor as --secrets-file,
+# so pods' Secret references (blob keys, task secrets) resolve.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -39,7 +41,7 @@ state="${REAL_ARMADA_STATE:-${TMPDIR:-/tmp}/armada-flyte-real-armada-$BASE}"
 logs="$state/logs"
 pids="$state/pids"
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -234,7 +236,9 @@ start_executor() { # $1: ours | fake
   if [ "$1" = fake ]; then
     start executor env -C "$cache" "$cache/bin/fakeexecutor" --config "$state/config/fakeexecutor.yaml"
   else
-    start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API"
+    local secrets=()
+    [ -z "${REAL_ARMADA_SECRETS_FILE:-}" ] || secrets=(--secrets-file "$REAL_ARMADA_SECRETS_FILE")
+    start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API" "${secrets[@]}"
   fi
   wait_until executor "connection to the executor API" 60 connected_to "$EXECUTOR_API"
 }
@@ -286,6 +290,9 @@ cmd_up() {
     executor_cmd="$(executor_command)"
     # Its executor-API stubs are generated once from Armada's Go module (cached).
     "$here/build-executor-stubs.sh" >/dev/null || die "scripts/build-executor-stubs.sh failed (its output is above)"
+  fi
+  if [ -n "${REAL_ARMADA_SECRETS_FILE:-}" ] && [ ! -r "$REAL_ARMADA_SECRETS_FILE" ]; then
+    die "REAL_ARMADA_SECRETS_FILE=$REAL_ARMADA_SECRETS_FILE is not a readable file"
   fi
   check_ports_free
   ensure_system_packages

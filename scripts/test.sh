@@ -6,9 +6,10 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours), runs the conformance suite and Armada's own
-# cases (tests/embedded/test_armadas_own_tests.py) against it with --armada real, and stops it;
-# scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read), runs
+# the conformance suite, Armada's own cases (tests/embedded/test_armadas_own_tests.py) and the
+# connector's production-path tests (tests/e2e, tests/connector) against it with --armada real, and
+# stops it; scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
@@ -38,8 +39,20 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
 fi
 .venv/bin/python -m pytest "$@"
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
-  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite with --armada real)"
+  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite and the production path with --armada real)"
+  # The connector's production-path tests: the same tests as on the embedded server (docs/real-armada.md).
+  PRODUCTION_PATH_TESTS=(tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py
+    tests/e2e/test_interrupted_runs.py tests/connector/test_c0_service.py tests/connector/test_connector.py
+    tests/connector/test_any_architecture.py tests/connector/test_timeouts_and_metadata.py
+    tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
+    tests/connector/test_crash_reasons.py tests/e2e/test_multiarch_example.py)
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
+  REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
+  cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
+  export REAL_ARMADA_SECRETS_FILE
+  .venv/bin/python -c 'import pathlib, sys; sys.path.insert(0, "tests")
+from support.real_armada import write_bed_secrets
+write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   executor="${REAL_ARMADA_EXECUTOR:-ours}"
   case "$executor" in
     ours) executor_option=() ;;
@@ -47,9 +60,10 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
     none) executor_option=(--no-executor) ;;
     *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
   esac
+  [ "$executor" = ours ] || PRODUCTION_PATH_TESTS=() # their pods must really run
   bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
   eval "$bed"
-  export ARMADA_URL
+  export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
   .venv/bin/python -m pytest -p no:cacheprovider --armada real --real-armada-executor "$executor" \
-    tests/embedded tests/real_armada
+    tests/embedded tests/real_armada "${PRODUCTION_PATH_TESTS[@]}"
 fi

@@ -20,6 +20,9 @@ from armada_flyte.pod_runner.process_tree import is_alive
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import free_port
 
+NEEDS_BINOCULARS = pytest.mark.embedded_only
+"""Reads logs from the embedded server's Binoculars; a real-Armada bed runs none (Armada's Binoculars reads
+pods through Kubernetes, which the bed doesn't have)."""
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 
 
@@ -144,6 +147,7 @@ def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path)
         time.sleep(0.02)
 
 
+@NEEDS_BINOCULARS
 def test_get_logs_returns_the_containers_output(connector):
     async def scenario():
         meta = await connector.create(
@@ -296,6 +300,7 @@ async def asyncio_sleep() -> None:
     await asyncio.sleep(0.02)
 
 
+@NEEDS_BINOCULARS
 def test_logs_are_read_from_the_configured_binoculars_url(armada):
     armada_flyte.configure(armada_url=armada.url, binoculars_url=armada.url, node_groups_preset="embedded")
     connector = ArmadaConnector()

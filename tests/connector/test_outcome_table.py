@@ -446,3 +446,22 @@ def test_rules_that_hold_for_every_combination(state, error, timeout, gang, any_
     if outcome.error is not None and outcome.error.code == "TaskTimeout":
         assert outcome.error.kind == "USER", "a timeout is the task's own limit, the same kind wherever it shows"
     assert outcome.info["armada_state"] == JobState.name_of(state)
+
+
+@pytest.mark.parametrize(
+    ("state", "ran"), [(JobState.REJECTED, False), (JobState.FAILED, True), (JobState.PREEMPTED, True)]
+)
+def test_an_end_whose_reason_real_armada_has_not_written_yet_is_waited_for_then_reported_without_it(state, ran):
+    """Real Armada's GetJobErrors reads what its lookout ingester wrote: "" for a moment after the event."""
+    meta = _meta()
+    ended = NOW - 2.0
+    details = RunDetails("amd64-0", "c1", "", ended, NOW - WAITED) if ran else None
+    fresh = replace(meta, submitted_at=ended) if not ran else meta
+    waiting = outcome_of(fresh, Observed(state, NOW, details, None, "", ""), RULES)
+    assert not waiting.terminal
+    assert waiting.phase == (RUN if ran else Q)
+    assert "waiting for Armada's reason" in waiting.message
+    later = outcome_of(fresh, Observed(state, NOW + 30.0, details, None, "", ""), RULES)
+    assert later.terminal and "waiting" not in later.message
+    explained = outcome_of(fresh, Observed(state, NOW, details, None, "", REASONS[state]), RULES)
+    assert explained.terminal and REASONS[state].splitlines()[0] in explained.message

@@ -44,20 +44,32 @@ def _get(c0, meta: bytes):
     return c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30).resource
 
 
+def _seen(c0, meta: bytes):
+    """GetTask once Armada shows the job: real Armada's query side has it a moment after the submit."""
+
+    def shown():
+        resource = _get(c0, meta)
+        return resource if resource.custom_info["armada_state"] != "UNKNOWN" else None
+
+    return wait_until(shown, 30, f"Armada to show job {json.loads(meta)['job_id']}")
+
+
 def _state(client, job_id: str) -> int:
     return client.get_job_status([job_id]).job_states[job_id]
 
 
 def test_the_task_timeout_is_the_pods_deadline_and_ends_the_attempt_when_its_run_exceeds_it(c0, client):
     template = python_template(SLEEPER)
-    template.metadata.timeout.seconds = 2
+    # Long enough for the pod to start first (it is the queued timeout too): real Armada leases and
+    # starts a pod in a few seconds on a busy machine.
+    template.metadata.timeout.seconds = 8
     meta = _create(c0, template, "timeout")
     job_id = json.loads(meta)["job_id"]
-    assert _job_spec(client, job_id).pod_spec.activeDeadlineSeconds == 2  # the pod spec Armada received
+    assert _job_spec(client, job_id).pod_spec.activeDeadlineSeconds == 8  # the pod spec Armada received
 
     resource = poll_to_end(c0, meta, timeout=60)
     assert resource.phase == TaskExecution.RETRYABLE_FAILED, resource.message
-    assert "TaskTimeout" in resource.message and "timeout of 2s running" in resource.message
+    assert "TaskTimeout" in resource.message and "timeout of 8s running" in resource.message
     assert resource.custom_info["error"]["code"] == "TaskTimeout"
     # Whichever comes first ends it: the connector's cancel, or the kubelet at the pod's deadline.
     wait_until(lambda: _state(client, job_id) in (submit_pb2.CANCELLED, submit_pb2.FAILED), timeout=30)
@@ -70,7 +82,7 @@ def test_an_incomplete_gang_says_so_while_queued_and_fails_at_its_timeout(c0, cl
         template = python_template(SLEEPER, config)
         template.metadata.timeout.seconds = 3
         metas.append(_create(c0, template, "lonely", action))
-    waiting = _get(c0, metas[0])
+    waiting = _seen(c0, metas[0])
     assert waiting.phase == TaskExecution.QUEUED, waiting.message
     assert "gang trio" in waiting.message and "none of its 3 members" in waiting.message
     assert "timeout of 3s" in waiting.message
@@ -85,15 +97,20 @@ def test_an_incomplete_gang_says_so_while_queued_and_fails_at_its_timeout(c0, cl
 
 def test_a_queued_gang_member_without_a_timeout_says_how_to_bound_the_wait(c0, client):
     meta = _create(c0, python_template(SLEEPER, ArmadaConfig(gang_id="pair", gang_cardinality=2)), "unbounded")
-    waiting = _get(c0, meta)
+    waiting = _seen(c0, meta)
     assert "set timeout= on the task" in waiting.message
     c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30)
 
 
 def _job_spec(client, job_id: str):
-    """The job as Armada stored it (GetJobDetails with the job spec expanded)."""
+    """The job as Armada stored it (GetJobDetails with the job spec expanded), once its query side has it."""
     request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
-    return client.job_stub.GetJobDetails(request).job_details[job_id].job_spec
+
+    def stored():
+        details = client.job_stub.GetJobDetails(request).job_details
+        return details[job_id] if job_id in details else None
+
+    return wait_until(stored, 30, f"job {job_id} in GetJobDetails").job_spec
 
 
 # ---- metadata written by other connector versions ----
@@ -145,7 +162,12 @@ def test_the_job_carries_flytes_identity_as_its_external_job_uri(c0, client):
     meta = json.loads(_create(c0, python_template("pass"), "r9", action="a3", attempt=1))
     uri = "flyte://default/proj/dev/r9/a3/1"  # no org in the metadata: a0's stand-in org
     # Armada's own lookup by external URI (Jobs.GetJobStatusUsingExternalJobUri) finds the job.
-    found = client.get_job_status_by_external_job_uri(meta["queue"], meta["job_set_id"], uri)
-    assert dict(found.job_states).keys() == {meta["job_id"]}
+    # Real Armada's query side has the job a moment after the submit.
+    found = wait_until(
+        lambda: client.get_job_status_by_external_job_uri(meta["queue"], meta["job_set_id"], uri).job_states,
+        30,
+        f"Armada to find job {meta['job_id']} by its external job URI",
+    )
+    assert dict(found).keys() == {meta["job_id"]}
     # Also set as Armada's (legacy) annotation, as Armada's Airflow operator does.
     assert _job_spec(client, meta["job_id"]).annotations["armadaproject.io/externalJobUri"] == uri

@@ -1,21 +1,44 @@
-"""A real Flyte local run through the connector: embedded Armada, moto S3, real a0 processes."""
+"""A real Flyte local run through the connector: Armada, moto S3, real a0 processes.
+
+The Armada is the embedded server, or with `--armada real` real Armada on a bed
+(`support.real_armada`) whose executor (ours) runs the a0 pods and holds the blob keys and task
+secrets (`bed_secrets`). Tests that look behind Armada's API (`stack.server`) are marked
+`embedded_only` and skip there.
+"""
 
 from __future__ import annotations
 
 import pathlib
 import sys
+from typing import Callable
 
 import pytest
+
+from support.real_armada import bed_log_tails, ensure_queues, uses_real_armada
 
 PROJECT = pathlib.Path(__file__).parent / "project"
 
 
 @pytest.fixture(scope="module")
-def stack():
+def stack(request: pytest.FixtureRequest):
+    """The local stack: its own embedded server, or (`--armada real`) the session's real Armada."""
     from armada_flyte.local.stack import local_stack
 
-    with local_stack(configure_connector=False) as endpoints:
+    armada_url = ""
+    if uses_real_armada(request.config):
+        armada_url = request.getfixturevalue("real_armada")["ARMADA_URL"]
+        ensure_queues(armada_url, ("flyte",))
+    with local_stack(configure_connector=False, armada_url=armada_url) as endpoints:
         yield endpoints
+
+
+@pytest.fixture
+def armada_logs(request: pytest.FixtureRequest) -> Callable[[], str]:
+    """The bed's component logs on real Armada ("" on the embedded server), for failure messages."""
+    if not uses_real_armada(request.config):
+        return lambda: ""
+    bed = request.getfixturevalue("real_armada")
+    return lambda: bed_log_tails(bed)
 
 
 @pytest.fixture

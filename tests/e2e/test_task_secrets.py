@@ -32,13 +32,17 @@ PROJECT = pathlib.Path(__file__).parent / "project"
 
 
 @pytest.fixture
-def task_secrets(stack) -> dict[str, str]:
-    """Fresh values in the cluster's Secret for the task's group (so a stale pod can't pass)."""
+def task_secrets(stack, request: pytest.FixtureRequest) -> dict[str, str]:
+    """Fresh values in the cluster's Secret for the task's group (so a stale pod can't pass): put in the
+    embedded cluster here, or on real Armada the values its bed's executor was started with."""
     sys.path.insert(0, str(PROJECT))
     import secret_tasks
 
-    values = {"api_key": f"api-{uuid.uuid4().hex}", "token": f"tok-{uuid.uuid4().hex}"}
-    stack.server.add_secret(secret_tasks.GROUP, values)
+    if stack.server is None:
+        values = request.getfixturevalue("bed_secrets")[secret_tasks.GROUP]
+    else:
+        values = {"api_key": f"api-{uuid.uuid4().hex}", "token": f"tok-{uuid.uuid4().hex}"}
+        stack.server.add_secret(secret_tasks.GROUP, values)
     yield values
     sys.path.remove(str(PROJECT))
 
@@ -118,6 +122,7 @@ def test_a_backend_task_reads_its_secrets_through_c0_and_no_job_spec_holds_a_sec
     assert_no_secret_value_in(received_specs(stack.armada_url, [job_id]), [SECRET_KEY, *task_secrets.values()])
 
 
+@pytest.mark.embedded_only
 def test_a_task_whose_secret_the_cluster_lacks_fails_with_kubernetes_reason(flyte_run, stack, task_secrets):
     import secret_tasks
 

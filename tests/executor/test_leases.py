@@ -13,6 +13,7 @@ pytestmark = pytest.mark.pure
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core  # noqa: E402
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster  # noqa: E402
+from armada_flyte.embedded.cluster.secrets import SecretStore  # noqa: E402
 from armada_flyte.executor.leases import LeaseRefused, Refusal, pod_launch  # noqa: E402
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -84,3 +85,28 @@ def test_a_lease_without_a_pod_spec_fails():
         pod_launch(lease(None), Cluster.default())
     assert refused.value.refusal is Refusal.UNREADABLE
     assert refused.value.run.run_id == "run-1"
+
+
+def pod_reading_secret(name: str, key: str) -> core.PodSpec:
+    pod = pod_on("amd64-0")
+    ref = core.SecretKeySelector(localObjectReference=core.LocalObjectReference(name=name), key=key)
+    pod.containers[0].env.append(core.EnvVar(name="TOKEN", valueFrom=core.EnvVarSource(secretKeyRef=ref)))
+    return pod
+
+
+def test_a_pods_secret_reference_is_resolved_from_the_executors_secrets():
+    secrets = SecretStore()
+    secrets.put("api", {"token": "s3cr3t"})
+    _, launch = pod_launch(lease(pod_reading_secret("api", "token")), Cluster.default(), secrets)
+    assert launch.secrets.of("main").env == {"TOKEN": "s3cr3t"}
+
+
+def test_a_pod_whose_secret_is_missing_fails_without_starting_saying_which():
+    with pytest.raises(LeaseRefused) as refused:
+        pod_launch(lease(pod_reading_secret("absent", "token")), Cluster.default(), SecretStore())
+    assert refused.value.refusal is Refusal.POD_REFUSED
+    assert refused.value.message == (
+        "Unable to start pod.\nContainer main is in state Waiting with reason CreateContainerConfigError: "
+        'secret "absent" not found'
+    )
+    assert refused.value.run.node == "amd64-0"

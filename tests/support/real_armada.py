@@ -4,17 +4,24 @@ With `--armada real` the suite runs against real Armada: the endpoint in ARMADA_
 set (scripts/test.sh starts the bed itself), else a bed this session starts with
 `scripts/real-armada.sh up` and stops with `down` at the end. A bed that does not come up is a
 test failure under CI and a skip locally (`support.real_parts.missing_part`).
+
+The bed's executor holds the Secrets pods read (`bed_secrets`): the file in REAL_ARMADA_SECRETS_FILE
+when set (scripts/test.sh writes one with `write_bed_secrets`), else one this session writes with
+fresh values. A bed started here uses REAL_ARMADA_PORT_BASE from the environment.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import pathlib
 import subprocess
+import uuid
 from typing import Iterator
 
 import grpc
 import pytest
+import yaml
 from armada_client.client import ArmadaClient
 
 from support.pods import item, pod, submit_one
@@ -27,6 +34,9 @@ EXECUTORS = {"ours": [], "fake": ["--fake-executor"], "none": ["--no-executor"]}
 # The first build compiles Armada and fetches Pulsar (minutes); later starts take seconds.
 UP_TIMEOUT_SECONDS = 1800
 PROBE_JOB_SET = "queue-ready-probe"
+BED_VARIABLES = ("ARMADA_URL", "ARMADA_EXECUTOR_API", "REAL_ARMADA_LOGS", "REAL_ARMADA_STATE")
+TASK_SECRET_GROUP = "e2e-task-creds"
+"""The Secret the e2e project's `secret_tasks` read (keys api_key, token)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,6 +61,16 @@ def uses_real_armada(config: pytest.Config) -> bool:
     return config.getoption("--armada") == "real"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On real Armada, tests marked `embedded_only` (they look behind the API) skip."""
+    if not uses_real_armada(config):
+        return
+    skip = pytest.mark.skip(reason="looks behind the API at the embedded server (the suite runs against real Armada)")
+    for test in items:
+        if "embedded_only" in test.keywords:
+            test.add_marker(skip)
+
+
 def on_real_armada(config: pytest.Config) -> bool:
     """`--armada real`, or ARMADA_URL pointing at an Armada of the caller's."""
     return uses_real_armada(config) or bool(os.environ.get("ARMADA_URL"))
@@ -66,11 +86,46 @@ def parse_assignments(stdout: str) -> dict[str, str]:
     return found
 
 
+def write_bed_secrets(path: pathlib.Path) -> None:
+    """Write the Secrets a bed's executor holds (the blob keys, the e2e task secrets with fresh values)
+    as Kubernetes Secret manifests to `path`."""
+    from armada_flyte.local.stack import blob_credentials_manifest
+
+    task_secrets = {"api_key": f"api-{uuid.uuid4().hex}", "token": f"tok-{uuid.uuid4().hex}"}
+    task_manifest = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": TASK_SECRET_GROUP}}
+    path.write_text(yaml.safe_dump_all([blob_credentials_manifest(), {**task_manifest, "stringData": task_secrets}]))
+
+
+def read_bed_secrets(path: pathlib.Path) -> dict[str, dict[str, str]]:
+    """The Secrets of a manifests file, {name: {key: value}} (`data` base64, `stringData` plain)."""
+    secrets = {}
+    for document in (d for d in yaml.safe_load_all(path.read_text()) if d):
+        values = {key: base64.b64decode(value).decode() for key, value in (document.get("data") or {}).items()}
+        secrets[document["metadata"]["name"]] = {**values, **(document.get("stringData") or {})}
+    return secrets
+
+
 @pytest.fixture(scope="session")
-def real_armada(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+def bed_secrets_file(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The Secrets file of the bed's executor: REAL_ARMADA_SECRETS_FILE, else one written for this session."""
+    if os.environ.get("REAL_ARMADA_SECRETS_FILE"):
+        return pathlib.Path(os.environ["REAL_ARMADA_SECRETS_FILE"])
+    path = tmp_path_factory.mktemp("real-armada") / "secrets.yaml"
+    write_bed_secrets(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def bed_secrets(bed_secrets_file: pathlib.Path) -> dict[str, dict[str, str]]:
+    """The Secrets the bed's executor holds, {name: {key: value}}."""
+    return read_bed_secrets(bed_secrets_file)
+
+
+@pytest.fixture(scope="session")
+def real_armada(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> Iterator[dict[str, str]]:
     """Real Armada for this session: {"ARMADA_URL": host:port, ...}; started here unless ARMADA_URL is set."""
     if os.environ.get("ARMADA_URL"):
-        yield {"ARMADA_URL": os.environ["ARMADA_URL"]}
+        yield {name: os.environ[name] for name in BED_VARIABLES if os.environ.get(name)}
         return
     executor = request.config.getoption("--real-armada-executor")
     try:
@@ -79,6 +134,7 @@ def real_armada(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
             capture_output=True,
             text=True,
             timeout=UP_TIMEOUT_SECONDS,
+            env={**os.environ, "REAL_ARMADA_SECRETS_FILE": str(bed_secrets_file)},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         subprocess.run([str(SCRIPT), "down"], capture_output=True, timeout=120)
@@ -107,6 +163,34 @@ def wait_until_queue_accepts(client: ArmadaClient, queue: str, timeout: float = 
 
     job_id = wait_until(accepted, timeout, f"a submit to queue {queue} to be accepted")
     client.cancel_jobs(queue=queue, job_set_id=PROBE_JOB_SET, job_id=job_id)
+
+
+def bed_log_tails(bed: dict[str, str], components: tuple[str, ...] = ("executor", "scheduler", "server")) -> str:
+    """The last lines of the bed's component logs (REAL_ARMADA_LOGS), for a failure message; "" without logs."""
+    folder = bed.get("REAL_ARMADA_LOGS")
+    if not folder:
+        return ""
+    parts = []
+    for component in components:
+        path = pathlib.Path(folder) / f"{component}.log"
+        try:
+            lines = path.read_text(errors="replace").splitlines()[-30:]
+        except OSError as exc:
+            lines = [f"({exc})"]
+        parts.append(f"--- last lines of {path}:\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def ensure_queues(armada_url: str, queues: tuple[str, ...]) -> None:
+    """Create `queues` on real Armada (an upsert) and return once each accepts submits."""
+    channel = grpc.insecure_channel(armada_url)
+    try:
+        client = ArmadaClient(channel)
+        for queue in queues:
+            client.create_queue(client.create_queue_request(queue, priority_factor=1.0))
+            wait_until_queue_accepts(client, queue)
+    finally:
+        channel.close()
 
 
 # Where real Armada v0.22.7 answers otherwise than the test expects (it asserts the embedded

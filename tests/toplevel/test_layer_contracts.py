@@ -18,7 +18,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.task",
             (
                 "plugin",
-                "leaf | project_defaults",
+                "leaf | project_defaults | termination",
                 "flyte_internals | image_declaration | runtime_image",
             ),
         ),

@@ -52,12 +52,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--pod-logs", metavar="DIR", help="write each pod's log here when it ends (<namespace>/<pod>.log)"
     )
+    parser.add_argument(
+        "--secrets-file",
+        metavar="FILE",
+        help="Kubernetes Secret manifests (YAML) that pods' secretKeyRef, envFrom and secret volumes read "
+        "(default: none; a pod referencing a missing Secret fails without starting)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
     from armada_flyte.embedded.cluster.cluster_file import Cluster
+    from armada_flyte.embedded.cluster.secrets import SecretStore
     from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
     from armada_flyte.pod_runner import make_pod_runner
 
@@ -65,18 +72,24 @@ def run(args: argparse.Namespace) -> int:
     cluster = Cluster.from_yaml(args.cluster) if args.cluster else Cluster.default()
     options = {"images": cluster.images, "cpu_shares": cluster.cpu_shares} if args.pod_runner == "process" else {}
     runner = make_pod_runner(args.pod_runner, **options)
+    secrets = SecretStore()
+    if args.secrets_file:
+        secrets.load_file(args.secrets_file)
     executor = ArmadaExecutor(
         args.scheduler,
         cluster,
         runner,
         LoopSettings(lease_interval=args.lease_interval),
         pathlib.Path(args.pod_logs) if args.pod_logs else None,
+        secrets,
     )
     where = f"executor {cluster.executor} (pool {cluster.pool})"
     print(f"{where} leasing from {args.scheduler}; pods run as {args.pod_runner}")
     print("node groups:")
     for group in cluster.node_groups:
         print(f"  {group.describe()}")
+    if args.secrets_file:
+        print(f"secrets from {args.secrets_file}: {', '.join(secrets.names()) or 'none'}")
     print("Press Ctrl-C to stop.", flush=True)
     failures: list[Exception] = []
     loop = threading.Thread(target=_serve, args=(executor, failures), name="armada-executor")

@@ -35,6 +35,10 @@ QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED}
 RUN_STATES = frozenset({JobState.PENDING, JobState.RUNNING})
 ERROR_FILE_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED})
 """States after which a0 may have written error.pb (it runs in the pod)."""
+REASON_WAIT_SECONDS = 10.0
+"""Real Armada writes a job's error to its query side asynchronously (the lookout ingester), so
+GetJobErrors can answer "" for a moment after the event stream said FAILED or REJECTED: for this
+long after the end, a job with no reason yet is reported still in flight, not ended without one."""
 
 _PROGRESS = {
     TaskExecution.QUEUED: 1,
@@ -218,6 +222,9 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
         )
         error = ErrorInfo("BlobStoreUnreadable", "SYSTEM", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node, facts, error)
+    if needs_reason(state, seen.task_error, "") and not reason and _reason_may_come(meta, seen):
+        message = f"Armada job {meta.job_id} is {state_name(state)}; waiting for Armada's reason"
+        return JobOutcome(TaskExecution.RUNNING if details else TaskExecution.QUEUED, state, message, facts=facts)
     where = f"job {meta.job_id}" + (f" on node {node}" if node else "")
     if meta.any_of:
         where = f"job {meta.job_id}" + _landed(meta, node, facts, rules.node_groups)
@@ -261,6 +268,13 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
             facts["fix"] = fix
             message += f"\nTo fix: {fix}"
     return JobOutcome(phase_of(state), state, message, None, node, facts)
+
+
+def _reason_may_come(meta: ArmadaJobMetadata, seen: Observed) -> bool:
+    """Whether Armada may still be writing the job's reason: within REASON_WAIT_SECONDS of its run's end,
+    or of its submit when no end is known (a rejected job has no run)."""
+    ended = (seen.details.finished_at if seen.details else 0.0) or meta.submitted_at
+    return bool(ended) and seen.now - ended < REASON_WAIT_SECONDS
 
 
 def _sizes_in(reason: str) -> str:

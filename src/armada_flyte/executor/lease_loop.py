@@ -22,6 +22,7 @@ from typing import Any, Optional
 import grpc
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.embedded.cluster.secrets import SecretStore
 from armada_flyte.executor.cluster_nodes import DEFAULT_MAX_JOBS_TO_LEASE, lease_request
 from armada_flyte.executor.held_runs import HeldRuns
 from armada_flyte.executor.leases import LeasedRun, LeaseRefused, pod_launch
@@ -72,6 +73,7 @@ class ArmadaExecutor:
     """Leases runs from the scheduler at `target` and runs their pods with `runner` until `stop()`.
 
     `pod_log_dir`, when set, receives each pod's log as `<namespace>/<pod name>.log` once it ends.
+    `secrets` are the cluster's Secrets that pods' `secretKeyRef`, `envFrom` and secret volumes read.
     """
 
     def __init__(
@@ -81,12 +83,14 @@ class ArmadaExecutor:
         runner: PodRunner,
         settings: LoopSettings = LoopSettings(),
         pod_log_dir: Optional[pathlib.Path] = None,
+        secrets: Optional[SecretStore] = None,
     ):
         self.target = target
         self.cluster = cluster
         self.runner = runner
         self.settings = settings
         self.pod_log_dir = pod_log_dir
+        self.secrets = secrets or SecretStore()
         self._news = threading.Event()
         self._stopping = threading.Event()
         self.runs = HeldRuns(cluster.error_categories, on_news=self._news.set, on_pod_end=self._keep_log)
@@ -173,7 +177,7 @@ class ArmadaExecutor:
         if lease.job_run_id in self.runs:
             return  # leased again after a lost answer: it runs already
         try:
-            run, launch = pod_launch(lease, self.cluster)
+            run, launch = pod_launch(lease, self.cluster, self.secrets)
         except LeaseRefused as refused:
             log.warning(
                 "run %s of job %s refused (%s): %s",

@@ -7,7 +7,8 @@ its nodeSelector names: the scheduler adds `<nodeIdLabel>: <node name>` to every
 (internal/scheduler/api.go), so the node is real Armada's decision, not ours. A lease that can't
 become a pod is refused: returned (Armada leases it again, elsewhere) when no node of this
 executor matches, failed when Kubernetes would refuse the pod for good (a missing namespace,
-Armada's `fatalPodSubmissionErrors`) or the lease carries no pod.
+Armada's `fatalPodSubmissionErrors`), when a Secret it references is missing (the kubelet would
+keep its container waiting until Armada's pending-pod check gave up), or the lease carries no pod.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
+from armada_flyte.embedded.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.rules.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.pod_runner import PodLaunch, PodLog
 
@@ -83,8 +85,9 @@ def node_for(pod: Any, cluster: Cluster) -> Node | None:
     return next((n for n in cluster.nodes if all(n.labels.get(k) == v for k, v in selector.items())), None)
 
 
-def pod_launch(lease: Any, cluster: Cluster) -> tuple[LeasedRun, PodLaunch]:
-    """The run and the pod to launch for `lease`, or LeaseRefused."""
+def pod_launch(lease: Any, cluster: Cluster, secrets: Optional[SecretStore] = None) -> tuple[LeasedRun, PodLaunch]:
+    """The run and the pod to launch for `lease`, its Secret references resolved from `secrets` (none
+    when None: every reference is then missing), or LeaseRefused."""
     run = leased_run(lease, cluster.executor)
     job = lease.job
     if not job.mainObject.HasField("pod_spec"):
@@ -97,6 +100,12 @@ def pod_launch(lease: Any, cluster: Cluster) -> tuple[LeasedRun, PodLaunch]:
         selector = ", ".join(f"{k}={v}" for k, v in sorted(pod.nodeSelector.items())) or "none"
         message = f"no node of executor {cluster.executor} matches the pod's nodeSelector ({selector})"
         raise LeaseRefused(run, message, Refusal.RETURNED)
+    try:
+        resolved = resolve_pod_secrets(pod, secrets or SecretStore(), run.namespace)
+    except SecretUnavailable as exc:
+        container = pod.containers[0].name if pod.containers else ""
+        message = f"Unable to start pod.\nContainer {container} is in state Waiting with reason {WAITING_REASON}: {exc}"
+        raise LeaseRefused(dataclasses.replace(run, node=node.name), message, Refusal.POD_REFUSED) from None
     placed = dataclasses.replace(run, node=node.name)
     meta = job.objectMeta
     launch = PodLaunch(
@@ -112,5 +121,6 @@ def pod_launch(lease: Any, cluster: Cluster) -> tuple[LeasedRun, PodLaunch]:
         labels=pod_labels(meta.labels, run.job_id, run.run_id, run.queue),
         annotations=pod_annotations(meta.annotations, run.job_set, lease.user),
         injected_env=injected_env(run.job_id, run.queue, run.job_set, meta.annotations),
+        secrets=resolved,
     )
     return placed, launch

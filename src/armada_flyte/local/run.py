@@ -54,6 +54,8 @@ from armada_flyte.task.flyte_internals import (
 
 log = logging.getLogger(__name__)
 
+CANCEL_SETTLE_SECONDS = 10.0
+
 _bundles: dict[tuple[str, str, str], CodeBundle] = {}
 """(root dir, digest of the files to bundle, raw data base) -> the uploaded bundle, so a fan-out (and
 every later call with the same code) neither tars nor uploads again."""
@@ -249,11 +251,15 @@ async def _state_after_cancel(connector: Any, meta: Any, within: float = 5.0) ->
 
 
 async def _cancel_quietly(connector: Any, meta: Any) -> str:
-    """Cancel the job, and return the state Armada then reports (for the jobs table)."""
+    """Cancel the job, and return the state Armada then reports (for the jobs table).
+
+    Real Armada cancels asynchronously (the cancel goes through its log and scheduler): the state
+    reads RUNNING for a moment after the call returns, so it is read until it is terminal, for at
+    most CANCEL_SETTLE_SECONDS."""
     try:
         await connector.delete(meta)
         log.info("cancelled Armada job %s because the run was interrupted", meta.job_id)
-        return await connector.armada_state(meta)
+        return await _state_after_cancel(connector, meta, within=CANCEL_SETTLE_SECONDS)
     except Exception as exc:  # the interruption is what the caller must see
         log.warning("could not cancel Armada job %s: %s", meta.job_id, exc)
         return f"cancel failed: {exc}"

@@ -88,6 +88,13 @@ class LocalEndpoints:
         flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
 
 
+def blob_credentials_manifest() -> dict[str, Any]:
+    """The Kubernetes Secret holding the pods' blob keys, as a manifest (for `armada-flyte executor
+    --secrets-file`, when the stack uses an Armada it did not start)."""
+    data = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": BLOB_CREDENTIALS_SECRET}, "stringData": data}
+
+
 class LocalBlobServer:
     """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
 
@@ -186,6 +193,7 @@ def local_stack(
     state_dir: Optional[pathlib.Path] = None,
     kubeconfig: Optional[pathlib.Path] = None,
     ingress_port: int = 0,
+    armada_url: str = "",
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
     both, and every pod, on exit.
@@ -196,14 +204,24 @@ def local_stack(
     `state_dir` keeps the server's state there across restarts; None (the default) keeps it in
     memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
     `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
-    in `state_dir`, else a temporary file)."""
-    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+    in `state_dir`, else a temporary file).
 
+    `armada_url` names an Armada already running (real Armada on a bed, scripts/real-armada.sh) to
+    use instead of starting the embedded server; its executor must then hold the Secrets
+    (`BLOB_CREDENTIALS_SECRET` and any task secrets), its queue must exist, and the server
+    options above do not apply."""
     blob = LocalBlobServer(blob_port).start() if blob_store else None
-    cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
-    if blob is not None:
-        cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
     try:
+        if armada_url:
+            endpoints = LocalEndpoints(armada_url, blob.endpoint if blob else "", BUCKET, queue)
+            with _connector_configured(endpoints, configure_connector):
+                yield endpoints
+            return
+        from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+        cluster_secrets: dict[str, Mapping[str, str]] = dict(secrets or {})
+        if blob is not None:
+            cluster_secrets[BLOB_CREDENTIALS_SECRET] = {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY}
         with EmbeddedArmada(
             EmbeddedConfig(
                 cluster=cluster,
@@ -223,14 +241,22 @@ def local_stack(
             )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
-            if configure_connector:
-                connector_settings.configure(**endpoints.connector_settings())
-            try:
+            with _connector_configured(endpoints, configure_connector):
                 yield endpoints
-            finally:
-                stop_connector_view()
-                if configure_connector:
-                    connector_settings.reset()
     finally:
         if blob is not None:
             blob.stop()
+
+
+@contextlib.contextmanager
+def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterator[None]:
+    """Point the connector at the stack while it runs (when `configure`); after, stop the connector's
+    status view and reset its settings."""
+    if configure:
+        connector_settings.configure(**endpoints.connector_settings())
+    try:
+        yield
+    finally:
+        stop_connector_view()
+        if configure:
+            connector_settings.reset()

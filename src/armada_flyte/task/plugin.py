@@ -16,6 +16,7 @@ from armada_flyte.spec import TASK_TYPE, ArmadaConfig
 from armada_flyte.task.flyte_internals import AsyncFunctionTaskTemplate, TaskPluginRegistry
 from armada_flyte.task.leaf import as_leaf
 from armada_flyte.task.project_defaults import resolve_submission
+from armada_flyte.task.termination import exit_cleanly_on_sigterm
 
 log = logging.getLogger(__name__)
 
@@ -66,3 +67,4 @@ class ArmadaFunctionTask(AsyncFunctionTaskTemplate):
 
 
 TaskPluginRegistry.register(ArmadaConfig, ArmadaFunctionTask)
+exit_cleanly_on_sigterm()  # a laptop run stopped by SIGTERM still cancels its jobs at exit (local.inflight)
