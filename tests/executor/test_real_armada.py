@@ -16,6 +16,7 @@ from support.executor_parts import require_executor_stubs
 from support.job_events import failed_event, job_set_events, kind
 from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, gang, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
+from support.real_armada import wait_until_queue_accepts
 from support.real_armada_executor import (
     Bed,
     OurExecutor,
@@ -55,6 +56,7 @@ def executor(bed: Bed, client: ArmadaClient, tmp_path_factory: pytest.TempPathFa
     """Our executor, once real Armada schedules onto its nodes: until the scheduler's submit check has
     seen them, a job is rejected ("exceeds the total limit"), so probe jobs are sent until one runs."""
     with our_executor(bed, tmp_path_factory.mktemp("executor")) as running:
+        wait_until_queue_accepts(client, QUEUE, 60)  # the server sees a new queue after its cache refresh
         try:
             wait_until(lambda: probe_runs(client), 120, "real Armada to schedule a job onto our executor's nodes")
         except AssertionError as exc:
