@@ -91,7 +91,6 @@ def test_a_malformed_credential_names_the_fix_and_never_echoes_the_secret():
     assert "basic:USER:PASSWORD" in str(bad.value) and "SECRET" not in str(bad.value)
 
 
-@pytest.mark.pure
 def test_a_certificate_without_its_key_is_refused(tls):
     with pytest.raises(InvalidConfig, match="tls_key"):
         EmbeddedArmada(EmbeddedConfig(tls_cert=tls.cert))
