@@ -20,13 +20,19 @@ LIFECYCLE_BASE = 26150
 BUSY_PORT_BASE = 27150
 
 
+def _without_the_sessions_bed(environ: dict[str, str]) -> dict[str, str]:
+    """The environment minus the session bed's state and log folders (scripts/test.sh exports them):
+    with them, `up` and `down` at another base would act on the session's bed."""
+    return {name: value for name, value in environ.items() if name not in ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS")}
+
+
 def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SCRIPT), *args],
         capture_output=True,
         text=True,
         timeout=UP_TIMEOUT_SECONDS,
-        env={**os.environ, "REAL_ARMADA_PORT_BASE": str(base), **env},
+        env={**_without_the_sessions_bed(os.environ), "REAL_ARMADA_PORT_BASE": str(base), **env},
     )
 
 
