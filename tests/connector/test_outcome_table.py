@@ -27,6 +27,7 @@ from armada_flyte.connector.outcome import (
     needs_reason,
     needs_run_details,
     outcome_of,
+    queued_report_max_age,
 )
 from armada_flyte.connector.queued_report import QueuedReport
 
@@ -465,3 +466,12 @@ def test_an_end_whose_reason_real_armada_has_not_written_yet_is_waited_for_then_
     assert later.terminal and "waiting" not in later.message
     explained = outcome_of(fresh, Observed(state, NOW, details, None, "", REASONS[state]), RULES)
     assert explained.terminal and REASONS[state].splitlines()[0] in explained.message
+
+
+def test_a_queued_timeout_reads_a_fresh_scheduling_report():
+    """The report kept from the job's first seconds may predate every round that considered it (seen on
+    real Armada: "the latest round did not consider it" where the blockers were the reason)."""
+    meta = ArmadaJobMetadata(job_id="j", queue="q", job_set_id="s", submitted_at=NOW - 5, queued_timeout_seconds=4)
+    assert queued_report_max_age(meta, NOW, refresh_seconds=30) == 0
+    assert queued_report_max_age(replace(meta, queued_timeout_seconds=10), NOW, refresh_seconds=30) == 30
+    assert queued_report_max_age(replace(meta, queued_timeout_seconds=0), NOW, refresh_seconds=30) == 30

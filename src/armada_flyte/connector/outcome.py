@@ -126,6 +126,13 @@ def needs_queued_report(meta: ArmadaJobMetadata, state: int, now: float, after_s
     return state == JobState.QUEUED and bool(meta.submitted_at) and now - meta.submitted_at >= after_seconds
 
 
+def queued_report_max_age(meta: ArmadaJobMetadata, now: float, refresh_seconds: float) -> float:
+    """How old a kept scheduling report may be: none at all once the queued timeout has passed, since
+    that report is the failure's last word (one kept from the job's first second may predate every
+    scheduling round that considered it)."""
+    return 0.0 if _over(meta.queued_timeout_seconds, meta.submitted_at, now) else refresh_seconds
+
+
 def needs_run_details(meta: ArmadaJobMetadata, state: int) -> bool:
     """Whether the run's node and times matter: a job that ended, or one running under a timeout or for `any`."""
     return state in TERMINAL_STATES or (state in RUN_STATES and (meta.timeout_seconds > 0 or bool(meta.any_of)))

@@ -34,6 +34,7 @@ from armada_flyte.connector.outcome import (
     Observed,
     Rules,
     needs_queued_report,
+    queued_report_max_age,
     needs_reason,
     needs_run_details,
     outcome_of,
@@ -244,7 +245,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         now = time.time()
         report = None
         if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds):
-            report = await self._queued_report(current, meta)
+            report = await self._queued_report(current, meta, now)
         run = current.view.run_facts(meta.job_id)
         known = run if run is not None and run.covers(state) else None
         details = None
@@ -283,14 +284,14 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         while len(self._phases) > MAX_REMEMBERED_PHASES:
             self._phases.popitem(last=False)
 
-    async def _queued_report(self, current: ConnectorContext, meta: ArmadaJobMetadata) -> QueuedReport:
+    async def _queued_report(self, current: ConnectorContext, meta: ArmadaJobMetadata, now: float) -> QueuedReport:
         return await self._queued_reports.report_for(
             current.api,
             meta.job_id,
             meta.queue,
             meta.node_group,
             current.node_groups,
-            current.settings.timeouts.queued_report_refresh_seconds,
+            queued_report_max_age(meta, now, current.settings.timeouts.queued_report_refresh_seconds),
         )
 
     async def get(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> Resource:
