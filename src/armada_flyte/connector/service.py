@@ -34,10 +34,10 @@ from armada_flyte.connector.outcome import (
     Observed,
     Rules,
     needs_queued_report,
-    queued_report_max_age,
     needs_reason,
     needs_run_details,
     outcome_of,
+    queued_report_max_age,
     refused,
 )
 from armada_flyte.connector.phases import state_name
