@@ -32,13 +32,39 @@ if "$fast"; then
   echo "==> pytest -m pure"
   exec .venv/bin/python -m pytest -m pure "$@"
 fi
+real_tier=false
+if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then real_tier=true; fi
+# Cold, the builds below take minutes each and wait on downloads as much as on CPU: they start now,
+# beside the image parts, and are waited for where they are needed (each takes a lock and reuses its
+# cache, so a test that calls the script again waits for this build rather than racing it).
+build_logs="$(mktemp -d -t armada-flyte-builds.XXXXXX)"
+cleanups+=("rm -rf $build_logs")
+armada_tools_build=""
+if [ "${CI:-}" = true ]; then # locally, the tests that need them build them (or skip)
+  setsid scripts/build-armada-tools.sh >"$build_logs/armada-tools.log" 2>&1 &
+  armada_tools_build=$!
+fi
+if "$real_tier"; then
+  setsid scripts/real-armada/build.sh >"$build_logs/real-armada.log" 2>&1 &
+  real_armada_build=$!
+fi
+stop_builds() { # a run that ends early leaves no build behind (each runs in its own process group)
+  local pid
+  for pid in $armada_tools_build ${real_armada_build:-}; do kill -- "-$pid" 2>/dev/null || true; done
+}
+cleanups+=(stop_builds)
+wait_for_build() { # pid, log: a failed build fails the run with its log
+  wait "$1" || { cat "$2" >&2; echo "a build failed (its log is above)" >&2; exit 1; }
+}
 if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
   cleanups+=("scripts/prepare-image-parts.sh stop")
   echo "==> image parts (scripts/prepare-image-parts.sh)"
   eval "$(scripts/prepare-image-parts.sh start)"
 fi
+[ -z "$armada_tools_build" ] || wait_for_build "$armada_tools_build" "$build_logs/armada-tools.log"
 .venv/bin/python -m pytest "$@"
-if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_REAL_ARMADA:-}" = 1 ]; then
+if "$real_tier"; then
+  wait_for_build "$real_armada_build" "$build_logs/real-armada.log"
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite and the production path with --armada real)"
   # The connector's production-path tests: the same tests as on the embedded server (docs/real-armada.md).
   PRODUCTION_PATH_TESTS=(tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py
