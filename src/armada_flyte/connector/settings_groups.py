@@ -9,7 +9,6 @@ environment; `env_names` says which variables each field is read from.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import pathlib
 import re
@@ -20,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from armada_flyte.addresses import is_loopback
 from armada_flyte.connector.namespaces import check_namespace_template
 from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.kube import secret_key_problem, secret_name_problem
@@ -48,21 +48,6 @@ def _text_list(value: Any, split: Any = None) -> Any:
             raise ValueError('write a JSON list of strings, e.g. ["a", "b"], or a comma-separated list') from None
     parts = split(text) if split else text.split(",")
     return tuple(part.strip() for part in parts if part.strip())
-
-
-def is_loopback_target(target: str) -> bool:
-    """Whether a gRPC target (`host:port`, `dns:///host:port`, `[::1]:port`) is on this machine."""
-    host = target.split("///", 1)[-1]
-    if host.startswith("["):
-        host = host[1:].split("]", 1)[0]
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _Group(BaseModel):
@@ -149,7 +134,7 @@ class ArmadaConnection(_Group):
             raise ValueError("armada_ca_cert needs armada_tls=true")
         self._check_oidc()
         if methods and not self.armada_tls and not self.armada_allow_plaintext_auth:
-            if not is_loopback_target(self.armada_url):
+            if not is_loopback(self.armada_url):
                 raise ValueError(
                     f"{methods[0]} would be sent in the clear to {self.armada_url}: set armada_tls=true "
                     "(ARMADA_FLYTE_ARMADA_TLS), or, if the network is private, accept that explicitly with "
@@ -180,7 +165,7 @@ class ArmadaConnection(_Group):
         parsed = urlparse(url)
         if parsed.scheme not in ("https", "http") or not parsed.hostname:
             raise ValueError(f"{url[:200]!r} is not an http(s) URL of the identity provider")
-        if parsed.scheme == "http" and not is_loopback_target(parsed.hostname) and not self.armada_allow_plaintext_auth:
+        if parsed.scheme == "http" and not is_loopback(parsed.hostname) and not self.armada_allow_plaintext_auth:
             raise ValueError(
                 f"the client secret would be sent in the clear to {parsed.hostname}: use an https:// URL, "
                 "or set armada_allow_plaintext_auth=true"

@@ -7,10 +7,10 @@ Pure text rules, no I/O: which part is the registry, Docker Hub's defaults (`doc
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
 from typing import Optional
 
+from armada_flyte import addresses
 from armada_flyte.errors import InvalidImageReference
 
 DOCKER_HUB = "docker.io"
@@ -100,14 +100,7 @@ class ImageReference:
 
     def is_loopback(self) -> bool:
         """True for registries on this machine, which are spoken to over plain HTTP like Docker does."""
-        host = self.registry.rsplit(":", 1)[0] if not self.registry.endswith("]") else self.registry
-        host = host.strip("[]")
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return addresses.is_loopback(self.registry)
 
     def __str__(self) -> str:
         text = f"{self.registry}/{self.repository}"
