@@ -32,7 +32,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "armada_api | execution_context",
                 "pod",
                 "auth | blob | image_check",
-                "landing | placement | queued_report | settings",
+                "channels | landing | placement | queued_report | settings",
                 "settings_groups",
                 "accelerators | call_batch | crash_reasons | gangs | job_set_streams | metadata | namespaces"
                 " | node_groups | phases | secrets",

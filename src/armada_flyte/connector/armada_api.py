@@ -33,9 +33,9 @@ from google.protobuf import json_format
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.auth import credentials_for
 from armada_flyte.connector.call_batch import CallBatcher
+from armada_flyte.connector.channels import authorization_metadata, id_chunks, open_channel
 from armada_flyte.connector.pod import JobRequest
 from armada_flyte.connector.settings import ConnectorConfig
-from armada_flyte.connector.settings_groups import ArmadaConnection
 from armada_flyte.errors import (
     ArmadaAuthError,
     ArmadaFlyteError,
@@ -103,15 +103,13 @@ class ArmadaApi:
 
     def auth_metadata(self) -> list[tuple[str, str]]:
         """The `authorization` header for the configured credentials (empty: none); may block to fetch a token."""
-        header = self._credentials.header()
-        return [("authorization", header)] if header else []
+        return authorization_metadata(self._credentials.header())
 
     async def _kw(self) -> dict[str, Any]:
         header = self._credentials.cached()
         if header is None:
             header = await asyncio.to_thread(self._credentials.header)
-        metadata = [("authorization", header)] if header else []
-        return {"metadata": metadata, "timeout": self._connection.grpc_timeout_seconds}
+        return {"metadata": authorization_metadata(header), "timeout": self._connection.grpc_timeout_seconds}
 
     async def _call(self, what: str, make_call: Callable[[dict[str, Any]], Awaitable[T]]) -> T:
         """Run one RPC, retrying transient failures with jittered backoff, a bounded number of times.
@@ -229,7 +227,7 @@ class ArmadaApi:
     ) -> list[T]:
         """`call` once per chunk of at most 500 ids (Armada's limit), chunks sent concurrently, each with the
         bounded retry."""
-        chunks = _chunks(job_ids)
+        chunks = id_chunks(job_ids)
         if len(chunks) == 1:
             return [await self._call(what, lambda kw: call(chunks[0], kw))]
         calls = (self._call(what, lambda kw, chunk=chunk: call(chunk, kw)) for chunk in chunks)
@@ -323,20 +321,6 @@ class ArmadaApi:
             await channel.close()
 
 
-def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
-    """A channel to `target` with the connector's transport: TLS (with its CA bundle) or plaintext.
-
-    The one place channels are built, so the doctor tests exactly what the connector uses.
-    `aio` picks grpc.aio (the connector) or the sync API (the doctor, armada_client's sync client).
-    """
-    api = grpc.aio if aio else grpc
-    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
-    if not settings.armada_tls:
-        return api.insecure_channel(target, options=options)
-    roots = settings.armada_ca_cert.read_bytes() if settings.armada_ca_cert else None
-    return api.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
-
-
 def _seconds(run: Any, name: str) -> float:
     """A run's timestamp field as seconds since the epoch (0.0 when unset)."""
     if not run.HasField(name):
@@ -348,10 +332,6 @@ def _seconds(run: Any, name: str) -> float:
 def _refused_cancel(exc: BaseException) -> bool:
     """A cancel Armada answered with an error of its own (not unreachable): try each id alone."""
     return isinstance(exc, ArmadaFlyteError) and not isinstance(exc, ArmadaUnavailable)
-
-
-def _chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)] or []
 
 
 def submit_request(queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> submit_pb2.JobSubmitRequest:

@@ -24,9 +24,8 @@ from armada_client.armada import (
     submit_pb2_grpc,
 )
 
-from armada_flyte.armada_names import MAX_IDS_PER_CALL
-from armada_flyte.connector.armada_api import open_channel
 from armada_flyte.connector.auth import credentials_for
+from armada_flyte.connector.channels import authorization_metadata, id_chunks, open_channel
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
@@ -62,8 +61,7 @@ class ArmadaReader:
             return self._channels[target]
 
     def _kw(self) -> dict[str, Any]:
-        header = self._credentials.header()
-        metadata = [("authorization", header)] if header else []
+        metadata = authorization_metadata(self._credentials.header())
         return {"metadata": metadata, "timeout": self._settings.grpc_timeout_seconds}
 
     def _call(self, what: str, call: Callable[[dict[str, Any]], T]) -> T:
@@ -114,7 +112,7 @@ class ArmadaReader:
         """GetJobDetails with the job spec and runs, at most 500 ids a call."""
         stub = job_pb2_grpc.JobsStub(self._channel())
         found: dict[str, job_pb2.JobDetails] = {}
-        for chunk in _chunks(list(job_ids)):
+        for chunk in id_chunks(list(job_ids)):
             request = job_pb2.JobDetailsRequest(job_ids=chunk, expand_job_spec=True, expand_job_run=True)
             found.update(self._call("GetJobDetails", lambda kw, r=request: stub.GetJobDetails(r, **kw)).job_details)
         return found
@@ -123,7 +121,7 @@ class ArmadaReader:
         """GetJobErrors' text per job (jobs without an error are left out)."""
         stub = job_pb2_grpc.JobsStub(self._channel())
         found: dict[str, str] = {}
-        for chunk in _chunks(list(job_ids)):
+        for chunk in id_chunks(list(job_ids)):
             request = job_pb2.JobErrorsRequest(job_ids=chunk)
             found.update(self._call("GetJobErrors", lambda kw, r=request: stub.GetJobErrors(r, **kw)).job_errors)
         return {job_id: text for job_id, text in found.items() if text}
@@ -149,7 +147,3 @@ class ArmadaReader:
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             channel.close()
-
-
-def _chunks(ids: list[str]) -> list[list[str]]:
-    return [ids[i : i + MAX_IDS_PER_CALL] for i in range(0, len(ids), MAX_IDS_PER_CALL)]
