@@ -30,6 +30,8 @@
 # shared/ARMADA_FACTS.md was read at; the only later commits add "requestor"
 # fields).
 set -euo pipefail
+# shellcheck source=scripts/lib/go.sh
+. "$(dirname "$0")/lib/go.sh"
 
 ARMADA_MODULE=github.com/armadaproject/armada
 ARMADA_VERSION="${ARMADA_VERSION:-v0.22.7}"
@@ -73,9 +75,7 @@ if is_complete; then
   exit 0
 fi
 
-GO="$(command -v go || true)"
-if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; fi
-if [ -z "$GO" ]; then
+if ! find_go; then
   say "no Go toolchain found (PATH or /usr/local/go/bin/go)"
   exit 1
 fi
@@ -105,9 +105,9 @@ export CGO_ENABLED=0
 
 start=$(date +%s)
 say "downloading $ARMADA_MODULE@$ARMADA_VERSION from the Go module proxy"
-# Run from an empty directory so no surrounding go.mod is consulted.
-info="$(cd "$work" && "$GO" mod download -json "$ARMADA_MODULE@$ARMADA_VERSION")"
-moddir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
+download_module "$ARMADA_MODULE@$ARMADA_VERSION" "$work"
+info="$GO_MODULE_INFO"
+moddir="$GO_MODULE_DIR"
 if [ -z "$moddir" ] || [ ! -f "$moddir/go.mod" ]; then
   say "could not locate the downloaded module; go said:"
   printf '%s\n' "$info" >&2

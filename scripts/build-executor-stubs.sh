@@ -17,6 +17,8 @@
 # project's .venv (grpcio-tools, armada-client: scripts/setup-venv.sh test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/go.sh
+. scripts/lib/go.sh
 
 ARMADA_MODULE=github.com/armadaproject/armada
 ARMADA_VERSION="${ARMADA_VERSION:-v0.22.7}"
@@ -41,20 +43,17 @@ if [ -d "$dest/armada_executorapi" ] && grep -qx "grpcio-tools=$tools" "$dest/BU
   exit 0
 fi
 
-GO="$(command -v go || true)"
-if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; fi
-if [ -z "$GO" ]; then
+if ! find_go; then
   say "no Go toolchain found (PATH or /usr/local/go/bin/go): it fetches $ARMADA_MODULE@$ARMADA_VERSION"
   exit 1
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/executor-stubs.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-# From an empty directory, so no surrounding go.mod is consulted; a cached module costs nothing.
-info="$(cd "$work" && GOWORK=off GOFLAGS=-mod=mod "$GO" mod download -json "$ARMADA_MODULE@$ARMADA_VERSION")"
-moddir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
+download_module "$ARMADA_MODULE@$ARMADA_VERSION" "$work"  # a cached module costs nothing
+moddir="$GO_MODULE_DIR"
 if [ -z "$moddir" ] || [ ! -f "$moddir/pkg/executorapi/executorapi.proto" ]; then
   say "could not locate the downloaded module; go said:"
-  printf '%s\n' "$info" >&2
+  printf '%s\n' "$GO_MODULE_INFO" >&2
   exit 1
 fi
 

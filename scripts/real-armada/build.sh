@@ -11,6 +11,8 @@
 #   BUILD-INFO                        (written last: its presence means the cache is complete)
 # Build logs: <cache>/build-logs/ (kept on failure; the error names the log).
 set -euo pipefail
+# shellcheck source=scripts/lib/go.sh
+. "$(dirname "$0")/../lib/go.sh"
 
 ARMADA_MODULE=github.com/armadaproject/armada
 ARMADA_VERSION="${ARMADA_VERSION:-v0.22.7}"
@@ -30,9 +32,7 @@ if is_complete; then
   exit 0
 fi
 
-GO="$(command -v go || true)"
-[ -n "$GO" ] || { [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go; } \
-  || die "no Go toolchain: install Go 1.24+ (https://go.dev/dl, or Debian's golang-go) and put it on PATH"
+find_go || die "no Go toolchain: install Go 1.24+ (https://go.dev/dl, or Debian's golang-go) and put it on PATH"
 command -v java >/dev/null || die "no java: apt-get install openjdk-17-jre-headless"
 command -v mvn >/dev/null || die "no mvn (to fetch Pulsar's jars from Maven Central): apt-get install maven"
 
@@ -71,12 +71,10 @@ POM
 }
 
 build_armada() {  # go build the components from a writable copy of the module
-  local info moddir
-  info="$(cd "$work" && GOFLAGS=-mod=mod "$GO" mod download -json "$ARMADA_MODULE@$ARMADA_VERSION")"
-  moddir="$(printf '%s\n' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
-  [ -f "$moddir/go.mod" ] || { printf '%s\n' "$info"; return 1; }
+  download_module "$ARMADA_MODULE@$ARMADA_VERSION" "$work"
+  [ -f "$GO_MODULE_DIR/go.mod" ] || { printf '%s\n' "$GO_MODULE_INFO"; return 1; }
   # Armada's go.mod has replace directives, honoured only in the main module: build a copy.
-  cp -R "$moddir" "$work/armada"
+  cp -R "$GO_MODULE_DIR" "$work/armada"
   chmod -R u+w "$work/armada"
   mkdir -p "$stage/bin"
   # Every default config (the fake executor reads config/executor/, logging config/logging.yaml).
