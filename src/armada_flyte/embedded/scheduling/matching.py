@@ -121,34 +121,45 @@ def resource_mismatch(free: Mapping[str, int], needs: Requirements) -> Insuffici
     return InsufficientResource(*shortfall) if shortfall else None
 
 
+class ExcludedNodes:
+    """The nodes a pod can't land on, counted per reason, each reason with the node groups of its nodes."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._groups: dict[str, list[str]] = {}
+
+    def add(self, node: Node, mismatch: Mismatch) -> None:
+        self.counts[mismatch.message] += 1
+        named = self._groups.setdefault(mismatch.message, [])
+        if node.group.name not in named:
+            named.append(node.group.name)
+
+    def lines(self) -> list[str]:
+        """A line per reason, as Armada's reports print it: tab, count, tab, reason (and its node groups)."""
+        return [f"\t{count}:\t{message}{self._groups_note(message)}" for message, count in self.counts.items()]
+
+    def _groups_note(self, message: str) -> str:
+        named = self._groups.get(message, [])
+        return f" (node group{'s' if len(named) > 1 else ''} {', '.join(named)})" if named else ""
+
+
 def rejection_report(cluster: Cluster, needs: Requirements) -> str | None:
     """Armada's "fits no node" report for a pod no empty node can take, or None if one can.
 
     Lines count the nodes excluded for each reason, and name the node groups they belong to.
     """
-    reasons: Counter[str] = Counter()
-    groups: dict[str, list[str]] = {}
+    excluded = ExcludedNodes()
     for node in cluster.nodes:
         mismatch = static_mismatch(node, needs)
         if mismatch is None:
             return None
-        reasons[mismatch.message] += 1
-        named = groups.setdefault(mismatch.message, [])
-        if node.group.name not in named:
-            named.append(node.group.name)
-    return excluded_nodes_report(cluster, reasons, groups)
-
-
-def excluded_nodes_report(cluster: Cluster, reasons: Mapping[str, int], groups: Mapping[str, list[str]]) -> str:
+        excluded.add(node, mismatch)
     lines = [
         f"pool {cluster.pool}:",
         "Node: none",
         f"Number of nodes in cluster: {len(cluster.nodes)}",
         "Excluded nodes:",
+        *excluded.lines(),
+        "---",
     ]
-    for message, count in reasons.items():
-        named = groups.get(message, [])
-        where = f" (node group{'s' if len(named) > 1 else ''} {', '.join(named)})" if named else ""
-        lines.append(f"\t{count}:\t{message}{where}")
-    lines.append("---")
     return "\n".join(lines)

@@ -12,13 +12,12 @@ rejection report, each reason also names the node groups whose nodes it excluded
 from __future__ import annotations
 
 import datetime
-from collections import Counter
 from typing import Iterable, Mapping, Optional, Sequence
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.embedded.cluster.cluster_file import Cluster
 from armada_flyte.embedded.model.resources import format_amount
-from armada_flyte.embedded.scheduling.matching import resource_mismatch, static_mismatch
+from armada_flyte.embedded.scheduling.matching import ExcludedNodes, resource_mismatch, static_mismatch
 from armada_flyte.embedded.store.jobs import Job
 
 DOES_NOT_FIT = "job does not fit on any node"
@@ -29,17 +28,12 @@ def job_report(cluster: Cluster, free: Sequence[Mapping[str, int]], job_id: str,
     """GetJobReport's text for `job_id`: "none" unless the job is waiting to be scheduled."""
     if job is None or job.state != JobState.QUEUED:
         return f"{cluster.pool}:\n\tMost recent scheduling round that affected job {job_id}: none\n"
-    reasons: Counter[str] = Counter()
-    groups: dict[str, list[str]] = {}
+    excluded = ExcludedNodes()
     for node in cluster.nodes:
         mismatch = static_mismatch(node, job.requirements) or resource_mismatch(free[node.index], job.requirements)
-        if mismatch is None:
-            continue
-        reasons[mismatch.message] += 1
-        named = groups.setdefault(mismatch.message, [])
-        if node.group.name not in named:
-            named.append(node.group.name)
-    unschedulable = DOES_NOT_FIT if sum(reasons.values()) == len(cluster.nodes) else "none"
+        if mismatch is not None:
+            excluded.add(node, mismatch)
+    unschedulable = DOES_NOT_FIT if sum(excluded.counts.values()) == len(cluster.nodes) else "none"
     lines = [
         f"Time: {_now()}",
         f"Job ID: {job_id}",
@@ -47,9 +41,8 @@ def job_report(cluster: Cluster, free: Sequence[Mapping[str, int]], job_id: str,
         "Node: none",
         f"Number of nodes in cluster: {len(cluster.nodes)}",
     ]
-    if reasons:
-        lines.append("Excluded nodes:")
-        lines += [f"\t{count}:\t{message}{_groups_note(groups[message])}" for message, count in reasons.items()]
+    if excluded.counts:
+        lines += ["Excluded nodes:", *excluded.lines()]
     else:
         lines.append("Excluded nodes: none")
     body = "".join(f"\t\t{line}\n" for line in lines)
@@ -70,10 +63,6 @@ def queue_report(cluster: Cluster, queue: str, usage: Mapping[str, int], waiting
         lines += ["Unschedulable jobs:", f"\t{len(waiting)}:\t{DOES_NOT_FIT} (e.g., {waiting[0].id})"]
     body = "".join(f"\t\t{line}\n" for line in lines)
     return f"{cluster.pool}:\n\tMost recent scheduling round that considered queue {queue}:\n{body}"
-
-
-def _groups_note(named: list[str]) -> str:
-    return f" (node group{'s' if len(named) > 1 else ''} {', '.join(named)})" if named else ""
 
 
 def _now() -> str:

@@ -70,6 +70,23 @@ class EventRow:
     """The extra fields, encoded by `EventFieldsEncoder` as the event's message type."""
 
 
+_JOB_FIELDS = ("submitted_at", "last_transition", "error", "cancel_reason", "cancel_user", "cancelled_at", "owner")
+"""A job's plain fields, stored and read back as they are."""
+_RUN_FIELDS = (
+    "leased_at",
+    "pending_at",
+    "started_at",
+    "finished_at",
+    "exit_code",
+    "error",
+    "note",
+    "pod_reason",
+    "attempted",
+    "lost",
+)
+"""A run's plain fields, stored and read back as they are."""
+
+
 def item_bytes(job: Job) -> bytes:
     return job.item.SerializeToString()
 
@@ -77,13 +94,7 @@ def item_bytes(job: Job) -> bytes:
 def job_row(job: Job, item: bytes) -> JobRow:
     record = {
         "state": int(job.state),
-        "submitted_at": job.submitted_at,
-        "last_transition": job.last_transition,
-        "error": job.error,
-        "cancel_reason": job.cancel_reason,
-        "cancel_user": job.cancel_user,
-        "cancelled_at": job.cancelled_at,
-        "owner": job.owner,
+        **{name: getattr(job, name) for name in _JOB_FIELDS},
         "priority": job.item.priority,
         "runs": [_run_record(run) for run in job.runs],
     }
@@ -97,17 +108,8 @@ def _run_record(run: Run) -> dict[str, Any]:
         "id": run.id,
         "node": run.node.name,
         "state": int(run.state),
-        "leased_at": run.leased_at,
-        "pending_at": run.pending_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "exit_code": run.exit_code,
-        "error": run.error,
-        "note": run.note,
+        **{name: getattr(run, name) for name in _RUN_FIELDS},
         "containers": [[c.name, c.exit_code, c.reason, c.message] for c in run.containers],
-        "pod_reason": run.pod_reason,
-        "attempted": run.attempted,
-        "lost": run.lost,
     }
 
 
@@ -128,13 +130,7 @@ def job_from_row(row: JobRow, cluster: Cluster, log_loader: Callable[[str], list
         Requirements.of_pod(pod),
         gang_info(item.annotations),
         state=JobState(record["state"]),
-        submitted_at=record["submitted_at"],
-        last_transition=record["last_transition"],
-        error=record["error"],
-        cancel_reason=record["cancel_reason"],
-        cancel_user=record["cancel_user"],
-        cancelled_at=record["cancelled_at"],
-        owner=record["owner"],
+        **{name: record[name] for name in _JOB_FIELDS},
     )
     nodes = {node.name: node for node in cluster.nodes}
     job.runs = [_run_from_record(job, r, nodes, cluster, log_loader) for r in record["runs"]]
@@ -154,18 +150,9 @@ def _run_from_record(
         nodes.get(record["node"]) or _gone_node(record["node"], cluster),
         id=run_id,
         state=RunState(record["state"]),
-        leased_at=record["leased_at"],
-        pending_at=record["pending_at"],
-        started_at=record["started_at"],
-        finished_at=record["finished_at"],
-        exit_code=record["exit_code"],
-        error=record["error"],
-        note=record["note"],
+        **{name: record[name] for name in _RUN_FIELDS},
         containers=tuple(ContainerEnd(*c) for c in record["containers"]),
-        pod_reason=record["pod_reason"],
         holds_capacity=False,
-        attempted=record["attempted"],
-        lost=record["lost"],
         log=PodLog.stored(lambda: log_loader(run_id)),
     )
     return run
