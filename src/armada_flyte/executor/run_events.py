@@ -18,7 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from armada_flyte.embedded.cluster.error_categories import INTERNAL, ErrorCategories
 from armada_flyte.executor.leases import LeasedRun
 from armada_flyte.executor.stubs import events_pb2
-from armada_flyte.pod_runner import ContainerEnd, PodEnd
+from armada_flyte.pod_runner import ContainerEnd, PodEnd, failed_containers_text
 
 OOM_KILLED = "OOMKilled"
 POD_REASONS = {"Evicted": events_pb2.Evicted, "DeadlineExceeded": events_pb2.DeadlineExceeded}
@@ -77,12 +77,7 @@ def failure_message(end: PodEnd) -> str:
     (it could not start the pod)."""
     if end.reason:
         return end.error
-    lines = [
-        f"Container {c.name} failed with exit code {c.exit_code} because {c.reason}: {c.message}\n"
-        for c in end.containers
-        if c.exit_code != 0
-    ]
-    return "".join(lines) or end.error
+    return failed_containers_text(end.containers) or end.error
 
 
 def kubernetes_reason(end: PodEnd) -> int:

@@ -17,6 +17,7 @@ from armada_flyte.pod_runner.model import (
     PodLaunch,
     PodRunner,
     RunReporter,
+    failed_containers_text,
     grace_seconds,
 )
 from armada_flyte.pod_runner.pod_log import PodLog
@@ -53,6 +54,7 @@ __all__ = [
     "PodSecrets",
     "RunReporter",
     "SecretFile",
+    "failed_containers_text",
     "grace_seconds",
     "make_pod_runner",
 ]

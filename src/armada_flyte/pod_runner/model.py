@@ -8,7 +8,7 @@ and the Armada executor both launch pods through these types.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Protocol
+from typing import Any, Iterable, Mapping, Optional, Protocol
 
 from armada_flyte.pod_runner.pod_log import PodLog
 from armada_flyte.pod_runner.pod_secrets import PodSecrets
@@ -89,6 +89,16 @@ class PodEnd:
     error: str = ""
     containers: tuple[ContainerEnd, ...] = ()
     reason: str = ""
+
+
+def failed_containers_text(containers: Iterable[ContainerEnd]) -> str:
+    """The lines Armada's `ExtractPodFailedReason` (internal/executor/util/pod_status.go) writes for a failed
+    pod, one per container that exited non-zero: "Container X failed with exit code N because R: msg"."""
+    return "".join(
+        f"Container {c.name} failed with exit code {c.exit_code} because {c.reason}: {c.message}\n"
+        for c in containers
+        if c.exit_code != 0
+    )
 
 
 def grace_seconds(pod: Any) -> float:

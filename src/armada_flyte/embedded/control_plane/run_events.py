@@ -9,7 +9,7 @@ from armada_client.armada import event_pb2
 
 from armada_flyte.embedded.cluster.error_categories import ErrorCategories
 from armada_flyte.embedded.store.jobs import Run
-from armada_flyte.pod_runner.model import DEADLINE_REASON, ContainerEnd
+from armada_flyte.pod_runner.model import DEADLINE_REASON, ContainerEnd, failed_containers_text
 
 
 def pod_event_fields(run: Run, with_node: bool = True) -> dict[str, Any]:
@@ -65,10 +65,7 @@ def pod_failure_reason(run: Run, exit_code: int, error: str) -> str:
     of the executor's error that the containers' messages don't carry (a hint how to fix it) follow."""
     if run.pod_reason:
         return error
-    failed = [end for end in container_ends(run, exit_code, error) if end.exit_code != 0]
-    reason = "".join(
-        f"Container {e.name} failed with exit code {e.exit_code} because {e.reason}: {e.message}\n" for e in failed
-    )
+    reason = failed_containers_text(container_ends(run, exit_code, error))
     extra = [line for line in error.splitlines() if line.strip() and line not in reason]
     return reason + "".join(f"{line}\n" for line in extra) if reason else error
 
