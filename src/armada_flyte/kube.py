@@ -214,6 +214,19 @@ def milli(quantity: str | int | float) -> int:
     return max(-MAX_MILLI, min(MAX_MILLI, math.ceil(amount)))
 
 
+def format_milli(name: str, amount: int) -> str:
+    """An amount in thousandths (`milli`'s answer) as Kubernetes prints it: `500m` or `4` cpu, `16Gi` memory,
+    plain units otherwise."""
+    if amount % 1000:
+        return f"{amount}m"
+    whole = amount // 1000
+    if name != "cpu" and whole:
+        for suffix, size in reversed(_BINARY_SUFFIX.items()):
+            if whole % size == 0:
+                return f"{whole // size}{suffix}"
+    return str(whole)
+
+
 def container_requests(container: Any) -> dict[str, int]:
     """A container's resource requests (armada_client's k8s proto) in thousandths, by resource name."""
     return {name: milli(q.string) for name, q in container.resources.requests.items()}

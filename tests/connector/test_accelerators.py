@@ -189,8 +189,8 @@ GPU_CLUSTER = {
 
 @pytest.fixture(scope="module")
 def gpu_armada():
+    from armada_flyte.cluster.cluster_file import Cluster
     from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
-    from armada_flyte.embedded.cluster.cluster_file import Cluster
 
     with EmbeddedArmada(EmbeddedConfig(Cluster.from_mapping(GPU_CLUSTER), port=0)) as server:
         yield server

@@ -25,8 +25,8 @@ def armada():
     """The default cluster plus the namespaces these jobs use (a pod in a missing namespace fails, as on Kubernetes)."""
     import yaml
 
+    from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
     from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
-    from armada_flyte.embedded.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
 
     data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
     cluster = Cluster.from_mapping({**data, "namespaces": BACKEND_NAMESPACES})

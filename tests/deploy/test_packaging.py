@@ -31,7 +31,7 @@ def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     presets = {p.name for p in (ROOT / "arch").glob("*.yaml")}
     assert {f"armada_flyte/connector/presets/{name}" for name in presets} <= names
-    assert "armada_flyte/embedded/cluster/default_cluster.yaml" in names
+    assert "armada_flyte/cluster/default_cluster.yaml" in names
     # generated from the .proto at build time (setup.py), never committed
     assert {
         "armada_flyte/protos/scheduler_reporting_pb2.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from armada_flyte.embedded.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
+from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
 from armada_flyte.errors import InvalidConfig
 
 pytestmark = pytest.mark.pure

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armada_flyte.embedded.cluster.cluster_file import MAX_NODES, MAX_NODES_PER_GROUP, Cluster
+from armada_flyte.cluster.cluster_file import MAX_NODES, MAX_NODES_PER_GROUP, Cluster
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import MAX_QUANTITY
 

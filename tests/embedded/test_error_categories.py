@@ -12,8 +12,8 @@ import pytest
 from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories
+from armada_flyte.cluster.cluster_file import Cluster
+from armada_flyte.cluster.error_categories import ErrorCategories
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner.model import ContainerEnd
 

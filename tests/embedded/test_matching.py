@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.model.requirements import NodeExpression, Requirements
 from armada_flyte.embedded.scheduling.matching import (
     InsufficientResource,

@@ -12,8 +12,8 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
+from armada_flyte.cluster.secrets import SecretStore, parse_secret_argument
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
-from armada_flyte.embedded.cluster.secrets import SecretStore, parse_secret_argument
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_set_events, kind

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.pure
 
 from armada_client.armada import submit_pb2  # noqa: E402
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster  # noqa: E402
+from armada_flyte.cluster.cluster_file import Cluster  # noqa: E402
 from armada_flyte.executor.cluster_nodes import lease_request, quantity  # noqa: E402
 
 

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.pure
 
 from armada_client.armada import submit_pb2  # noqa: E402
 
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories  # noqa: E402
+from armada_flyte.cluster.error_categories import ErrorCategories  # noqa: E402
 from armada_flyte.executor.held_runs import HeldRuns  # noqa: E402
 from armada_flyte.executor.leases import LeasedRun, LeaseRefused, Refusal  # noqa: E402
 from armada_flyte.pod_runner import ContainerEnd, PodLog  # noqa: E402

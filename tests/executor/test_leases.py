@@ -12,8 +12,8 @@ pytestmark = pytest.mark.pure
 
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core  # noqa: E402
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster  # noqa: E402
-from armada_flyte.embedded.cluster.secrets import SecretStore  # noqa: E402
+from armada_flyte.cluster.cluster_file import Cluster  # noqa: E402
+from armada_flyte.cluster.secrets import SecretStore  # noqa: E402
 from armada_flyte.executor.leases import LeaseRefused, Refusal, pod_launch  # noqa: E402
 
 HOSTNAME = "kubernetes.io/hostname"

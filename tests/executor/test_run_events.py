@@ -10,7 +10,7 @@ require_executor_stubs()
 
 pytestmark = pytest.mark.pure
 
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories  # noqa: E402
+from armada_flyte.cluster.error_categories import ErrorCategories  # noqa: E402
 from armada_flyte.executor import run_events  # noqa: E402
 from armada_flyte.executor.leases import LeasedRun  # noqa: E402
 from armada_flyte.executor.stubs import events_pb2  # noqa: E402

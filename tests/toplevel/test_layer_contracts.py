@@ -80,7 +80,6 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "scheduling",
                 "store",
                 "rules",
-                "cluster",
                 "model",
             ),
         ),
@@ -115,10 +114,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         Layers("armada_flyte.embedded.store", ("event_log | job_index | queues", "persistence", "rows", "jobs")),
     ),
     "armada_flyte.embedded.rules": (
-        Layers("armada_flyte.embedded.rules", ("submit_validation", "defaults | job_sets | pod_metadata | retries")),
-    ),
-    "armada_flyte.embedded.cluster": (
-        Layers("armada_flyte.embedded.cluster", ("cluster_file", "error_categories | ingress | secrets")),
+        Layers("armada_flyte.embedded.rules", ("submit_validation", "defaults | job_sets | retries")),
     ),
     "armada_flyte.embedded.model": (
         Layers("armada_flyte.embedded.model", ("job_request | refusals | requirements | resources",)),
@@ -134,6 +130,9 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "pod_log | pod_secrets",
             ),
         ),
+    ),
+    "armada_flyte.cluster": (
+        Layers("armada_flyte.cluster", ("cluster_file", "error_categories | ingress | pod_metadata | secrets")),
     ),
     "armada_flyte.view": (Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs")),),
     "armada_flyte.executor": (

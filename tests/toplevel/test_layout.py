@@ -9,7 +9,7 @@ from support.import_graph import EDGES, MODULES, imports
 
 pytestmark = pytest.mark.pure
 
-SIDES = ("task", "connector", "registry", "pod_runner", "embedded", "local", "view", "admin", "executor")
+SIDES = ("task", "connector", "registry", "pod_runner", "cluster", "embedded", "local", "view", "admin", "executor")
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -56,14 +56,15 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
 @pytest.mark.parametrize(
     "side, forbidden",
     [
-        ("connector", {"task", "pod_runner", "embedded", "local", "view", "admin"}),
-        ("registry", {"task", "connector", "pod_runner", "embedded", "local", "view", "admin"}),
-        ("pod_runner", {"task", "connector", "registry", "embedded", "local", "view", "admin"}),
+        ("connector", {"task", "pod_runner", "cluster", "embedded", "local", "view", "admin"}),
+        ("registry", {"task", "connector", "pod_runner", "cluster", "embedded", "local", "view", "admin"}),
+        ("pod_runner", {"task", "connector", "registry", "cluster", "embedded", "local", "view", "admin"}),
+        ("cluster", {"task", "connector", "registry", "embedded", "local", "view", "admin", "executor"}),
         ("embedded", {"task", "connector", "registry", "local", "view", "admin"}),
-        ("task", {"connector", "registry", "pod_runner", "embedded", "view", "admin"}),
+        ("task", {"connector", "registry", "pod_runner", "cluster", "embedded", "view", "admin"}),
         ("local", {"admin"}),
-        ("view", {"task", "registry", "pod_runner", "embedded", "local", "admin"}),
-        ("executor", {"task", "connector", "registry", "local", "view", "admin"}),
+        ("view", {"task", "registry", "pod_runner", "cluster", "embedded", "local", "admin"}),
+        ("executor", {"task", "connector", "registry", "embedded", "local", "view", "admin"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):

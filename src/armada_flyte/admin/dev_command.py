@@ -103,7 +103,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.architecture import host_architecture_name
-    from armada_flyte.embedded.cluster.secrets import parse_secret_argument
+    from armada_flyte.cluster.secrets import parse_secret_argument
     from armada_flyte.embedded.services.grpc_server import GIL_SWITCH_SECONDS
     from armada_flyte.embedded.store.persistence import default_state_dir
     from armada_flyte.local.stack import local_stack

@@ -63,8 +63,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    from armada_flyte.embedded.cluster.cluster_file import Cluster
-    from armada_flyte.embedded.cluster.secrets import SecretStore
+    from armada_flyte.cluster.cluster_file import Cluster
+    from armada_flyte.cluster.secrets import SecretStore
     from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
     from armada_flyte.pod_runner import make_pod_runner
 

@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return EmbeddedConfig
     if name in ("Cluster", "ClusterNodeGroup"):
-        from armada_flyte.embedded.cluster import cluster_file as cluster
+        from armada_flyte.cluster import cluster_file as cluster
 
         return getattr(cluster, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

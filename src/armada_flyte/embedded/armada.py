@@ -18,9 +18,9 @@ from typing import Mapping, Optional
 
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster, ClusterNodeGroup
-from armada_flyte.embedded.cluster.ingress import IngressController
-from armada_flyte.embedded.cluster.secrets import SecretStore
+from armada_flyte.cluster.cluster_file import Cluster, ClusterNodeGroup
+from armada_flyte.cluster.ingress import IngressController
+from armada_flyte.cluster.secrets import SecretStore
 from armada_flyte.embedded.config import EmbeddedConfig
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.kube_api.kubeconfig import kubeconfig_text, write_kubeconfig

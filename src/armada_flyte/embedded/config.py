@@ -6,7 +6,7 @@ import pathlib
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from armada_flyte.embedded.services.auth import Credentials
 from armada_flyte.embedded.services.grpc_server import TlsFiles

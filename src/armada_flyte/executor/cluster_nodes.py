@@ -17,7 +17,7 @@ from typing import Mapping
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource_pb2
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.cluster_file import Cluster, Node
 from armada_flyte.executor.stubs import executorapi_pb2
 
 DEFAULT_MAX_JOBS_TO_LEASE = 100

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Optional
 
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories
+from armada_flyte.cluster.error_categories import ErrorCategories
 from armada_flyte.executor import run_events
 from armada_flyte.executor.leases import LeasedRun, LeaseRefused, Refusal
 from armada_flyte.executor.stubs import events_pb2

@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 import grpc
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.cluster.secrets import SecretStore
+from armada_flyte.cluster.cluster_file import Cluster
+from armada_flyte.cluster.secrets import SecretStore
 from armada_flyte.executor.cluster_nodes import DEFAULT_MAX_JOBS_TO_LEASE, lease_request
 from armada_flyte.executor.held_runs import HeldRuns
 from armada_flyte.executor.leases import LeasedRun, LeaseRefused, pod_launch

@@ -18,9 +18,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
-from armada_flyte.embedded.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
-from armada_flyte.embedded.rules.pod_metadata import injected_env, pod_annotations, pod_labels
+from armada_flyte.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.pod_metadata import injected_env, pod_annotations, pod_labels
+from armada_flyte.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.pod_runner import PodLaunch, PodLog
 
 POD_NAME_PREFIX = "armada-"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from armada_flyte.embedded.cluster.error_categories import INTERNAL, ErrorCategories
+from armada_flyte.cluster.error_categories import INTERNAL, ErrorCategories
 from armada_flyte.executor.leases import LeasedRun
 from armada_flyte.executor.stubs import events_pb2
 from armada_flyte.pod_runner import ContainerEnd, PodEnd, failed_containers_text

@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.cluster.ingress import IngressController
-from armada_flyte.embedded.cluster.secrets import SecretStore
+from armada_flyte.cluster.cluster_file import Cluster
+from armada_flyte.cluster.ingress import IngressController
+from armada_flyte.cluster.secrets import SecretStore
 from armada_flyte.embedded.control_plane.commands import Commands
 from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.queries import Queries

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.scheduling.scheduler import Backlog, Scheduler
 from armada_flyte.embedded.store.event_log import EventLog
 from armada_flyte.embedded.store.job_index import JobIndex

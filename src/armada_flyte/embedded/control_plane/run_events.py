@@ -7,7 +7,7 @@ from typing import Any
 
 from armada_client.armada import event_pb2
 
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories
+from armada_flyte.cluster.error_categories import ErrorCategories
 from armada_flyte.embedded.store.jobs import Run
 from armada_flyte.pod_runner.model import DEADLINE_REASON, ContainerEnd, failed_containers_text
 

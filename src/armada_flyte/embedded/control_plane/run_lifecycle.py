@@ -16,16 +16,16 @@ from typing import Optional
 from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.error_categories import (
+from armada_flyte.cluster.error_categories import (
     SUBCATEGORY_MAX_RUNS_EXCEEDED,
     SUBCATEGORY_POD_MISSING,
     internal,
 )
-from armada_flyte.embedded.cluster.ingress import IngressController, ingress_host, ingress_ports
-from armada_flyte.embedded.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
+from armada_flyte.cluster.ingress import IngressController, ingress_host, ingress_ports
+from armada_flyte.cluster.pod_metadata import injected_env, pod_annotations, pod_labels
+from armada_flyte.cluster.secrets import WAITING_REASON, SecretStore, SecretUnavailable, resolve_pod_secrets
 from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.run_events import failure_event_fields, pod_event_fields
-from armada_flyte.embedded.rules.pod_metadata import injected_env, pod_annotations, pod_labels
 from armada_flyte.embedded.rules.retries import MAX_ATTEMPTED_RUNS, POD_MISSING, give_up_message
 from armada_flyte.embedded.store.jobs import ACTIVE, Job, Run, RunState
 from armada_flyte.pod_runner.model import ContainerEnd, PodLaunch, PodRunner, grace_seconds

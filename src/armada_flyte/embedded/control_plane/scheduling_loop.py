@@ -14,7 +14,7 @@ from typing import Optional
 from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.error_categories import SUBCATEGORY_JOB_REJECTED, internal
+from armada_flyte.cluster.error_categories import SUBCATEGORY_JOB_REJECTED, internal
 from armada_flyte.embedded.control_plane.gc_freeze import GcFreezer
 from armada_flyte.embedded.control_plane.plane_state import PlaneState
 from armada_flyte.embedded.control_plane.run_lifecycle import RunLifecycle

@@ -14,11 +14,11 @@ import datetime
 import uuid
 from typing import Any, Iterable
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.pod_metadata import JOB_ID_LABEL, QUEUE_LABEL, pod_annotations, pod_labels
 from armada_flyte.embedded.kube_api.job_services import job_services
-from armada_flyte.embedded.model.resources import format_amount
-from armada_flyte.embedded.rules.pod_metadata import JOB_ID_LABEL, QUEUE_LABEL, pod_annotations, pod_labels
 from armada_flyte.embedded.store.jobs import Job, Run, RunState
+from armada_flyte.kube import format_milli
 
 POD_IP = "127.0.0.1"
 SUCCEEDED_POD_SECONDS = 180.0
@@ -35,7 +35,7 @@ _BORN = datetime.datetime.now(datetime.timezone.utc)
 
 
 def node_object(node: Node) -> dict[str, Any]:
-    resources = {name: format_amount(name, amount) for name, amount in node.allocatable.items()}
+    resources = {name: format_milli(name, amount) for name, amount in node.allocatable.items()}
     return {
         "kind": "Node",
         "apiVersion": "v1",

@@ -17,7 +17,7 @@ from typing import Any
 
 from armada_client.armada import submit_pb2
 
-from armada_flyte.embedded.rules.pod_metadata import JOB_ID_LABEL
+from armada_flyte.cluster.pod_metadata import JOB_ID_LABEL
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,6 @@ from typing import Iterable, Mapping
 Resources = Mapping[str, int]
 """Resource name -> amount in thousandths of its base unit (millicores, millibytes)."""
 
-_BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-
 
 def fits(required: Iterable[tuple[str, int]], free: Mapping[str, int]) -> bool:
     return all(free.get(name, 0) >= amount for name, amount in required)
@@ -31,15 +29,3 @@ def subtract(free: dict[str, int], used: Iterable[tuple[str, int]]) -> None:
 def add(free: dict[str, int], released: Iterable[tuple[str, int]]) -> None:
     for name, amount in released:
         free[name] = free.get(name, 0) + amount
-
-
-def format_amount(name: str, amount: int) -> str:
-    """An amount as Kubernetes prints it: `500m` or `4` cpu, `16Gi` memory, plain units otherwise."""
-    if amount % 1000:
-        return f"{amount}m"
-    whole = amount // 1000
-    if name != "cpu" and whole:
-        for suffix, size in _BINARY_UNITS:
-            if whole % size == 0:
-                return f"{whole // size}{suffix}"
-    return str(whole)

@@ -13,9 +13,8 @@ from pydantic import ValidationError
 from armada_flyte.embedded.model.job_request import gang_info, main_pod_spec
 from armada_flyte.embedded.model.refusals import InvalidArgument
 from armada_flyte.embedded.model.requirements import NODE_NAME_FIELD, required_node_selector, toleration
-from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.embedded.rules.defaults import PRIORITY_CLASSES
-from armada_flyte.kube import milli
+from armada_flyte.kube import format_milli, milli
 from armada_flyte.kube_objects import MatchExpression
 
 MAX_JOB_SET_ID_CHARS = 1024
@@ -148,7 +147,7 @@ def _resources_problem(pod: Any) -> str | None:
                     f"({quantity}); Armada needs them equal"
                 )
         if "memory" in requests and milli(requests["memory"]) < MIN_MEMORY:
-            minimum = format_amount("memory", MIN_MEMORY)
+            minimum = format_milli("memory", MIN_MEMORY)
             return f"container {name} memory request ({requests['memory']}) is below the server minimum ({minimum})"
     return None
 

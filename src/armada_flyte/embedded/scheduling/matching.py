@@ -11,9 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.cluster_file import Cluster, Node
 from armada_flyte.embedded.model.requirements import NodeExpression, Requirements
-from armada_flyte.embedded.model.resources import first_shortfall, format_amount
+from armada_flyte.embedded.model.resources import first_shortfall
+from armada_flyte.kube import format_milli
 from armada_flyte.kube_objects import Taint
 
 
@@ -78,8 +79,8 @@ class InsufficientResource(Mismatch):
 
     @property
     def message(self) -> str:
-        required = format_amount(self.resource, self.required)
-        available = format_amount(self.resource, self.available)
+        required = format_milli(self.resource, self.required)
+        available = format_milli(self.resource, self.available)
         return f"pod requires {required} {self.resource}, but only {available} is available"
 
 

@@ -15,10 +15,10 @@ import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.cluster_file import Cluster
-from armada_flyte.embedded.model.resources import format_amount
+from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.scheduling.matching import ExcludedNodes, resource_mismatch, static_mismatch
 from armada_flyte.embedded.store.jobs import Job
+from armada_flyte.kube import format_milli
 
 DOES_NOT_FIT = "job does not fit on any node"
 """Armada's JobDoesNotFitUnschedulableReason (internal/scheduler/scheduling/constraints/constraints.go)."""
@@ -52,7 +52,7 @@ def job_report(cluster: Cluster, free: Sequence[Mapping[str, int]], job_id: str,
 def queue_report(cluster: Cluster, queue: str, usage: Mapping[str, int], waiting: Iterable[Job]) -> str:
     """GetQueueReport's text: what the queue holds, and its waiting jobs grouped by reason."""
     waiting = list(waiting)
-    held = ", ".join(f"{name}: {format_amount(name, amount)}" for name, amount in sorted(usage.items()) if amount)
+    held = ", ".join(f"{name}: {format_milli(name, amount)}" for name, amount in sorted(usage.items()) if amount)
     lines = [
         f"Time: {_now()}",
         f"Queue: {queue}",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from typing import Callable, Mapping, Optional
 
-from armada_flyte.embedded.cluster.cluster_file import Cluster
+from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.model.resources import add, fits, subtract
 from armada_flyte.embedded.scheduling.gang_fit import GangFit, Verdict, fit_gang

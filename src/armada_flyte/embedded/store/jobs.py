@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.cluster_file import Node
+from armada_flyte.cluster.cluster_file import Node
 from armada_flyte.embedded.model.job_request import GangInfo
 from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.pod_runner.model import ContainerEnd

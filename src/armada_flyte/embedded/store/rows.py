@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Optional
 from armada_client.armada import event_pb2, submit_pb2
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.cluster.cluster_file import Cluster, Node
+from armada_flyte.cluster.cluster_file import Cluster, Node
 from armada_flyte.embedded.model.job_request import gang_info, main_pod_spec
 from armada_flyte.embedded.model.requirements import Requirements
 from armada_flyte.embedded.store.jobs import Job, Run, RunState

@@ -1,4 +1,4 @@
-"""The simulated cluster the embedded server schedules onto, read from a YAML file.
+"""The simulated cluster the embedded server schedules onto (and `armada-flyte executor` offers), read from YAML.
 
 A node group is a set of identical nodes: a name, a node count, labels (with
 `kubernetes.io/arch`), taints and allocatable resources. Each node also carries
@@ -23,13 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from armada_flyte.cluster.error_categories import ErrorCategories
 from armada_flyte.config_file import read_yaml
-from armada_flyte.embedded.cluster.error_categories import ErrorCategories
-from armada_flyte.embedded.model.resources import format_amount
 from armada_flyte.errors import invalid_config_from
 from armada_flyte.kube import (
     ARCH_LABEL,
     dns_label_problem,
+    format_milli,
     label_key_problem,
     label_value_problem,
     milli,
@@ -135,7 +135,7 @@ class ClusterNodeGroup(BaseModel):
         """One line for people: size, labels, taints and resources of the group."""
         labels = ", ".join(f"{k}={v}" for k, v in self.labels.items())
         taints = ", ".join(str(t) for t in self.taints) or "none"
-        per_node = ", ".join(f"{name} {format_amount(name, amount)}" for name, amount in self.capacity.items())
+        per_node = ", ".join(f"{name} {format_milli(name, amount)}" for name, amount in self.capacity.items())
         plural = "s" if self.nodes != 1 else ""
         return f"{self.name}: {self.nodes} node{plural} ({per_node} each); labels {labels}; taints {taints}"
 
