@@ -79,7 +79,7 @@ def test_a_queued_task_says_which_node_groups_have_no_room_and_its_queues_standi
     with contextlib.closing(
         _submit_waiting_amd64_job(armada, queued_report_after_seconds=0, queued_report_refresh_seconds=600)
     ) as waiting:
-        outcome = wait_until(lambda: _queued_poll(waiting), timeout=10)
+        outcome = wait_until(lambda: _queued_poll(waiting), timeout=10, what=_READS_QUEUED)
         again = run(waiting.connector.poll(waiting.meta))
     assert outcome.phase == TaskExecution.QUEUED
     assert f"why: {BUSY_AMD64}" in outcome.message
@@ -93,6 +93,9 @@ def test_a_queued_task_says_which_node_groups_have_no_room_and_its_queues_standi
     assert again.info["queued_report"]["fetched_at"] == report["fetched_at"]  # within the refresh interval
 
 
+_READS_QUEUED = "a poll of the waiting task to read QUEUED"
+
+
 def _queued_poll(waiting: _Waiting):
     """A poll once the job reads QUEUED (the connector's status view may not know it at first), else None."""
     outcome = run(waiting.connector.poll(waiting.meta))
@@ -101,7 +104,7 @@ def _queued_poll(waiting: _Waiting):
 
 def test_no_report_is_asked_for_before_the_job_has_waited_long_enough(armada, amd64_full):
     with contextlib.closing(_submit_waiting_amd64_job(armada, queued_report_after_seconds=600)) as waiting:
-        outcome = wait_until(lambda: _queued_poll(waiting), timeout=10)
+        outcome = wait_until(lambda: _queued_poll(waiting), timeout=10, what=_READS_QUEUED)
     assert outcome.phase == TaskExecution.QUEUED
     assert "why:" not in outcome.message and "queued_report" not in outcome.info
 
@@ -114,8 +117,15 @@ def test_the_report_is_asked_for_again_after_the_refresh_interval(armada, client
         def fetched_at() -> float:
             return run(waiting.connector.poll(waiting.meta)).info.get("queued_report", {}).get("fetched_at", 0.0)
 
-        first = wait_until(fetched_at, timeout=10)  # the first polls may see the job before it is QUEUED
-        wait_until(lambda: fetched_at() > first, timeout=10)
+        # the first polls may see the job before it is QUEUED
+        first = wait_until(fetched_at, timeout=10, what="a first queued report")
+
+        def fetched_again() -> float:
+            later = fetched_at()
+            return later if later > first else 0.0
+
+        later = wait_until(fetched_again, timeout=10, what=f"a queued report fetched after the first (at {first})")
+    assert later > first > 0.0
 
 
 def test_c0_gettask_carries_the_queued_report_to_the_backend(armada, blob, tmp_path, amd64_full):

@@ -40,7 +40,7 @@ def test_leaving_the_block_kills_running_pods() -> None:
         code = "import os, time; print('main', os.getpid(), flush=True); time.sleep(300)"
         job_id = submit_one(client, "flyte", "js", item(pod(python(code))))
         [pid] = wait_until(lambda: pids_in_log(armada.logs(job_id), "main"), what="the pod's pid")
-    wait_until(lambda: not is_alive(pid), what="the pod's process to be gone")
+    wait_until(lambda: not is_alive(pid), what=f"the pod's process {pid} to be gone once the block is left")
 
 
 def test_the_standard_grpc_health_service_reports_serving() -> None:
@@ -79,6 +79,7 @@ def test_cancelling_a_leased_job_of_a_paused_executor_frees_its_capacity() -> No
         second = submit_one(client, "flyte", "js", item(sleeper(cpu="1")))
         client.cancel_jobs("flyte", "js", first)
         wait_for_state(client, second, submit_pb2.LEASED)
+        assert state_of(client, first) == submit_pb2.CANCELLED
 
 
 def test_a_taken_port_is_a_clear_error() -> None:

@@ -4,7 +4,10 @@ more threads, sockets or child processes than before."""
 
 from __future__ import annotations
 
+import threading
+
 import grpc
+import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
@@ -12,7 +15,7 @@ from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 from support.job_events import event_kinds
 from support.pods import item, pod, submit_one
-from support.resource_counts import assert_repeats_leave_nothing_behind
+from support.resource_counts import assert_repeats_leave_nothing_behind, held, wait_back_to
 from support.waiting import wait_for_state
 
 STARTS = 10
@@ -32,3 +35,17 @@ def _start_use_stop() -> None:
 
 def test_an_embedded_server_started_and_stopped_again_and_again_leaves_nothing_behind():
     assert_repeats_leave_nothing_behind(_start_use_stop, STARTS)
+
+
+def test_the_check_fails_naming_a_thread_left_running():
+    """Guards the test above (its only check is the wait): a thread its use left running fails it, by name."""
+    baseline = held()
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="left-running", daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(AssertionError, match=r"still holds 1 more threads \(1 x left-running\)"):
+            wait_back_to(baseline, timeout=0.1)
+    finally:
+        stop.set()
+        thread.join()
