@@ -28,7 +28,13 @@ stop_hogs() {
   for _ in $(seq 1 50); do kill -0 -- "-$hogs" 2>/dev/null || return 0; sleep 0.1; done
   kill -KILL -- "-$hogs" 2>/dev/null || true
 }
-trap stop_hogs EXIT
+suite=""
+stop_suite() { # the whole suite's process group (pytest, pip, builds); test.sh runs its cleanups on TERM
+  [ -n "$suite" ] || return 0
+  kill -TERM -- "-$suite" 2>/dev/null || return 0
+  wait "$suite" 2>/dev/null || true
+}
+trap 'stop_suite; stop_hogs' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -47,7 +53,13 @@ echo "test-under-load: $cpus stress-ng CPU hogs running (process group $hogs)" >
 
 started=$SECONDS
 status=0
-scripts/test.sh "$@" || status=$?
+# In a process group of its own, in the background and waited for, so a signal to this script is
+# handled at once (a foreground child would defer the trap until it ended) and stops every process
+# of the suite as well as the hogs.
+setsid scripts/test.sh "$@" &
+suite=$!
+wait "$suite" || status=$?
+suite=""
 elapsed=$((SECONDS - started))
 still="yes"
 kill -0 "$hogs" 2>/dev/null || still="no (they ended early: LOAD_MAX_SECONDS?)"
