@@ -204,13 +204,14 @@ class FloorRound:
     failed: int
     requests: list[bytes]
     submits_in_flight: int
+    mean_submits_in_flight: float = 0.0
     raw_rate: float = 0.0
 
     @classmethod
     def created(cls, armada: ArmadaUnderTest, stub, first: int, count: int) -> FloorRound:
         armada.proxy.forget_submits()
         rate, metas, failed = creates(stub, "armada", first, count)
-        return cls(rate, metas, failed, *armada.proxy.submits())
+        return cls(rate, metas, failed, *armada.proxy.submits(), armada.proxy.mean_submits_in_flight())
 
     def floor(self, armada: ArmadaUnderTest, job_sets: JobSets, label: str) -> None:
         """The raw client sends the same requests again, to job sets of their own, as many at once."""
@@ -249,6 +250,7 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                         seen.setdefault("raw_rate", []).append(measured.raw_rate)
                         seen.setdefault("submit_calls", []).append(len(measured.requests))
                         seen.setdefault("submits_in_flight", []).append(measured.submits_in_flight)
+                        seen.setdefault("mean_in_flight", []).append(measured.mean_submits_in_flight)
                         failed = measured.failed
                     first += count
                     seen.setdefault("rate", []).append(rate)
@@ -277,6 +279,7 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
         "failed_creates": sum(noop["failed"]) + sum(real["failed"]),
         "items_per_submit_call": round(count / statistics.median(real["submit_calls"]), 1),
         "most_submits_in_flight": max(real["submits_in_flight"]),
+        "mean_submits_in_flight": round(statistics.median(real["mean_in_flight"]), 2),
         "rates": {
             "noop": [round(r) for r in noop["rate"]],
             "armada": [round(r) for r in real["rate"]],
@@ -327,6 +330,7 @@ def at_scale(armada: ArmadaUnderTest, count: int, status_rounds: list[int], memo
         "raw_client_jobs_per_second": round(measured.raw_rate),
         "connector_vs_raw_client": round(armada_rate / measured.raw_rate, 2),
         "most_submits_in_flight": measured.submits_in_flight,
+        "mean_submits_in_flight": round(measured.mean_submits_in_flight, 2),
         "noop_creates_per_second": round(noop_rate),
         "create_slowdown_vs_noop": round(noop_rate / armada_rate, 2),
         "submit_jobs_calls": submit_calls,

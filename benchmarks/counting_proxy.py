@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from typing import Any, Iterator
 
@@ -29,7 +30,8 @@ NOT_FORWARDED = frozenset({"user-agent", "content-type", "te", "grpc-timeout", "
 
 
 class Tally:
-    """What the proxy saw: calls by method name, and the SubmitJobs requests with the most in flight at once."""
+    """What the proxy saw: calls by method name, and the SubmitJobs requests with the most in flight at once and
+    how many were in flight on average (from the first call's start to the last one's answer)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -37,17 +39,32 @@ class Tally:
         self._submits: list[bytes] = []
         self._submits_in_flight = 0
         self._most_submits_in_flight = 0
+        self._in_flight_seconds = 0.0
+        """Calls in flight summed over time, since the first submit."""
+        self._changed: float | None = None
+        self._first: float | None = None
+        self._last: float | None = None
+
+    def _advance(self) -> float:
+        now = time.monotonic()
+        if self._changed is not None:
+            self._in_flight_seconds += self._submits_in_flight * (now - self._changed)
+        self._changed = now
+        return now
 
     def called(self, method: str, request: bytes) -> None:
         with self._lock:
             self._calls[method.rsplit("/", 1)[-1]] += 1
             if method == SUBMIT_JOBS:
                 self._submits.append(request)
+                now = self._advance()
+                self._first = now if self._first is None else self._first
                 self._submits_in_flight += 1
                 self._most_submits_in_flight = max(self._most_submits_in_flight, self._submits_in_flight)
 
     def submit_answered(self) -> None:
         with self._lock:
+            self._last = self._advance()
             self._submits_in_flight -= 1
 
     def answer(self, command: str) -> dict[str, Any]:
@@ -58,11 +75,18 @@ class Tally:
                 return {
                     "requests": [base64.b64encode(r).decode() for r in self._submits],
                     "most_in_flight": self._most_submits_in_flight,
+                    "mean_in_flight": self._mean_in_flight(),
                 }
             if command == "forget-submits":
                 self._submits, self._most_submits_in_flight = [], self._submits_in_flight
+                self._in_flight_seconds, self._changed, self._first, self._last = 0.0, time.monotonic(), None, None
                 return {}
         return {"error": f"unknown command {command!r}"}
+
+    def _mean_in_flight(self) -> float:
+        if self._first is None or self._last is None or self._last <= self._first:
+            return 0.0
+        return self._in_flight_seconds / (self._last - self._first)
 
 
 def _forwarded(context: grpc.aio.ServicerContext) -> list[tuple[str, Any]]:
@@ -161,6 +185,11 @@ class CountingProxy:
         """The SubmitJobs requests since the last `forget_submits`, and the most that were in flight at once."""
         answer = self._ask("submits")
         return [base64.b64decode(r) for r in answer["requests"]], answer["most_in_flight"]
+
+    def mean_submits_in_flight(self) -> float:
+        """How many SubmitJobs calls were in flight on average since the last `forget_submits` (from the first
+        call to the last answer): the raw floor sends with the most, the connector's calls overlap less."""
+        return self._ask("submits")["mean_in_flight"]
 
     def forget_submits(self) -> None:
         self._ask("forget-submits")

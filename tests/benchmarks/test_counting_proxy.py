@@ -58,6 +58,19 @@ def test_submit_requests_are_kept_with_their_batches_until_forgotten(proxy: Coun
     assert (sizes, most_in_flight) == ([3, 1], 1)
 
 
+def test_submits_one_after_another_average_at_most_one_in_flight(proxy: CountingProxy) -> None:
+    """The mean is over the time from the first call to the last answer: calls in a row, never
+    overlapping, average more than none and at most one; forgetting starts it over."""
+    with grpc.insecure_channel(proxy.address) as channel:
+        client = ArmadaClient(channel)
+        for _ in range(3):
+            client.submit_jobs(QUEUE, unique("in-a-row"), [item(pod())])
+        mean = proxy.mean_submits_in_flight()
+        proxy.forget_submits()
+    assert 0 < mean <= 1
+    assert proxy.mean_submits_in_flight() == 0.0
+
+
 def test_an_error_reaches_the_client_with_the_servers_code(armada: EmbeddedArmada, proxy: CountingProxy) -> None:
     codes = []
     for address in (armada.url, proxy.address):

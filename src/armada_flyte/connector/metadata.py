@@ -70,16 +70,19 @@ class ArmadaJobMetadata(ResourceMeta):
         if not isinstance(raw, dict):
             raise InvalidConfig("resource_meta", raw, "the armada connector writes a JSON object")
         values = {}
-        for known in fields(cls):
-            if known.name in raw:
-                values[known.name] = _coerced(raw[known.name], known.default)
-        ignored = sorted(set(raw) - {f.name for f in fields(cls)})
-        if ignored:
+        for name, default in _FIELD_DEFAULTS:
+            if name in raw:
+                value = raw[name]
+                # Every poll decodes: a value of its field's own type (all of them, but across versions) is kept as is.
+                values[name] = value if type(value) is type(default) else _coerced(value, default)
+        if len(values) != len(raw):
+            ignored = sorted(set(raw) - set(_FIELD_NAMES))
             log.debug("job %s: ignoring metadata fields of another connector version: %s", raw.get("job_id"), ignored)
         return cls(**values)
 
 
-_FIELD_NAMES = tuple(f.name for f in fields(ArmadaJobMetadata))
+_FIELD_DEFAULTS = tuple((f.name, f.default) for f in fields(ArmadaJobMetadata))
+_FIELD_NAMES = tuple(name for name, _ in _FIELD_DEFAULTS)
 
 
 def _coerced(value: Any, default: Any) -> Any:
