@@ -71,7 +71,8 @@ if "$real_tier"; then
     tests/e2e/test_interrupted_runs.py tests/connector/test_c0_service.py tests/connector/test_connector.py
     tests/connector/test_any_architecture.py tests/connector/test_timeouts_and_metadata.py
     tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
-    tests/connector/test_crash_reasons.py tests/e2e/test_multiarch_example.py)
+    tests/connector/test_crash_reasons.py tests/connector/test_batched_calls_at_a_proxy.py
+    tests/e2e/test_multiarch_example.py)
   cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
   REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
   cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")

@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import threading
 import time
+from types import SimpleNamespace
 
 import grpc
 import pytest
@@ -213,3 +214,33 @@ def test_each_connector_owns_its_view_and_closing_it_ends_the_views_thread(pause
     with pytest.raises(RuntimeError, match="closed"):
         run(second.state_of(job_id, "flyte", "owned"))
     wait_until(lambda: _view_threads() <= before, what=f"the views' threads to end ({_view_threads()} left)")
+
+
+def test_an_ending_after_a_long_quiet_spell_is_answered_from_memory(paused_armada, monkeypatch):
+    """Jobs asked about once, then not for longer than the ended-keep time (a slow resync, a loaded
+    machine), then they end: their end stays in memory, so the polls that follow it cost no call."""
+    from armada_flyte.connector import status_view
+
+    ids = _submit(paused_armada, "quiet", 50)
+    later = {"seconds": 0.0}
+    monkeypatch.setattr(status_view, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later["seconds"]))
+    view = _view(paused_armada, status_ended_keep_seconds=30.0, status_refresh_seconds=0.1)
+
+    async def ask() -> list[int]:
+        return list(await asyncio.gather(*(view.state_of(i, "flyte", "quiet") for i in ids)))
+
+    try:
+        assert set(asyncio.run(ask())) <= {JobState.QUEUED, JobState.LEASED}
+        later["seconds"] = 60.0  # the quiet spell: a minute with no ask
+        paused_armada.resume()
+
+        def ended_in_memory() -> bool:
+            facts = [view.run_facts(i) for i in ids]
+            return all(f is not None and f.ended for f in facts)
+
+        wait_until(ended_in_memory, timeout=60, what="the view to hold every job's end")
+        before = paused_armada.calls.count("GetJobStatus")
+        assert set(asyncio.run(ask())) == {JobState.SUCCEEDED}
+        assert paused_armada.calls.count("GetJobStatus") == before
+    finally:
+        view.close()

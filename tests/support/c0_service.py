@@ -8,6 +8,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import time
 from typing import Iterator, Mapping
 
 import grpc
@@ -63,3 +64,15 @@ def _wait_until_it_answers(channel: grpc.Channel, process: subprocess.Popen, log
 
 def _tail(log_path: pathlib.Path, lines: int = 40) -> str:
     return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def get_round(
+    c0: service_pb2_grpc.AsyncConnectorServiceStub, metas: list[bytes], seconds: float, timeout: float = 120
+) -> list[connector_pb2.GetTaskResponse]:
+    """One GetTask per task, spread evenly over `seconds`, as a Flyte backend's resync sends them."""
+    spread, started, calls = seconds / len(metas), time.monotonic(), []
+    for i, meta in enumerate(metas):
+        request = connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS)
+        calls.append(c0.GetTask.future(request, timeout=timeout))
+        time.sleep(max(0.0, started + i * spread - time.monotonic()))
+    return [call.result() for call in calls]

@@ -15,9 +15,10 @@ settings change, or it is closed); nothing else holds a view.
 The events also say where a job ran, how it ended, its exit codes and its failure reason
 (`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
 
-Memory stays bounded: a job that ended leaves `status_ended_keep_seconds` after it was last asked
-about (the polls that follow an end, while a0's error file is awaited, stay free), and a job
-nobody asks about for `status_idle_seconds` leaves too.
+Memory stays bounded: a job that ended leaves `status_ended_keep_seconds` after its end or the last
+ask about it, whichever came later (the polls that follow an end, while a0's error file is awaited,
+stay free, even when the job was last asked about long before it ended), and a job nobody asks
+about for `status_idle_seconds` leaves too.
 
 Just over 400 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
@@ -392,8 +393,10 @@ class StatusView:
             stale_before = now - self._limits.status_refresh_seconds / 2
             with self._lock:
                 for job_id, entry in list(self._entries.items()):
-                    keep = ended_keep if entry.state in TERMINAL_STATES else idle
-                    if now - entry.asked > keep:
+                    # an ended job stays for the polls that follow its end, however long before it was asked
+                    ended = entry.state in TERMINAL_STATES
+                    since = max(entry.asked, entry.updated) if ended else entry.asked
+                    if now - since > (ended_keep if ended else idle):
                         del self._entries[job_id]
                 for key in [k for k, f in self._follows.items() if now - f.asked > idle and not f.parked]:
                     follow = self._follows.pop(key)
