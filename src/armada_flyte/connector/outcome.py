@@ -223,9 +223,9 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
             return JobOutcome(TaskExecution.RUNNING, state, message, facts=facts)
         # Unknown is not success: a system failure Flyte may retry, never SUCCEEDED.
         message = (
-            f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but the blob store could not be read "
-            f"to learn whether the task raised ({seen.error_unreadable}) within error_read_grace_seconds="
-            f"{rules.error_read_grace_seconds:g}; check the blob store (blob_endpoint) and retry"
+            f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but whether the task raised is unknown: "
+            f"{seen.error_unreadable}, still {rules.error_read_grace_seconds:g}s after the end "
+            f"(error_read_grace_seconds); check the blob store (blob_endpoint) and retry"
         )
         error = ErrorInfo("BlobStoreUnreadable", "SYSTEM", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node, facts, error)
