@@ -9,6 +9,8 @@ commands where there are hundreds. What the user sees for each is in docs/troubl
 - the executor killed (SIGKILL) while a task runs, a new one started: Armada leases the run again and the
   task ends once, SUCCEEDED, from its second execution (real Armada only: the embedded server has no
   executor of its own to kill);
+- the executor gone longer than the scheduler's `executorTimeout` (a bed of its own, where it is 10 s and a
+  retry policy runs lost runs again): the task follows the new run and ends once, SUCCEEDED;
 - c0 killed with 500 tasks in flight and started again: every task ends from its metadata alone;
 - the blob store down at the end of a task: never SUCCEEDED without a0's word; the message says the blob
   store is unreachable.
@@ -19,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
 import pathlib
+import subprocess
 import sys
 import time
 import uuid
@@ -39,7 +43,14 @@ from support.backend_templates import registered_template
 from support.c0_service import ARMADA_TASKS, c0_process
 from support.flyte_backend import TERMINAL
 from support.flyte_metadata import execution_metadata
-from support.real_armada import bed_log_tails, ensure_queues, uses_real_armada
+from support.real_armada import (
+    SCRIPT,
+    UP_TIMEOUT_SECONDS,
+    bed_log_tails,
+    ensure_queues,
+    parse_assignments,
+    uses_real_armada,
+)
 from support.real_armada_executor import kill_component, start_component
 from support.waiting import TERMINAL as TERMINAL_STATES
 from support.waiting import wait_for_state, wait_until
@@ -128,13 +139,12 @@ def output_of(task: Any, prefix: str) -> Any:
 
 
 @pytest.fixture
-def faults(stack: Any) -> Iterator[Any]:
-    """The faults project's tasks, with Flyte pointed at `stack`'s blob store."""
+def faults() -> Iterator[Any]:
+    """The faults project's tasks (point Flyte at a blob store with `init_flyte` before using them)."""
     sys.path.insert(0, str(PROJECT))
     try:
         import faults
 
-        stack.init_flyte(PROJECT)
         yield faults
     finally:
         sys.path.remove(str(PROJECT))
@@ -176,6 +186,7 @@ def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it
     bed = request.getfixturevalue("real_armada")
     state = pathlib.Path(bed["REAL_ARMADA_STATE"])
     starts = tmp_path / "starts"
+    stack.init_flyte(PROJECT)
     run = f"killed-executor-{uuid.uuid4().hex[:8]}"
     create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(tmp_path))
     seen: list[str] = []
@@ -196,6 +207,84 @@ def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it
     assert starts.read_text().splitlines() == ["start", "start"]
     assert [phase for phase in seen if phase in {"FAILED", "RETRYABLE_FAILED", "SUCCEEDED"}] == ["SUCCEEDED"], seen
     wait_for_state(armada, job_id, submit_pb2.SUCCEEDED, timeout=30)
+
+
+LOST_EXECUTOR_BASE = 29150
+"""Ports of the bed with a short executorTimeout (away from the session's bed, 24150, and the other tests' beds)."""
+EXECUTOR_TIMEOUT = "10s"
+
+
+@pytest.fixture(scope="module")
+def bed_losing_executors(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> Iterator[dict[str, str]]:
+    """A bed of its own whose scheduler expires an executor's runs after EXECUTOR_TIMEOUT of silence and retries
+    them (Armada 0.22's retry engine, a policy for lease-expired runs): the session's bed keeps Armada's hour."""
+    if not uses_real_armada(request.config) or request.config.getoption("--real-armada-executor") != "ours":
+        pytest.skip("starts a real-Armada bed with our executor: run with --armada real")
+    env = {name: value for name, value in os.environ.items() if name not in ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS")}
+    env.update(
+        REAL_ARMADA_PORT_BASE=str(LOST_EXECUTOR_BASE),
+        REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file),
+        REAL_ARMADA_EXECUTOR_TIMEOUT=EXECUTOR_TIMEOUT,
+        REAL_ARMADA_RETRY_POLICY="retry-lost-runs",
+    )
+    try:
+        up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_SECONDS, env=env)
+        assert up.returncode == 0, f"scripts/real-armada.sh up failed:\n{up.stderr[-4000:]}"
+        yield parse_assignments(up.stdout)
+    finally:
+        down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.mark.timeout(UP_TIMEOUT_SECONDS + 600)
+def test_an_executor_gone_past_the_heartbeat_timeout_has_its_run_retried_and_the_task_follows_the_new_run(
+    bed_losing_executors, faults, tmp_path
+):
+    """The scheduler expires the run of an executor silent for `executorTimeout`; the retry policy requeues the
+    job, whose failed event says `retryable`. The connector keeps the task in flight (it does not read that
+    event as the end), and the task ends once, SUCCEEDED, from the run on the executor started after."""
+    from armada_flyte.local.stack import local_stack
+
+    bed = bed_losing_executors
+    state, logs = pathlib.Path(bed["REAL_ARMADA_STATE"]), pathlib.Path(bed["REAL_ARMADA_LOGS"])
+    starts = tmp_path / "starts"
+
+    def explain() -> str:
+        return bed_log_tails(bed)
+
+    with local_stack(configure_connector=False, armada_url=bed["ARMADA_URL"]) as stack:
+        stack.init_flyte(PROJECT)
+        run = f"lost-executor-{uuid.uuid4().hex[:8]}"
+        create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(tmp_path))
+        seen: list[str] = []
+        channel = grpc.insecure_channel(stack.armada_url)
+        armada = ArmadaClient(channel)
+        try:
+            with c0_process(c0_env(stack.armada_url, stack.blob_endpoint), tmp_path / "c0.log") as c0:
+                meta = c0.stub.CreateTask(create, timeout=60).resource_meta
+                job_id = job_id_of(meta)
+
+                def polled(condition: Any) -> Any:
+                    def check() -> Any:
+                        seen.append(TaskExecution.Phase.Name(get_task(c0.stub, meta).phase))
+                        return condition()
+
+                    return check
+
+                first_started = polled(lambda: starts.exists() and len(starts.read_text().splitlines()) == 1)
+                wait_until(first_started, 180, f"the task's first run to start (job {job_id})\n{explain()}")
+                argv, cwd = kill_component(state, "executor", whole_group=False)
+                requeued = polled(lambda: armada.get_job_status([job_id]).job_states[job_id] == submit_pb2.QUEUED)
+                wait_until(requeued, 120, f"Armada to expire the lost run and requeue job {job_id}\n{explain()}")
+                start_component(state, logs, "executor", argv, cwd)
+                resource = poll_to_end(c0.stub, meta, 180, seen, explain)
+            runs = armada.get_job_details([job_id]).job_details[job_id].job_runs
+        finally:
+            channel.close()
+        assert resource.phase == TaskExecution.SUCCEEDED, f"{resource.message}\n{explain()}"
+        assert output_of(faults.second_run_succeeds, create.output_prefix) == 2
+    assert [phase for phase in seen if phase in {"FAILED", "RETRYABLE_FAILED", "SUCCEEDED"}] == ["SUCCEEDED"], seen
+    assert len(runs) == 2, runs
 
 
 # ---- c0 restarted with 500 tasks in flight ----
