@@ -230,6 +230,14 @@ create_queues() {
   for q in "${QUEUES[@]}"; do
     wait_until server "queue $q created" 30 create_queue "$q"
   done
+  [ -z "${REAL_ARMADA_RETRY_POLICY:-}" ] \
+    || wait_until server "retry policy $REAL_ARMADA_RETRY_POLICY created" 30 create_retry_policy "$REAL_ARMADA_RETRY_POLICY"
+}
+
+create_retry_policy() { # runs lost with their executor (lease expired) are run again, twice at most
+  curl -sf -o /dev/null --max-time 5 -X POST -H 'Content-Type: application/json' -d "{\"name\":\"$1\",\"retryLimit\":2,
+\"defaultAction\":\"RETRY_ACTION_FAIL\",\"rules\":[{\"action\":\"RETRY_ACTION_RETRY\",\"onCategory\":\"internal\",
+\"onSubcategory\":\"lease-expired\"}]}" "http://127.0.0.1:$SERVER_HTTP/v1/retry-policy"
 }
 
 start_executor() { # $1: ours | fake

@@ -3,6 +3,12 @@
 # working directory (the build cache holds a copy); each file written here overlays those
 # defaults with the bed's ports, addresses and the shorter periods early tests need.
 # Needs: $state (directory), the port variables set by ports_from_base.
+# Optional, for the tests of a lost executor: REAL_ARMADA_EXECUTOR_TIMEOUT (the scheduler's
+# executorTimeout, how long an executor may go unheard before its runs expire, Armada's default 1h;
+# and scheduling.executorTimeout, after which it gets no new runs, default 10m: both, or the
+# expired run's retry is placed on the lost executor again)
+# and REAL_ARMADA_RETRY_POLICY (the retry engine on, with this policy for every queue;
+# real-armada.sh creates it: lost runs retried).
 
 ports_from_base() {  # $1 = base: every port the bed uses, derived from one number
   local b=$1
@@ -74,9 +80,20 @@ $(pulsar_yaml)
 YAML
 }
 
+retry_policy_yaml() {  # the retry engine, when REAL_ARMADA_RETRY_POLICY names a default policy
+  [ -n "${REAL_ARMADA_RETRY_POLICY:-}" ] || return 0
+  cat <<YAML
+  retryPolicy:
+    enabled: true
+    globalMaxRetries: 5
+    defaultPolicyName: "$REAL_ARMADA_RETRY_POLICY"
+YAML
+}
+
 write_scheduler_config() {
   cat <<YAML
 schedulePeriod: 1s
+executorTimeout: ${REAL_ARMADA_EXECUTOR_TIMEOUT:-1h}
 queueRefreshPeriod: 1s
 metrics:
   port: $SCHEDULER_METRICS
@@ -100,9 +117,11 @@ $(postgres_yaml scheduler "  ")
 $(pulsar_yaml)
 scheduling:
   executorUpdateFrequency: 1s
+  executorTimeout: ${REAL_ARMADA_EXECUTOR_TIMEOUT:-10m}
   indexedNodeLabels:
     - "kubernetes.io/hostname"
     - "kubernetes.io/arch"
+$(retry_policy_yaml)
 YAML
 }
 

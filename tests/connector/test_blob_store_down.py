@@ -70,7 +70,9 @@ def _stop_store_once_written(store: LocalBlobServer, outputs: str, go: pathlib.P
 
 def _assert_system_retryable(phase: int, message: str) -> None:
     assert phase == TaskExecution.RETRYABLE_FAILED, message
-    assert "SYSTEM error" in message and "blob store could not be read" in message
+    assert (
+        "SYSTEM error" in message and "the blob store at http://127.0.0.1:" in message and "is unreachable" in message
+    )
     assert "succeeded" not in message.lower()
 
 

@@ -366,4 +366,7 @@ def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
     waiting = run(scenario(grace=300))
     assert waiting.phase == TaskExecution.RUNNING and "error.pb" in waiting.message
     settled = run(scenario(grace=0))
-    assert settled.phase == TaskExecution.RETRYABLE_FAILED and "blob store could not be read" in settled.message
+    assert (
+        settled.phase == TaskExecution.RETRYABLE_FAILED
+        and f"the blob store at {unreachable_store} is unreachable" in settled.message
+    )

@@ -368,6 +368,13 @@ CASES = [
         phase=FAIL,
         says=("Armada job j1 was rejected by Armada",),
     ),
+    Case(
+        JobState.FAILED,
+        reason="Lease expired",
+        phase=RETRY,
+        says=("LeaseExpired: Armada job j1 on node amd64-0 lost its executor", "executorTimeout", "(SYSTEM error)"),
+        code="LeaseExpired",
+    ),
     Case(JobState.CANCELLED, phase=ABORT, says=("Armada job j1 on node amd64-0 was cancelled",)),
     Case(JobState.CANCELLED, timeout="over", phase=ABORT, says=("was cancelled",)),
     Case(

@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.job_set_streams import RunFacts
+from armada_flyte.connector.job_set_streams import RunFacts, state_after
 
 pytestmark = pytest.mark.pure
 
@@ -57,3 +57,27 @@ def test_a_rejections_reason_and_a_reasonless_failure_are_left_to_ask_for():
 def test_a_run_given_back_forgets_what_was_known_of_it():
     returned = event_pb2.JobLeaseReturnedEvent(job_id="j", created=_at(110))
     assert _run(RUNNING, ("lease_returned", returned)) == RunFacts()
+
+
+def test_a_run_failure_armada_runs_again_forgets_the_run_and_leaves_the_job_queued():
+    """Armada 0.22's retry policy requeues a job whose run failed (a lost executor's lease expired, say) and
+    marks that failed event `retryable`: the job has not ended, the next events are the new run's."""
+    retried = event_pb2.JobFailedEvent(job_id="j", created=_at(130), reason="Lease expired", retryable=True)
+    assert state_after("failed", retried) == JobState.QUEUED
+    assert _run(RUNNING, ("failed", retried)) == RunFacts()
+
+
+@pytest.mark.parametrize(
+    "event, state",
+    [
+        (event_pb2.JobFailedEvent(job_id="j", reason="Lease expired"), JobState.FAILED),
+        (event_pb2.JobFailedEvent(job_id="j", cause=event_pb2.Rejected), JobState.REJECTED),
+    ],
+    ids=["the last run failed", "rejected"],
+)
+def test_a_failed_event_not_marked_retryable_ends_the_job(event, state):
+    assert state_after("failed", event) == state
+
+
+def test_events_that_say_nothing_of_the_state_move_nothing():
+    assert state_after("utilisation", event_pb2.JobUtilisationEvent(job_id="j")) is None

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 import grpc
@@ -17,8 +18,8 @@ from flyteidl2.connector import connector_pb2, service_pb2_grpc
 from support.waiting import wait_until
 
 ARMADA_TASKS = connector_pb2.TaskCategory(name="armada", version=0)
-START_SECONDS = 60.0
-"""How long c0 may take to answer after it starts; generous, for a loaded machine."""
+START_SECONDS = 120.0
+"""How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was seen too short at load ~120)."""
 
 
 def free_port() -> int:
@@ -30,9 +31,29 @@ def free_port() -> int:
 @contextlib.contextmanager
 def running_c0(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[service_pb2_grpc.AsyncConnectorServiceStub]:
     """Start `c0` (it loads the `armada` connector from its entry point) with `env` added to ours."""
+    with c0_process(env, log_path) as c0:
+        yield c0.stub
+
+
+@dataclass
+class C0Process:
+    """A running `c0` and the stub that calls it."""
+
+    process: subprocess.Popen
+    stub: service_pb2_grpc.AsyncConnectorServiceStub
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an evicted pod ends it: nothing of its memory survives."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def c0_process(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[C0Process]:
+    """`running_c0`, with the process too (to kill it); `log_path` is appended to, so a restart keeps one log."""
     port = free_port()
     c0 = pathlib.Path(sys.executable).parent / "c0"
-    with log_path.open("w") as log:
+    with log_path.open("a") as log:
         process = subprocess.Popen(
             [str(c0), "--port", str(port), "--prometheus_port", str(free_port())],
             env={**os.environ, **env},
@@ -42,11 +63,12 @@ def running_c0(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[servi
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         try:
             _wait_until_it_answers(channel, process, log_path)
-            yield service_pb2_grpc.AsyncConnectorServiceStub(channel)
+            yield C0Process(process, service_pb2_grpc.AsyncConnectorServiceStub(channel))
         finally:
             channel.close()
-            process.terminate()
-            process.wait(timeout=30)
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=30)
 
 
 def _wait_until_it_answers(channel: grpc.Channel, process: subprocess.Popen, log_path: pathlib.Path) -> None:

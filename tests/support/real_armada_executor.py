@@ -126,19 +126,35 @@ def end_group(process: subprocess.Popen, grace_seconds: float) -> None:
 
 def stop_scheduler(bed: Bed) -> tuple[list[str], str]:
     """Kill the bed's scheduler (its whole group) as a crash would; what it takes to start it again."""
-    pid_file = bed.state / "pids" / "scheduler.pid"
-    pid = int(pid_file.read_text())
-    argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-    cwd = os.readlink(f"/proc/{pid}/cwd")
-    os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while is_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [a.decode() for a in argv], cwd
+    return kill_component(bed.state, "scheduler", whole_group=True)
 
 
 def start_scheduler(bed: Bed, argv: list[str], cwd: str) -> None:
     """Start the scheduler again as the bed did (its own session, output to its log, pid in its pid file)."""
-    with (bed.logs / "scheduler.log").open("a") as out:
+    start_component(bed.state, bed.logs, "scheduler", argv, cwd)
+
+
+def kill_component(state: pathlib.Path, name: str, whole_group: bool) -> tuple[list[str], str]:
+    """SIGKILL a bed component found by its pid file under `state` (its process group too when `whole_group`),
+    wait (bounded) for it to be gone, and return its command line and folder, to start it again."""
+    pid = int((state / "pids" / f"{name}.pid").read_text())
+    argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    if whole_group:
+        os.killpg(pid, signal.SIGKILL)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while is_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not is_alive(pid), f"the bed's {name} (pid {pid}) still runs 30 s after SIGKILL"
+    return [a.decode() for a in argv], cwd
+
+
+def start_component(state: pathlib.Path, logs: pathlib.Path, name: str, argv: list[str], cwd: str) -> int:
+    """Start a bed component as the bed does (a session of its own, output appended to its log, pid in its
+    pid file, so the bed's `down` stops it); its pid."""
+    with (logs / f"{name}.log").open("a") as out:
         process = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    (bed.state / "pids" / "scheduler.pid").write_text(f"{process.pid}\n")
+    (state / "pids" / f"{name}.pid").write_text(f"{process.pid}\n")
+    return process.pid

@@ -86,6 +86,16 @@ class ErrorFileUnreadable(Exception):
     """The blob store didn't say whether error.pb exists (timeout, refused, unreachable)."""
 
 
+_UNREACHABLE_SIGNS = (
+    "error sending request",
+    "tcp connect error",
+    "connection refused",
+    "connection reset",
+    "dns error",
+)
+"""How obstore (and aiohttp, under Flyte's storage) word a store they could not reach."""
+
+
 async def read_task_error(
     outputs_path: str, timeout: float, blob: Optional[BlobSettings] = None
 ) -> Optional[TaskError]:
@@ -100,15 +110,20 @@ async def read_task_error(
     if not outputs_path:
         return None
     path = outputs_path.rstrip("/") + "/" + ERROR_FILE
+    with_settings = blob is not None and blob.endpoint and path.startswith("s3://")
+    store = f"the blob store at {blob.endpoint}" if with_settings and blob is not None else "the blob store"
     try:
-        if blob is not None and blob.endpoint and path.startswith("s3://"):
+        if with_settings and blob is not None:
             data = await asyncio.wait_for(_read_s3(path, blob), timeout)
         else:
             data = await asyncio.wait_for(_read_with_flyte_storage(path), timeout)
     except asyncio.TimeoutError:
-        raise ErrorFileUnreadable(f"reading {path} took over {timeout:.1f}s") from None
+        raise ErrorFileUnreadable(f"{store} is unreachable: no answer within {timeout:.1f}s reading {path}") from None
     except Exception as exc:  # storage not reachable, permissions, ...
-        raise ErrorFileUnreadable(f"could not read {path}: {exc}") from None
+        said = str(exc).split("\n", 1)[0]  # obstore appends a multi-line debug dump
+        if isinstance(exc, ConnectionError) or any(sign in str(exc).lower() for sign in _UNREACHABLE_SIGNS):
+            raise ErrorFileUnreadable(f"{store} is unreachable reading {path}: {said}") from None
+        raise ErrorFileUnreadable(f"could not read {path}: {said}") from None
     return None if data is None else parse_error_document(data)
 
 

@@ -33,6 +33,22 @@ _RUN_STARTS_AGAIN = frozenset({"queued", "lease_returned", "lease_expired"})
 _ENDS = frozenset({"succeeded", "failed", "cancelled", "preempted"})
 
 
+def state_after(kind: str, event: Any) -> Optional[int]:
+    """The state an event of `kind` moves its job to (None: none). A failed event is not always the job's end:
+    a rejection reads REJECTED, and a run failure Armada will run again (`retryable`: its retry policy
+    requeued the job, Armada 0.22) reads QUEUED, since the next events are the new run's."""
+    if kind == "failed":
+        if _run_failed_retryably(kind, event):
+            return JobState.QUEUED
+        if event.cause == event_pb2.Rejected:
+            return JobState.REJECTED
+    return STATE_OF_EVENT.get(kind)
+
+
+def _run_failed_retryably(kind: str, event: Any) -> bool:
+    return kind == "failed" and bool(getattr(event, "retryable", False))
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """What a job set's events said about a job's latest run: what GetJobDetails and GetJobErrors would
@@ -60,7 +76,7 @@ class RunFacts:
 
     def after(self, kind: str, event: Any) -> RunFacts:
         """These facts once an event of `kind` (an `EventMessage` oneof field name) for the job arrived."""
-        if kind in _RUN_STARTS_AGAIN:
+        if kind in _RUN_STARTS_AGAIN or _run_failed_retryably(kind, event):
             return RunFacts()
         created = event.created.seconds + event.created.nanos / 1e9 if event.HasField("created") else 0.0
         facts = self

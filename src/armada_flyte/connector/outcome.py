@@ -30,6 +30,9 @@ _BYTES_LIMIT = re.compile(r"memory limit \((\d+) bytes")
 _BYTES_SEEN = re.compile(r"the most it was seen using: (\d+) bytes")
 DEADLINE_EXCEEDED = "Pod was active on the node longer than the specified deadline"
 """The kubelet's message when it ends a pod at its activeDeadlineSeconds (reason DeadlineExceeded)."""
+LEASE_EXPIRED = "Lease expired"
+"""Armada's reason for a job whose executor stopped reporting for longer than the scheduler's `executorTimeout`
+(v0.22.7 fails it for good unless a retry policy requeues it)."""
 
 QUEUED_STATES = frozenset({JobState.QUEUED, JobState.SUBMITTED, JobState.LEASED})
 RUN_STATES = frozenset({JobState.PENDING, JobState.RUNNING})
@@ -223,9 +226,9 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
             return JobOutcome(TaskExecution.RUNNING, state, message, facts=facts)
         # Unknown is not success: a system failure Flyte may retry, never SUCCEEDED.
         message = (
-            f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but the blob store could not be read "
-            f"to learn whether the task raised ({seen.error_unreadable}) within error_read_grace_seconds="
-            f"{rules.error_read_grace_seconds:g}; check the blob store (blob_endpoint) and retry"
+            f"BlobStoreUnreadable: Armada job {meta.job_id} ended, but whether the task raised is unknown: "
+            f"{seen.error_unreadable}, still {rules.error_read_grace_seconds:g}s after the end "
+            f"(error_read_grace_seconds); check the blob store (blob_endpoint) and retry"
         )
         error = ErrorInfo("BlobStoreUnreadable", "SYSTEM", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, f"{message} (SYSTEM error)", node, facts, error)
@@ -257,6 +260,14 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
             f"(the pod's deadline): {reason}"
         )
         error = ErrorInfo("TaskTimeout", "USER", True, message)
+        return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
+    if state == JobState.FAILED and reason.startswith(LEASE_EXPIRED):
+        # The run was lost with its executor, not failed by the task: another attempt may well succeed.
+        message = (
+            f"LeaseExpired: Armada {where} lost its executor (Armada's reason: {reason}): the executor stopped "
+            "reporting for longer than the scheduler's executorTimeout (SYSTEM error)"
+        )
+        error = ErrorInfo("LeaseExpired", "SYSTEM", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
     if state == JobState.FAILED and OOM_KILLED in reason:
         # a0 was killed before it could write error.pb: the user's code, and the task's memory, to act on.

@@ -39,7 +39,7 @@ from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
 from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.job_set_streams import STATE_OF_EVENT, RunFacts, StreamEvent, StreamMode
+from armada_flyte.connector.job_set_streams import RunFacts, StreamEvent, StreamMode, state_after
 from armada_flyte.connector.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
@@ -341,15 +341,13 @@ class StatusView:
             backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
 
     def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
-        kind = message.message.WhichOneof("events")
-        state = STATE_OF_EVENT.get(kind or "")
+        kind = message.message.WhichOneof("events") or ""
+        event = getattr(message.message, kind) if kind else None
+        state = state_after(kind, event)
         with self._lock:
             follow.last_id = message.id
             if state is None:
                 return
-            event = getattr(message.message, kind)  # type: ignore[arg-type]
-            if kind == "failed" and event.cause == event_pb2.Rejected:
-                state = JobState.REJECTED
             self._set(event.job_id, follow.key, state, time.monotonic())
             entry = self._entries[event.job_id]
             entry.run = entry.run.after(kind, event)
