@@ -19,7 +19,7 @@ from support.waiting import wait_until
 
 ARMADA_TASKS = connector_pb2.TaskCategory(name="armada", version=0)
 START_SECONDS = 120.0
-"""How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was seen too short at load ~120)."""
+"""How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was too short at load ~120)."""
 
 
 def free_port() -> int:
