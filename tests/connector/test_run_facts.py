@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.job_set_streams import RunFacts
+from armada_flyte.connector.job_set_streams import RunFacts, jobs_in
 
 pytestmark = pytest.mark.pure
 
@@ -57,3 +57,24 @@ def test_a_rejections_reason_and_a_reasonless_failure_are_left_to_ask_for():
 def test_a_run_given_back_forgets_what_was_known_of_it():
     returned = event_pb2.JobLeaseReturnedEvent(job_id="j", created=_at(110))
     assert _run(RUNNING, ("lease_returned", returned)) == RunFacts()
+
+
+def _message(kind: str, event: object) -> event_pb2.EventStreamMessage:
+    return event_pb2.EventStreamMessage(id=kind, message=event_pb2.EventMessage(**{kind: event}))
+
+
+def test_a_job_sets_events_read_once_give_each_jobs_last_state_and_an_end_stays_an_end():
+    """What the connector reads when the job status API doesn't know a job: the job set's events alone."""
+    messages = [
+        _message("submitted", event_pb2.JobSubmittedEvent(job_id="j")),
+        _message("submitted", event_pb2.JobSubmittedEvent(job_id="k")),
+        _message("running", RUNNING[1]),
+        _message("succeeded", event_pb2.JobSucceededEvent(job_id="j", created=_at(140), node_name="n1")),
+        _message("running", event_pb2.JobRunningEvent(job_id="j", created=_at(150))),  # late: changes no state
+        _message("failed", event_pb2.JobFailedEvent(job_id="k", cause=event_pb2.Rejected, reason="too big")),
+    ]
+    jobs = jobs_in(messages)
+    assert set(jobs) == {"j", "k"}
+    state, run = jobs["j"]
+    assert state == JobState.SUCCEEDED and (run.node, run.ended, run.finished_at) == ("n1", True, 140.0)
+    assert jobs["k"][0] == JobState.REJECTED and jobs["k"][1].reason is None  # a rejection's reason: GetJobErrors
