@@ -135,13 +135,18 @@ restarted_after_port_race() { # name: with a base in Linux's ephemeral range an 
   eval "start $name ${COMMANDS[$name]}"
 }
 
-fail_with_log() { # name, message
-  say "$2"
+fail_with_log() { # name, message: the log's end, then the message (last, where a reader of the output looks)
   if [ -f "$logs/$1.log" ]; then
     say "last lines of $logs/$1.log:"
     tail -n 40 "$logs/$1.log" >&2
   fi
-  ! "$STOP_ALL_ON_FAILURE" || stop_all
+  say "$2"
+  if "$STOP_ALL_ON_FAILURE"; then
+    stop_all
+  else # starting one part: stop only that part, the rest of the bed keeps running
+    signal_group "$1"
+    await_group "$1"
+  fi
   exit 1
 }
 

@@ -51,7 +51,7 @@ def bed_script(*args: str, timeout: float = COMPONENT_SECONDS, **env: str) -> su
 
 def act(verb: str, component: str) -> None:
     """Stop, start or restart one part of this module's bed, failing with the script's words."""
-    result = bed_script(verb, component)
+    result = bed_script(verb, component, REAL_ARMADA_WAIT_SECONDS=str(COMPONENT_SECONDS - 60))
     assert result.returncode == 0, f"real-armada.sh {verb} {component}:\n{result.stderr[-3000:]}"
 
 
@@ -156,7 +156,7 @@ def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(ow
         running = running_batch(c0, real_stack, SOME // 2, "pulsar-before", tmp_path, logs)
         later = held_tasks.prepare(real_stack, SOME // 2, "pulsar-across", tmp_path)
         act("stop", "pulsar")
-        creating = threading.Thread(target=held_tasks.create_all, args=(c0, later, COMPONENT_SECONDS))
+        creating = threading.Thread(target=held_tasks.create_all, args=(c0, later, COMPONENT_SECONDS), daemon=True)
         creating.start()
         act("start", "pulsar")
         creating.join(COMPONENT_SECONDS)

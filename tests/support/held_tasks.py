@@ -13,6 +13,7 @@ import asyncio
 import pathlib
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable
@@ -65,6 +66,7 @@ def prepare(stack: Any, count: int, name: str, folder: pathlib.Path) -> HeldTask
 
         stack.init_flyte(PROJECT)
         gate = folder / "gate"
+        name = f"{name}-{uuid.uuid4().hex[:8]}"  # runs of their own: Armada deduplicates a create by its ids
 
         async def one(index: int) -> Any:
             run = f"{name}-{index}"

@@ -140,7 +140,7 @@ class StatusView:
         return (await asyncio.wrap_future(read[1])).get(job_id)
 
     async def _read_job_set(self, key: JobSetKey) -> JobsOfEvents:
-        return jobs_in([message async for message in self._api.job_set_events(*key, "", watch=False)])
+        return jobs_in(await self._api.job_set_history(*key))
 
     def run_facts(self, job_id: str) -> Optional[RunFacts]:
         """What the events said about the job's latest run (None: the view holds no events of it)."""
@@ -347,8 +347,8 @@ class StatusView:
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
                     self._apply(follow, message)
                 self._caught_up(follow)
-                if follow.failing:
-                    log.info("event stream of job set %s/%s: streaming again", *follow.key)
+                if follow.failing:  # at the warning's level, so whoever saw it break sees it end
+                    log.warning("event stream of job set %s/%s: streaming again", *follow.key)
                     follow.failing = False
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
                     self._apply(follow, message)

@@ -12,7 +12,7 @@ from armada_flyte import ArmadaConfig
 
 IMAGE = "localhost:5000/armada-flyte-runtime:test"
 GATE_WAIT_SECONDS = 900
-"""Bound on the wait, so a test that never opens the gate leaves no pod behind for long."""
+"""Bound on the wait, so a test that never opens the gate leaves no pod behind for long (it then fails)."""
 
 held_env = flyte.TaskEnvironment(
     "faults-held",
@@ -29,6 +29,8 @@ async def held(gate: str, x: int, fail: bool) -> int:
         if pathlib.Path(gate).exists():
             break
         await asyncio.sleep(0.2)
+    else:
+        raise TimeoutError(f"the gate {gate} did not open within {GATE_WAIT_SECONDS}s")
     if fail:
         raise ValueError(f"task {x} fails as asked")
     return 2 * x
