@@ -9,6 +9,11 @@
 #   eval "$(scripts/real-armada.sh up --fake-executor)"   # Armada's simulated executor instead
 #   scripts/real-armada.sh status
 #   scripts/real-armada.sh down
+#   scripts/real-armada.sh stop COMPONENT | start COMPONENT | restart COMPONENT
+#
+# stop/start/restart act on one part of a running bed in place (a fault and its recovery), with the
+# command, config and ports `up` gave it; `start` waits until it is ready again. COMPONENT is one of
+# postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor.
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
 # REAL_ARMADA_STATE); progress goes to stderr. Ports derive from REAL_ARMADA_PORT_BASE (default
@@ -40,8 +45,9 @@ ports_from_base "$BASE"
 state="${REAL_ARMADA_STATE:-${TMPDIR:-/tmp}/armada-flyte-real-armada-$BASE}"
 logs="$state/logs"
 pids="$state/pids"
+commands="$state/commands"
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -107,10 +113,13 @@ executor_command() { # the armada-flyte command that has an `executor` subcomman
 }
 
 declare -A COMMANDS RESTARTS
-start() { # name, command...: in a session of its own (down ends the whole group), output to its log
+STOP_ALL_ON_FAILURE=true # `up` stops what it started when a part fails; starting one part stops nothing
+start() { # name, command...: in a session of its own (down ends the whole group), output to its log;
+  # the command is kept in the state folder, so `start NAME` runs the same one again later
   local name=$1
   shift
   COMMANDS[$name]="$(printf '%q ' "$@")"
+  printf '%s\n' "${COMMANDS[$name]}" >"$commands/$name"
   setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$pids/$name.pid"
 }
@@ -126,13 +135,18 @@ restarted_after_port_race() { # name: with a base in Linux's ephemeral range an 
   eval "start $name ${COMMANDS[$name]}"
 }
 
-fail_with_log() { # name, message
-  say "$2"
+fail_with_log() { # name, message: the log's end, then the message (last, where a reader of the output looks)
   if [ -f "$logs/$1.log" ]; then
     say "last lines of $logs/$1.log:"
     tail -n 40 "$logs/$1.log" >&2
   fi
-  stop_all
+  say "$2"
+  if "$STOP_ALL_ON_FAILURE"; then
+    stop_all
+  else # starting one part: stop only that part, the rest of the bed keeps running
+    signal_group "$1"
+    await_group "$1"
+  fi
   exit 1
 }
 
@@ -166,7 +180,7 @@ start_postgres() {
   start postgres "${as_postgres[@]}" "$bin/postgres" -D "$state/postgres/data" -p "$POSTGRES_PORT" \
     -c listen_addresses=127.0.0.1 -c unix_socket_directories="$state/postgres" -c fsync=off \
     -c synchronous_commit=off -c full_page_writes=off -c max_connections=200
-  wait_until postgres "pg_isready" 60 "$bin/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT"
+  await_ready postgres
   local db
   for db in scheduler lookout; do
     "$bin/createdb" -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres "$db" 2>>"$logs/postgres.log" \
@@ -178,7 +192,7 @@ start_redis() {
   mkdir -p "$state/redis"
   start redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
     --dir "$state/redis" --protected-mode yes
-  wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT"
+  await_ready redis
 }
 
 start_pulsar() {
@@ -194,9 +208,7 @@ start_pulsar() {
     -cp "$cache/pulsar/lib/*" org.apache.pulsar.PulsarStandaloneStarter \
     --config "$state/config/pulsar-standalone.conf" -nfw -nss \
     --metadata-dir "$state/pulsar/metadata" --bookkeeper-dir "$state/pulsar/bookkeeper"
-  # Its health check round-trips a message; on a busy machine one takes seconds.
-  wait_until pulsar "healthy broker (/admin/v2/brokers/health)" "$WAIT_SECONDS" \
-    http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20
+  await_ready pulsar
 }
 
 migrate() {
@@ -212,12 +224,7 @@ start_armada() { # each Go component runs from the cache, where config/<componen
     start "$c" env -C "$cache" "$cache/bin/$c" --config "$state/config/$c.yaml"
   done
   start scheduler env -C "$cache" "$cache/bin/scheduler" run --config "$state/config/scheduler.yaml"
-  wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health"
-  wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
-    http_ok "http://127.0.0.1:$SCHEDULER_HTTP/health"
-  wait_until scheduleringester "metrics port" 60 port_open "$SCHEDULERINGESTER_METRICS"
-  wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS"
-  wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS"
+  for c in server scheduler scheduleringester eventingester lookoutingester; do await_ready "$c"; done
 }
 
 create_queue() { # through the server's REST gateway (CreateQueue is an upsert)
@@ -248,10 +255,27 @@ start_executor() { # $1: ours | fake
     [ -z "${REAL_ARMADA_SECRETS_FILE:-}" ] || secrets=(--secrets-file "$REAL_ARMADA_SECRETS_FILE")
     start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API" "${secrets[@]}"
   fi
-  wait_until executor "connection to the executor API" 60 connected_to "$EXECUTOR_API"
+  await_ready executor
 }
 
 connected_to() { ss -tnH state established "dport = :$1" 2>/dev/null | grep -q .; }
+
+await_ready() { # name: wait (bounded) until the component serves: the one readiness check per component
+  case "$1" in
+    postgres) wait_until postgres "pg_isready" 60 "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
+    redis) wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT" ;;
+    # Its health check round-trips a message; on a busy machine one takes seconds.
+    pulsar) wait_until pulsar "healthy broker (/admin/v2/brokers/health)" "$WAIT_SECONDS" \
+      http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20 ;;
+    server) wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health" ;;
+    scheduler) wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
+      http_ok "http://127.0.0.1:$SCHEDULER_HTTP/health" ;;
+    scheduleringester) wait_until scheduleringester "metrics port" 60 port_open "$SCHEDULERINGESTER_METRICS" ;;
+    eventingester) wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS" ;;
+    lookoutingester) wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS" ;;
+    executor) wait_until executor "connection to the executor API" 60 connected_to "$EXECUTOR_API" ;;
+  esac
+}
 
 signal_group() { # name: ask the component's process group to stop (PostgreSQL: INT, its fast shutdown)
   local pid signal=TERM
@@ -310,7 +334,7 @@ cmd_up() {
     chmod -R u+w "$state" 2>/dev/null || true
     rm -rf "$state"
   fi
-  mkdir -p "$logs" "$pids"
+  mkdir -p "$logs" "$pids" "$commands"
   chmod 755 "$state"
   trap 'say "interrupted"; stop_all; exit 130' INT TERM
   write_configs
@@ -354,10 +378,39 @@ cmd_status() {
   echo "ARMADA_URL=127.0.0.1:$SERVER_GRPC ARMADA_EXECUTOR_API=127.0.0.1:$EXECUTOR_API logs: $logs"
 }
 
+component_named() { # name: fails with the components' names unless it is one of the bed's
+  local name
+  for name in "${ORDER[@]}"; do [ "$name" != "${1:-}" ] || return 0; done
+  die "unknown component '${1:-}': use one of ${ORDER[*]}"
+}
+
+cmd_stop() { # name: stop one part of the running bed in place (its pid file goes; its command stays)
+  component_named "$1"
+  [ -f "$commands/$1" ] || die "no $1 was started in $state (no bed there, or one up without it)"
+  is_running "$1" || { say "$1 is not running in $state"; rm -f "$pids/$1.pid"; return 0; }
+  signal_group "$1"
+  await_group "$1"
+  say "stopped $1"
+}
+
+cmd_start() { # name: start one stopped part again with the command `up` gave it, and wait until it serves
+  component_named "$1"
+  [ -f "$commands/$1" ] || die "no $1 was started in $state (no bed there, or one up without it)"
+  is_running "$1" && die "$1 is already running in $state (pid $(pid_of "$1")); stop it first"
+  STOP_ALL_ON_FAILURE=false
+  COMMANDS[$1]="$(cat "$commands/$1")"
+  eval "start $1 ${COMMANDS[$1]}"
+  await_ready "$1"
+  say "started $1 (pid $(pid_of "$1"))"
+}
+
 case "${1:-}" in
   up) shift; cmd_up "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
+  stop) cmd_stop "${2:-}" ;;
+  start) cmd_start "${2:-}" ;;
+  restart) cmd_stop "${2:-}"; cmd_start "${2:-}" ;;
   -h | --help) usage ;;
-  *) usage; die "unknown command '${1:-}': use up, down or status" ;;
+  *) usage; die "unknown command '${1:-}': use up, down, status, stop, start or restart" ;;
 esac

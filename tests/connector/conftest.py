@@ -63,16 +63,9 @@ def c0(armada, blob, tmp_path, request: pytest.FixtureRequest):
     """A real `c0` process serving the connector, against the embedded Armada and the blob store."""
     from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
-    from support.c0_service import running_c0
+    from support.c0_service import c0_env, running_c0
 
-    env = {
-        "ARMADA_URL": armada.url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": blob.endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
-    }
+    env = c0_env(armada.url, blob.endpoint)
     if not uses_real_armada(request.config):  # a bed's executor holds it from the start (bed_secrets)
         armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
     with running_c0(env, tmp_path / "c0.log") as stub:

@@ -370,3 +370,32 @@ def test_an_unreadable_error_file_keeps_the_task_waiting_then_says_so(armada):
         settled.phase == TaskExecution.RETRYABLE_FAILED
         and f"the blob store at {unreachable_store} is unreachable" in settled.message
     )
+
+
+@pytest.mark.embedded_only
+def test_a_job_the_status_api_does_not_know_past_the_ack_window_follows_its_events_and_is_not_lost():
+    """Real Armada's job status API is fed by its lookout ingester; when that lags or stops, GetJobStatus
+    answers UNKNOWN for jobs that exist (the embedded server's `visibility_delay`). Polled in bulk (no
+    event stream), the task must not be failed as lost: its job set's events know the job."""
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+    with EmbeddedArmada(EmbeddedConfig(port=0, visibility_delay=600)) as server:
+        armada_flyte.configure(
+            armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=1, status_event_streams=False
+        )
+        connector = ArmadaConnector()
+
+        async def scenario():
+            template = python_template("import time; time.sleep(4)", ArmadaConfig(architecture="amd64"))
+            meta = await connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata())
+            running = await wait_for(connector, meta, {TaskExecution.RUNNING} | DONE)
+            ended = await wait_for(connector, meta, DONE)
+            await connector.close()
+            return running, ended
+
+        running, ended = run(scenario())
+    assert running.phase == TaskExecution.RUNNING, running.message
+    assert "Armada job" in running.message and "is RUNNING by its job set's events" in running.message
+    assert "does not know it" in running.message and "the lookout ingester" in running.message
+    assert ended.phase == TaskExecution.SUCCEEDED, ended.message
+    assert ended.custom_info["state_from"] == "events"

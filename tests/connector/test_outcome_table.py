@@ -24,6 +24,7 @@ from armada_flyte.connector.outcome import (
     ERROR_FILE_STATES,
     Observed,
     Rules,
+    needs_events_check,
     needs_reason,
     needs_run_details,
     outcome_of,
@@ -423,6 +424,37 @@ def test_a_task_create_refused_fails_for_good_without_asking_armada():
         "armada_state": "NOT_SUBMITTED",
         "error": {"code": "ImagePlatformMismatch", "kind": "USER", "recoverable": False, "message": "no arm64 variant"},
     }
+
+
+def test_past_the_ack_window_only_an_unknown_job_has_its_events_read():
+    meta = _meta()
+    assert not needs_events_check(meta, JobState.UNKNOWN, NOW, ack_timeout_seconds=300)  # within the window
+    assert needs_events_check(meta, JobState.UNKNOWN, NOW + 1000, ack_timeout_seconds=300)
+    assert not needs_events_check(meta, JobState.RUNNING, NOW + 1000, ack_timeout_seconds=300)
+
+
+def test_a_job_only_its_events_know_keeps_running_and_says_armadas_query_side_is_behind():
+    meta = _meta()
+    seen = replace(_observed(meta, JobState.RUNNING), now=NOW + 1000, from_events=True)
+    outcome = outcome_of(meta, seen, RULES)
+    assert outcome.phase == TaskExecution.RUNNING
+    assert outcome.message.startswith("Armada job j1 is RUNNING by its job set's events; Armada's job status API")
+    assert "does not know it 1100s after submit" in outcome.message and "lookout ingester" in outcome.message
+    assert outcome.info["state_from"] == "events"
+
+
+def test_a_job_its_events_show_ended_ends_as_they_say():
+    meta = _meta()
+    seen = replace(_observed(meta, JobState.SUCCEEDED), now=NOW + 1000, from_events=True)
+    outcome = outcome_of(meta, seen, RULES)
+    assert outcome.phase == TaskExecution.SUCCEEDED and outcome.info["state_from"] == "events"
+
+
+def test_past_the_ack_window_unreadable_events_keep_the_task_waiting_rather_than_call_it_lost():
+    seen = Observed(JobState.UNKNOWN, NOW + 1000, events_unreadable="Armada at a:1 is not reachable")
+    outcome = outcome_of(_meta(), seen, RULES)
+    assert outcome.phase == TaskExecution.QUEUED and "lost" in outcome.message  # "... tell whether it was lost"
+    assert "could not be read to tell whether it was lost (Armada at a:1 is not reachable)" in outcome.message
 
 
 def test_the_exit_codes_the_failed_event_listed_reach_custom_info():

@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.job_set_streams import RunFacts, state_after
+from armada_flyte.connector.job_set_streams import RunFacts, jobs_in, state_after
 
 pytestmark = pytest.mark.pure
 
@@ -81,3 +81,24 @@ def test_a_failed_event_not_marked_retryable_ends_the_job(event, state):
 
 def test_events_that_say_nothing_of_the_state_move_nothing():
     assert state_after("utilisation", event_pb2.JobUtilisationEvent(job_id="j")) is None
+
+
+def _message(kind: str, event: object) -> event_pb2.EventStreamMessage:
+    return event_pb2.EventStreamMessage(id=kind, message=event_pb2.EventMessage(**{kind: event}))
+
+
+def test_a_job_sets_events_read_once_give_each_jobs_last_state_and_an_end_stays_an_end():
+    """What the connector reads when the job status API doesn't know a job: the job set's events alone."""
+    messages = [
+        _message("submitted", event_pb2.JobSubmittedEvent(job_id="j")),
+        _message("submitted", event_pb2.JobSubmittedEvent(job_id="k")),
+        _message("running", RUNNING[1]),
+        _message("succeeded", event_pb2.JobSucceededEvent(job_id="j", created=_at(140), node_name="n1")),
+        _message("running", event_pb2.JobRunningEvent(job_id="j", created=_at(150))),  # late: changes no state
+        _message("failed", event_pb2.JobFailedEvent(job_id="k", cause=event_pb2.Rejected, reason="too big")),
+    ]
+    jobs = jobs_in(messages)
+    assert set(jobs) == {"j", "k"}
+    state, run = jobs["j"]
+    assert state == JobState.SUCCEEDED and (run.node, run.ended, run.finished_at) == ("n1", True, 140.0)
+    assert jobs["k"][0] == JobState.REJECTED and jobs["k"][1].reason is None  # a rejection's reason: GetJobErrors

@@ -64,17 +64,7 @@ def flyte_run(stack):
 @pytest.fixture
 def c0(stack, tmp_path):
     """A real `c0` where a Flyte backend would call it, pointed at the local stack (blob keys by Secret)."""
-    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+    from support.c0_service import c0_env, running_c0
 
-    from support.c0_service import running_c0
-
-    env = {
-        "ARMADA_URL": stack.armada_url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": stack.blob_endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
-    }
-    with running_c0(env, tmp_path / "c0.log") as stub:
+    with running_c0(c0_env(stack.armada_url, stack.blob_endpoint), tmp_path / "c0.log") as stub:
         yield stub

@@ -37,9 +37,26 @@ def run_script(*args: str, base: int, **env: str) -> subprocess.CompletedProcess
 
 
 def test_an_unknown_command_is_refused_with_the_usage() -> None:
-    result = run_script("start", base=BUSY_PORT_BASE)
+    result = run_script("launch", base=BUSY_PORT_BASE)
     assert result.returncode != 0
-    assert "unknown command 'start': use up, down or status" in result.stderr
+    assert "unknown command 'launch': use up, down, status, stop, start or restart" in result.stderr
+
+
+@pytest.mark.parametrize("verb", ["stop", "start", "restart"])
+def test_an_unknown_component_is_refused_with_the_components_names(verb: str) -> None:
+    result = run_script(verb, "lookout", base=BUSY_PORT_BASE)
+    assert result.returncode != 0
+    assert (
+        "unknown component 'lookout': use one of postgres redis pulsar scheduleringester eventingester "
+        "lookoutingester server scheduler executor"
+    ) in result.stderr
+
+
+def test_starting_a_component_without_a_bed_says_there_is_none() -> None:
+    result = run_script("start", "redis", base=BUSY_PORT_BASE)
+    assert result.returncode != 0
+    assert "no redis was started in " in result.stderr
+    assert "armada-flyte-real-armada-27150 (no bed there, or one up without it)" in result.stderr
 
 
 def test_a_port_in_use_is_named_with_its_component_before_anything_starts() -> None:
@@ -78,6 +95,12 @@ def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest
         assert up.returncode == 0, up.stderr[-4000:]
         assert bed["ARMADA_URL"] == f"127.0.0.1:{LIFECYCLE_BASE + 1}"
         assert bed["ARMADA_EXECUTOR_API"] == f"127.0.0.1:{LIFECYCLE_BASE + 2}"
+        redis_before = int((state / "pids" / "redis.pid").read_text())
+        restart = run_script("restart", "redis", base=LIFECYCLE_BASE)
+        assert restart.returncode == 0, restart.stderr
+        assert int((state / "pids" / "redis.pid").read_text()) != redis_before
+        assert not pathlib.Path(f"/proc/{redis_before}").exists()
+        assert LIFECYCLE_BASE + 6 in listening_ports()
         leaders = {path.stem: int(path.read_text()) for path in (state / "pids").glob("*.pid")}
         assert set(leaders) >= {"postgres", "redis", "pulsar", "server", "scheduler", "lookoutingester"}
         started = {pid for leader in leaders.values() for pid in group_members(leader)}

@@ -22,6 +22,22 @@ START_SECONDS = 120.0
 """How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was too short at load ~120)."""
 
 
+def c0_env(armada_url: str, blob_endpoint: str, **settings: str) -> dict[str, str]:
+    """c0's environment for an Armada and the local blob store, its keys reaching pods by Secret as in
+    production; `settings` add ARMADA_FLYTE_<NAME> values."""
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+
+    return {
+        "ARMADA_URL": armada_url,
+        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
+        "FLYTE_BLOB_ENDPOINT": blob_endpoint,
+        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
+        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
+        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
+        **{f"ARMADA_FLYTE_{name.upper()}": value for name, value in settings.items()},
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

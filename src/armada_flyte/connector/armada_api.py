@@ -282,6 +282,25 @@ class ArmadaApi:
     ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         """The job set's events after `from_message_id` ("" = from the start); with `watch`, the stream
         stays open for new ones. Errors come out translated, unretried: the caller resumes from the last id."""
+        try:
+            async for message in self._job_set_stream(queue, job_set_id, from_message_id, watch):
+                yield message
+        except grpc.aio.AioRpcError as exc:
+            raise _translate("GetJobSetEvents", exc, self._connection.armada_url) from None
+
+    async def job_set_history(self, queue: str, job_set_id: str) -> list[event_pb2.EventStreamMessage]:
+        """Every event of the job set so far, in order; none for a job set Armada holds no events of (real
+        Armada answers NOT_FOUND for it, the embedded server an empty stream). Other errors come out translated."""
+        try:
+            return [message async for message in self._job_set_stream(queue, job_set_id, "", False)]
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                return []
+            raise _translate("GetJobSetEvents", exc, self._connection.armada_url) from None
+
+    async def _job_set_stream(
+        self, queue: str, job_set_id: str, from_message_id: str, watch: bool
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         stub = event_pb2_grpc.EventStub(self._channel())
         request = event_pb2.JobSetRequest(id=job_set_id, queue=queue, from_message_id=from_message_id, watch=watch)
         timeout = None if watch else self._connection.grpc_timeout_seconds
@@ -289,8 +308,6 @@ class ArmadaApi:
         try:
             async for message in call:
                 yield message
-        except grpc.aio.AioRpcError as exc:
-            raise _translate("GetJobSetEvents", exc, self._connection.armada_url) from None
         finally:
             call.cancel()
 

@@ -100,6 +100,42 @@ class RunFacts:
         return facts
 
 
+@dataclass(frozen=True)
+class JobEvent:
+    """One event that moves a job: its kind (an `EventMessage` oneof field name), the event, the state it moves to."""
+
+    kind: str
+    event: Any
+    state: int
+
+    @property
+    def job_id(self) -> str:
+        return self.event.job_id
+
+
+def job_event_of(message: event_pb2.EventStreamMessage) -> Optional[JobEvent]:
+    """The job event a stream message carries, its state as `state_after` reads it, or None for kinds that
+    move no job."""
+    kind = message.message.WhichOneof("events") or ""
+    if kind not in STATE_OF_EVENT:
+        return None
+    event = getattr(message.message, kind)
+    return JobEvent(kind, event, state_after(kind, event))
+
+
+def jobs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, tuple[int, RunFacts]]:
+    """Each job's state and run facts after a job set's events, read in order (an ended job stays ended)."""
+    jobs: dict[str, tuple[int, RunFacts]] = {}
+    for message in messages:
+        moved = job_event_of(message)
+        if moved is None:
+            continue
+        state, run = jobs.get(moved.job_id, (moved.state, RunFacts()))
+        state = state if state in TERMINAL_STATES else moved.state
+        jobs[moved.job_id] = (state, run.after(moved.kind, moved.event))
+    return jobs
+
+
 class StreamEvent(Enum):
     """What happens to a job set's event stream."""
 

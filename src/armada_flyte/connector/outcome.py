@@ -113,6 +113,12 @@ class Observed:
     """The phase last reported for this task, if this process reported one."""
     exit_codes: dict[str, int] = field(default_factory=dict)
     """Each container's exit code, when the job's failed event listed them."""
+    from_events: bool = False
+    """The job status API answered UNKNOWN past the ack window, but the job set's events know the job:
+    `state` (and the run's facts) are the events'. Armada's query side (the lookout ingester) is behind."""
+    events_unreadable: str = ""
+    """Why the job set's events could not be read to confirm a job the status API doesn't know (empty: read,
+    or not needed)."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,12 @@ def queued_report_max_age(meta: ArmadaJobMetadata, now: float, refresh_seconds: 
 def needs_run_details(meta: ArmadaJobMetadata, state: int) -> bool:
     """Whether the run's node and times matter: a job that ended, or one running under a timeout or for `any`."""
     return state in TERMINAL_STATES or (state in RUN_STATES and (meta.timeout_seconds > 0 or bool(meta.any_of)))
+
+
+def needs_events_check(meta: ArmadaJobMetadata, state: int, now: float, ack_timeout_seconds: float) -> bool:
+    """Whether to read the job set's events before trusting an UNKNOWN: the ack window has passed, and the
+    job status API (fed by Armada's lookout ingester) can lag while the events (fed apart) know the job."""
+    return state == JobState.UNKNOWN and bool(meta.submitted_at) and now - meta.submitted_at > ack_timeout_seconds
 
 
 def needs_reason(state: int, task_error: Optional[TaskError], error_unreadable: str) -> bool:
@@ -184,9 +196,13 @@ def _decided(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcom
     if state in RUN_STATES and details and _over(meta.timeout_seconds, details.started_at, now):
         return _timed_out(meta, state, facts, now, meta.timeout_seconds, "running")
     if state == JobState.UNKNOWN:
-        return _not_visible(meta, facts, now, rules.ack_timeout_seconds)
+        return _not_visible(meta, facts, now, rules.ack_timeout_seconds, seen.events_unreadable)
+    if seen.from_events:
+        facts["state_from"] = "events"
     if state not in TERMINAL_STATES:
         message = f"Armada job {meta.job_id} is {state_name(state)}"
+        if seen.from_events:
+            message += _query_side_behind(meta, now)
         if meta.any_of:
             message += _landed(meta, details.node if details else "", facts, rules.node_groups)
         if meta.gang_id and state in QUEUED_STATES:
@@ -197,18 +213,40 @@ def _decided(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcom
     return _ended(meta, seen, rules, facts)
 
 
-def _not_visible(meta: ArmadaJobMetadata, facts: dict[str, Any], now: float, ack_timeout: float) -> JobOutcome:
-    """Armada doesn't know the job (yet): QUEUED, the phase before any it reports next, until the ack timeout."""
+def _not_visible(
+    meta: ArmadaJobMetadata, facts: dict[str, Any], now: float, ack_timeout: float, events_unreadable: str
+) -> JobOutcome:
+    """Armada doesn't know the job (yet): QUEUED, the phase before any it reports next, until the ack timeout.
+    Past it, the job is lost only when its job set's events don't know it either; while they can't be read
+    no one can tell, so the task waits (its timeout, if any, still bounds it)."""
     waited = now - meta.submitted_at
-    if meta.submitted_at and waited > ack_timeout:
-        return JobOutcome(
-            TaskExecution.FAILED,
-            JobState.UNKNOWN,
-            f"Armada has not acknowledged job {meta.job_id} after {waited:.0f}s (ack timeout "
-            f"{ack_timeout:.0f}s); it was lost or submitted to another Armada.",
-            facts=facts,
+    if not (meta.submitted_at and waited > ack_timeout):
+        message = f"Armada job {meta.job_id} not visible yet"
+        return JobOutcome(TaskExecution.QUEUED, JobState.UNKNOWN, message, facts=facts)
+    if events_unreadable:
+        message = (
+            f"Armada's job status API (GetJobStatus) does not know job {meta.job_id} {waited:.0f}s after submit "
+            f"(ack timeout {ack_timeout:.0f}s), and its job set's events could not be read to tell whether it "
+            f"was lost ({events_unreadable}); asking again"
         )
-    return JobOutcome(TaskExecution.QUEUED, JobState.UNKNOWN, f"Armada job {meta.job_id} not visible yet", facts=facts)
+        return JobOutcome(TaskExecution.QUEUED, JobState.UNKNOWN, message, facts=facts)
+    return JobOutcome(
+        TaskExecution.FAILED,
+        JobState.UNKNOWN,
+        f"Armada has not acknowledged job {meta.job_id} after {waited:.0f}s (ack timeout "
+        f"{ack_timeout:.0f}s): neither its job status API nor its job set's events know it; it was lost or "
+        "submitted to another Armada.",
+        facts=facts,
+    )
+
+
+def _query_side_behind(meta: ArmadaJobMetadata, now: float) -> str:
+    """Why the state came from the events: Armada's query side doesn't answer for the job."""
+    return (
+        f" by its job set's events; Armada's job status API (GetJobStatus) does not know it "
+        f"{now - meta.submitted_at:.0f}s after submit: Armada's query side (the lookout ingester and its "
+        "database) is down or behind, so the connector follows the events"
+    )
 
 
 def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[str, Any]) -> JobOutcome:

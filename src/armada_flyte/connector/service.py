@@ -33,6 +33,7 @@ from armada_flyte.connector.outcome import (
     JobOutcome,
     Observed,
     Rules,
+    needs_events_check,
     needs_queued_report,
     needs_reason,
     needs_run_details,
@@ -243,10 +244,19 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         timeouts, api = current.settings.timeouts, current.api
         state = await current.view.state_of(meta.job_id, meta.queue, meta.job_set_id)
         now = time.time()
+        run = current.view.run_facts(meta.job_id)
+        from_events, events_unreadable = False, ""
+        if needs_events_check(meta, state, now, timeouts.ack_timeout_seconds):
+            try:
+                found = await current.view.events_of(meta.job_id, meta.queue, meta.job_set_id)
+            except ArmadaFlyteError as exc:
+                events_unreadable = str(exc)
+            else:
+                if found is not None:
+                    (state, run), from_events = found, True
         report = None
         if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds):
             report = await self._queued_report(current, meta, now)
-        run = current.view.run_facts(meta.job_id)
         known = run if run is not None and run.covers(state) else None
         details = None
         if needs_run_details(meta, state):
@@ -264,6 +274,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         exit_codes = dict(known.exit_codes) if known else {}
         previous = self._phases.get(meta.job_id)
         seen = Observed(state, now, details, task_error, unreadable, reason, report, previous, exit_codes)
+        seen = replace(seen, from_events=from_events, events_unreadable=events_unreadable)
         rules = Rules(timeouts.ack_timeout_seconds, timeouts.error_read_grace_seconds, current.node_groups)
         outcome = outcome_of(meta, seen, rules)
         if outcome.cancel:

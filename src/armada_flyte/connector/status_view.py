@@ -39,13 +39,15 @@ from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
 from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.job_set_streams import RunFacts, StreamEvent, StreamMode, state_after
+from armada_flyte.connector.job_set_streams import RunFacts, StreamEvent, StreamMode, job_event_of, jobs_in
 from armada_flyte.connector.settings import ConnectorConfig
 
 log = logging.getLogger(__name__)
 
 JobSetKey = tuple[str, str]
 """(queue, job set id)."""
+JobsOfEvents = dict[str, tuple[int, RunFacts]]
+"""Each job's state and run facts, as a job set's events tell them."""
 
 _MAX_BACKOFF_SECONDS = 10.0
 GRPC_DRAIN_SECONDS = 0.2
@@ -102,6 +104,7 @@ class StatusView:
         self._thread: Optional[threading.Thread] = None
         self._closed = False
         self._maintaining: Optional[asyncio.Task[None]] = None
+        self._event_reads: dict[JobSetKey, tuple[float, concurrent.futures.Future[JobsOfEvents]]] = {}
 
     # ---- what callers use (any thread, any loop) ----
     async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
@@ -120,6 +123,25 @@ class StatusView:
             else:
                 self._want(job_id, follow.key, future)
         return await asyncio.wrap_future(future)
+
+    async def events_of(self, job_id: str, queue: str, job_set: str) -> Optional[tuple[int, RunFacts]]:
+        """The job's state and run facts as its job set's events tell them (None: the events hold no such
+        job), whatever the job status API says. One read of the job set, shared by the asks of one refresh
+        period; a failed read raises (Armada's translated error)."""
+        key = (queue, job_set)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the status view is closed")
+            self._ensure_loop()
+            now = time.monotonic()
+            read = self._event_reads.get(key)
+            if read is None or now - read[0] > self._limits.status_refresh_seconds:
+                future = asyncio.run_coroutine_threadsafe(self._read_job_set(key), self._loop_now())
+                read = self._event_reads[key] = (now, future)
+        return (await asyncio.wrap_future(read[1])).get(job_id)
+
+    async def _read_job_set(self, key: JobSetKey) -> JobsOfEvents:
+        return jobs_in(await self._api.job_set_history(*key))
 
     def run_facts(self, job_id: str) -> Optional[RunFacts]:
         """What the events said about the job's latest run (None: the view holds no events of it)."""
@@ -326,6 +348,9 @@ class StatusView:
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
                     self._apply(follow, message)
                 self._caught_up(follow)
+                if follow.failing:  # at the warning's level, so whoever saw it break sees it end
+                    log.warning("event stream of job set %s/%s: streaming again", *follow.key)
+                    follow.failing = False
                 async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
                     self._apply(follow, message)
                     backoff, follow.failing = self._limits.status_batch_window_seconds * 10, False
@@ -341,19 +366,17 @@ class StatusView:
             backoff = min(backoff * 2, _MAX_BACKOFF_SECONDS)
 
     def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
-        kind = message.message.WhichOneof("events") or ""
-        event = getattr(message.message, kind) if kind else None
-        state = state_after(kind, event)
+        moved = job_event_of(message)
         with self._lock:
             follow.last_id = message.id
-            if state is None:
+            if moved is None:
                 return
-            self._set(event.job_id, follow.key, state, time.monotonic())
-            entry = self._entries[event.job_id]
-            entry.run = entry.run.after(kind, event)
-            parked = follow.parked.pop(event.job_id, None) if follow.mode is not StreamMode.SYNCING else None
+            self._set(moved.job_id, follow.key, moved.state, time.monotonic())
+            entry = self._entries[moved.job_id]
+            entry.run = entry.run.after(moved.kind, moved.event)
+            parked = follow.parked.pop(moved.job_id, None) if follow.mode is not StreamMode.SYNCING else None
             if parked:
-                self._answer(event.job_id, parked)
+                self._answer(moved.job_id, parked)
 
     def _caught_up(self, follow: _Follow) -> None:
         """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
@@ -388,6 +411,7 @@ class StatusView:
             await asyncio.sleep(self._limits.status_refresh_seconds)
             now = time.monotonic()
             idle, ended_keep = self._limits.status_idle_seconds, self._limits.status_ended_keep_seconds
+            refresh = self._limits.status_refresh_seconds
             stale_before = now - self._limits.status_refresh_seconds / 2
             with self._lock:
                 for job_id, entry in list(self._entries.items()):
@@ -396,6 +420,8 @@ class StatusView:
                     since = max(entry.asked, entry.updated) if ended else entry.asked
                     if now - since > (ended_keep if ended else idle):
                         del self._entries[job_id]
+                for key in [k for k, (at, _) in self._event_reads.items() if now - at > refresh]:
+                    del self._event_reads[key]
                 for key in [k for k, f in self._follows.items() if now - f.asked > idle and not f.parked]:
                     follow = self._follows.pop(key)
                     if follow.task is not None:
@@ -413,6 +439,9 @@ class StatusView:
         with self._lock:
             follows, self._follows = list(self._follows.values()), {}
             wanted, self._wanted = self._wanted, {}
+            reads, self._event_reads = list(self._event_reads.values()), {}
+        for _, read in reads:
+            read.cancel()
         waiting = [future for _, futures in wanted.values() for future in futures]
         for follow in follows:
             waiting += [future for futures in follow.parked.values() for future in futures]
