@@ -180,7 +180,8 @@ def _next_attempt(output_path: str) -> int:
 
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
-    said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`."""
+    said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`, and a preference's
+    job that moved on, as `amd64 (spilled from arm64)`."""
     info = outcome.info if outcome else {}
     if outcome is None:
         label = outcome_label(False, cancelled=True)
@@ -190,6 +191,8 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple
     architecture = info.get("architecture") or meta.architecture
     if meta.any_of:
         architecture = f"{architecture or '?'} (any)"
+    elif info.get("spilled_from"):
+        architecture = f"{architecture} (spilled from {info['spilled_from']})"
     record(
         JobRecord(
             task=task_name.rsplit(".", 1)[-1],
