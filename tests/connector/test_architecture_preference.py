@@ -218,3 +218,25 @@ def test_a_preference_spills_through_c0(c0, connector, tmp_path):
     info = json_format.MessageToDict(resource.custom_info)
     assert info["architecture"] == "amd64" and info["spilled_from"] == "arm64"
     assert resource.message.startswith(SPILLED), resource.message
+
+
+def test_a_gang_spills_as_a_whole(connector, armada, tmp_path):
+    """One member's spill cancels every member still queued (they share a job set); each moves on to one gang
+    of the next architecture, which Armada starts whole."""
+    stop = tmp_path / "stop"
+    gang = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=SPILL_AFTER, gang_id="movers", gang_cardinality=2)
+
+    async def scenario():
+        blockers = await fill(connector, "arm64", stop, "gang-spill-fill")
+        try:
+            metas = [await create(connector, preferring(gang), "prefer-gang", f"m{n}") for n in range(2)]
+            return metas, await asyncio.gather(*(wait_for(connector, meta, DONE, timeout=90) for meta in metas))
+        finally:
+            await finish(connector, blockers, stop)
+
+    metas, resources = run(scenario())
+    assert len({meta.job_set_id for meta in metas}) == 1
+    for resource in resources:
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        assert resource.custom_info["architecture"] == "amd64" and resource.custom_info["spilled_from"] == "arm64"
+    assert len(submitted_jobs(armada, metas[0])) == 4

@@ -1,0 +1,100 @@
+"""40 one-CPU tasks preferring arm64 on a cluster whose arm64 group has room for 8: makespan, and the share
+that ran on arm64, against the same tasks pinned to arm64 and with `any`, in the same run.
+
+Every round goes through the connector (create, then get until done) into the embedded server's default
+cluster or, with `--armada real`, the real-Armada bed in ARMADA_URL (the same cluster: two amd64 and two
+arm64 nodes of 4 CPUs, pods as local processes). Each task sleeps `--sleep` seconds, so pinned tasks run
+8 at a time; a preference runs 8 on arm64 and moves the ones that waited `--spill-after` seconds for room
+to amd64. Prints JSON.
+
+    .venv/bin/python benchmarks/bench_architecture_preference.py [--armada real] [--tasks 40] [--sleep 10]
+        [--spill-after 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import logging
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from armada_under_test import add_armada_option, armada_under_test, load_average  # noqa: E402
+from bench_any_architecture import sleep_template, wait_done  # noqa: E402
+
+import armada_flyte  # noqa: E402
+
+ARM_SLOTS = 8
+"""One-CPU tasks the arm64 group runs at once (two nodes of 4 CPUs); amd64 has as many."""
+REPORT_REFRESH_SECONDS = 2.0
+"""How often a waiting job's scheduling report is read again (the connector's default is 30 s; a report
+read in a job's first second may predate every scheduling round, which would hold a spill back 30 s)."""
+
+
+async def one_round(connector, architecture: str, tasks: int, seconds: float, spill_after: float) -> dict:
+    """Create `tasks` tasks at once and poll each until done; the makespan is first create to last end."""
+    started = time.perf_counter()
+    metas = [
+        await connector.create(
+            sleep_template(seconds, architecture, i, spill_after if "," in architecture else None),
+            f"s3://b/raw/bench-{architecture}/{i}",
+        )
+        for i in range(tasks)
+    ]
+    ends = await asyncio.gather(*(wait_done(connector, meta) for meta in metas))
+    landed = collections.Counter(info.get("architecture") or "?" for _, info in ends)
+    spilled = sum(1 for _, info in ends if info.get("spilled_from"))
+    return {
+        "architecture": architecture,
+        "tasks": tasks,
+        "makespan_s": round(max(end for end, _ in ends) - started, 2),
+        "ran_on": dict(sorted(landed.items())),
+        "share_on_arm64": round(landed.get("arm64", 0) / tasks, 2),
+        "spilled": spilled,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_armada_option(parser)
+    parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--sleep", type=float, default=10.0)
+    parser.add_argument("--spill-after", type=float, default=15.0)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    from armada_flyte.connector.service import ArmadaConnector
+
+    load_before = load_average()
+    with armada_under_test(args.armada, paused=False) as armada:
+        armada_flyte.configure(
+            armada_url=armada.url, node_groups_preset="embedded", queued_report_refresh_seconds=REPORT_REFRESH_SECONDS
+        )
+        connector = ArmadaConnector()
+        rounds = {}
+        for name, architecture in (("pinned_arm64", "arm64"), ("any", "any"), ("prefer_arm64", "arm64,amd64")):
+            rounds[name] = asyncio.run(one_round(connector, architecture, args.tasks, args.sleep, args.spill_after))
+        asyncio.run(connector.close())
+        calls = armada.counts()
+    prefer, pinned, anywhere = rounds["prefer_arm64"], rounds["pinned_arm64"], rounds["any"]
+    result = {
+        "benchmark": f"{args.tasks} tasks of 1 CPU sleeping {args.sleep:g} s preferring arm64 (spill after "
+        f"{args.spill_after:g} s), against pinned arm64 and any",
+        "armada": args.armada,
+        "cluster": "2 amd64 + 2 arm64 nodes of 4 CPUs (arm64 has room for 8 at once)",
+        **rounds,
+        "prefer_vs_pinned_makespan": round(prefer["makespan_s"] / pinned["makespan_s"], 2),
+        "prefer_vs_any_makespan": round(prefer["makespan_s"] / anywhere["makespan_s"], 2),
+        "ideal_waves": {"pinned_arm64": -(-args.tasks // ARM_SLOTS), "any": -(-args.tasks // (2 * ARM_SLOTS))},
+        "cancel_job_set_calls": calls.get("CancelJobSet", 0),
+        "load_average": [load_before, load_average()],
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
