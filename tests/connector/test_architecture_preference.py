@@ -118,6 +118,24 @@ def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(conne
     assert len(submitted_jobs(armada, meta)) == 2
 
 
+@pytest.mark.embedded_only  # the log service (Binoculars) is the embedded server's
+def test_the_logs_of_a_spilled_task_are_its_running_job_s(connector, tmp_path):
+    stop = tmp_path / "stop"
+
+    async def scenario():
+        blockers = await fill(connector, "arm64", stop, "spill-logs-fill")
+        try:
+            meta = await create(connector, preferring(), "prefer-logs")
+            resource = await wait_for(connector, meta, DONE, timeout=90)
+            return resource, await connector.get_logs(meta)
+        finally:
+            await finish(connector, blockers, stop)
+
+    resource, logs = run(scenario())
+    assert resource.custom_info["spilled_from"] == "arm64", resource.message
+    assert "preferred" in [line.message for line in logs.body.lines]
+
+
 def test_a_wait_another_architecture_would_not_end_does_not_spill(connector, armada):
     """A gang of two with one member submitted waits for its other member, not for room: it stays put."""
     lonely = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=1, gang_id="lonely", gang_cardinality=2)

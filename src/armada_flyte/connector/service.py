@@ -245,13 +245,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return await self._poll_job(meta)
         current = await self.context()
         steps = preference.steps_of(meta)
-        step, job_id = steps[0], meta.job_id
-        while step.index < len(steps) - 1:
-            state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
-            if state != JobState.CANCELLED or not preference.was_spilled(state, await self._details(current, job_id)):
-                break
-            step = steps[step.index + 1]
-            job_id = await self._step_job(current, meta, step)
+        step, job_id = await self._current_step(current, meta, steps)
         job_meta = preference.step_meta(meta, step, job_id)
         now = time.time()
         state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
@@ -264,6 +258,19 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             message = preference.spilling_message(steps, step, meta)
         facts = {**outcome.facts, **preference.spill_info(steps, step, meta)}
         return replace(outcome, message=f"{message}; {outcome.message}" if message else outcome.message, facts=facts)
+
+    async def _current_step(
+        self, current: ConnectorContext, meta: ArmadaJobMetadata, steps: list[preference.Step]
+    ) -> tuple[preference.Step, str]:
+        """The step the task has reached, and its job's id: past every step whose job was spilled."""
+        step, job_id = steps[0], meta.job_id
+        while step.index < len(steps) - 1:
+            state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
+            if state != JobState.CANCELLED or not preference.was_spilled(state, await self._details(current, job_id)):
+                break
+            step = steps[step.index + 1]
+            job_id = await self._step_job(current, meta, step)
+        return step, job_id
 
     async def _details(self, current: ConnectorContext, job_id: str) -> Optional[RunDetails]:
         run = current.view.run_facts(job_id)
@@ -380,9 +387,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
         """The job's container log from Armada's log API (Binoculars); where that can't be
         reached, a pointer to the job in Lookout when a link template is set."""
-        api = (await self.context()).api
+        current = await self.context()
+        api, job_id = current.api, resource_meta.job_id
+        if resource_meta.spill_jobs and not resource_meta.refusal_code:
+            _, job_id = await self._current_step(current, resource_meta, preference.steps_of(resource_meta))
         try:
-            lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
+            lines = await api.logs(job_id, resource_meta.namespace)
         except ArmadaFlyteError as exc:
             links = self._log_links(resource_meta)
             if not links:
