@@ -19,6 +19,7 @@ import collections
 import json
 import logging
 import pathlib
+import statistics
 import sys
 import time
 
@@ -48,6 +49,9 @@ async def one_round(connector, architecture: str, tasks: int, seconds: float, sp
     ends = await asyncio.gather(*(wait_done(connector, meta) for meta in metas))
     landed = collections.Counter(info.get("architecture") or "?" for _, info in ends)
     spilled = sum(1 for _, info in ends if info.get("spilled_from"))
+    finished: dict[str, list[float]] = collections.defaultdict(list)
+    for end, info in ends:
+        finished[info.get("architecture") or "?"].append(round(end - started, 1))
     return {
         "architecture": architecture,
         "tasks": tasks,
@@ -55,6 +59,9 @@ async def one_round(connector, architecture: str, tasks: int, seconds: float, sp
         "ran_on": dict(sorted(landed.items())),
         "share_on_arm64": round(landed.get("arm64", 0) / tasks, 2),
         "spilled": spilled,
+        "ended_s_by_architecture": {
+            arch: [min(t), statistics.median(t), max(t)] for arch, t in sorted(finished.items())
+        },
     }
 
 

@@ -216,3 +216,9 @@ def test_the_messages_say_what_happened():
         "spill_after_seconds": 120.0,
         "spilled_from": "arm64",
     }
+
+
+def test_a_spill_cancel_is_sent_again_only_after_a_pause():
+    cancels = preference.SpillCancels(capacity=2)
+    assert cancels.due("j0", 100.0) and not cancels.due("j0", 104.0) and cancels.due("j0", 105.5)
+    assert cancels.due("j1", 100.0) and cancels.due("j2", 100.0) and cancels.due("j0", 106.0)  # j0 was dropped

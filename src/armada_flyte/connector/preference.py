@@ -15,7 +15,8 @@ create stores is enough for any connector replica to find the current step from 
 - a step that ended CANCELLED without ever being leased, while a later step exists, was spilled: its
   next step is the current one.
 
-Pure: no I/O. `service.py` asks these questions and carries out the answers.
+Pure: no I/O (`SpillCancels` is a bounded memo of the process). `service.py` asks these questions and carries
+out the answers.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -36,6 +38,9 @@ from armada_flyte.connector.queued_report import QueuedReport
 
 SPILL_REASON = "armada-flyte: spill to next architecture"
 """The reason sent with the cancel that spills a job (Armada allows at most 50 bytes)."""
+CANCEL_RESEND_SECONDS = 5.0
+"""A spill's cancel is sent again only after this long: Armada's state reads QUEUED for a moment after it."""
+MAX_REMEMBERED_CANCELS = 10_000
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,26 @@ def encoded_steps(steps: list[tuple[SpillStep, bytes]]) -> str:
             for s, b in steps
         ]
     )
+
+
+class SpillCancels:
+    """When this process last sent each job's spill cancel (bounded), so polls in the moment before Armada
+    says CANCELLED don't send it again. Soft state: another replica may send one more, which is harmless."""
+
+    def __init__(self, capacity: int = MAX_REMEMBERED_CANCELS) -> None:
+        self._capacity = capacity
+        self._sent: OrderedDict[str, float] = OrderedDict()
+
+    def due(self, job_id: str, now: float) -> bool:
+        """Whether to send the job's cancel now (and note that it is sent)."""
+        last = self._sent.get(job_id)
+        if last is not None and now - last < CANCEL_RESEND_SECONDS:
+            return False
+        self._sent[job_id] = now
+        self._sent.move_to_end(job_id)
+        while len(self._sent) > self._capacity:
+            self._sent.popitem(last=False)
+        return True
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._queued_reports = QueuedReports()
         self._phases: OrderedDict[str, int] = OrderedDict()
         self._step_jobs: OrderedDict[tuple[str, str, int, str], str] = OrderedDict()
+        self._spill_cancels = preference.SpillCancels()
 
     # ---- settings, resolved lazily and again after `configure` ----
     async def context(self) -> ConnectorContext:
@@ -253,9 +254,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         outcome = await self._poll_job(job_meta, report_wanted=due)
         message = preference.spilled_message(steps, step, meta)
         if due and preference.waits_for_room(outcome.report) and outcome.state == JobState.QUEUED:
-            log.info("job %s: %s", job_id, preference.spilling_message(steps, step, meta))
-            await current.api.cancel_job_set(meta.queue, meta.job_set_id, preference.SPILL_REASON, queued_only=True)
             message = preference.spilling_message(steps, step, meta)
+            if self._spill_cancels.due(job_id, now):
+                log.info("job %s: %s", job_id, message)
+                await current.api.cancel_job_set(meta.queue, meta.job_set_id, preference.SPILL_REASON, queued_only=True)
         facts = {**outcome.facts, **preference.spill_info(steps, step, meta)}
         return replace(outcome, message=f"{message}; {outcome.message}" if message else outcome.message, facts=facts)
 
