@@ -178,10 +178,14 @@ def test_a_spill_is_due_once_the_job_waited_queued_for_spill_after(state, now, d
     assert not preference.spill_due(meta, steps[1], 1, JobState.QUEUED, 5000.0)  # the last never spills
 
 
-def test_only_a_job_cancelled_before_any_lease_was_spilled():
-    assert preference.was_spilled(JobState.CANCELLED, None)
-    assert not preference.was_spilled(JobState.CANCELLED, RunDetails("arm64-0", "c", "CANCELLED", 1.0, 0.0))
-    assert not preference.was_spilled(JobState.RUNNING, None)
+def test_only_a_job_cancelled_before_any_lease_once_it_waited_spill_after_was_spilled():
+    meta = meta_of(planned())
+    first = preference.steps_of(meta)[0]
+    assert preference.was_spilled(meta, first, JobState.CANCELLED, None, 1030.0)
+    assert not preference.was_spilled(meta, first, JobState.CANCELLED, None, 1029.0)  # cancelled by someone else
+    leased = RunDetails("arm64-0", "c", "CANCELLED", 1.0, 0.0)
+    assert not preference.was_spilled(meta, first, JobState.CANCELLED, leased, 1030.0)
+    assert not preference.was_spilled(meta, first, JobState.RUNNING, None, 1030.0)
 
 
 BUSY_ARM = (

@@ -148,10 +148,12 @@ def step_meta(meta: ArmadaJobMetadata, step: Step, job_id: str) -> ArmadaJobMeta
     )
 
 
-def was_spilled(state: int, details: Optional[RunDetails]) -> bool:
-    """The step's job ended CANCELLED without ever being leased: the spill's cancel (only queued jobs are
-    cancelled by it). Flyte stops asking once it cancels a task itself."""
-    return state == JobState.CANCELLED and (details is None or not details.node)
+def was_spilled(meta: ArmadaJobMetadata, step: Step, state: int, details: Optional[RunDetails], now: float) -> bool:
+    """The step's job ended CANCELLED without ever being leased, once it could have been spilled (it had
+    waited `spill_after`): the spill's cancel, which only touches queued jobs. Flyte stops asking once it
+    cancels a task itself."""
+    waited = now - step_meta(meta, step, meta.job_id).submitted_at
+    return state == JobState.CANCELLED and (details is None or not details.node) and waited >= meta.spill_after_seconds
 
 
 def spill_due(meta: ArmadaJobMetadata, step: Step, last: int, state: int, now: float) -> bool:

@@ -268,7 +268,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         step, job_id = steps[0], meta.job_id
         while step.index < len(steps) - 1:
             state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
-            if state != JobState.CANCELLED or not preference.was_spilled(state, await self._details(current, job_id)):
+            if state != JobState.CANCELLED:
+                break
+            details = await self._details(current, job_id)
+            if not preference.was_spilled(meta, step, state, details, time.time()):
                 break
             step = steps[step.index + 1]
             job_id = await self._step_job(current, meta, step)
