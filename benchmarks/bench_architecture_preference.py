@@ -5,10 +5,10 @@ Every round goes through the connector (create, then get until done) into the em
 cluster or, with `--armada real`, the real-Armada bed in ARMADA_URL (the same cluster: two amd64 and two
 arm64 nodes of 4 CPUs, pods as local processes). Each task sleeps `--sleep` seconds, so pinned tasks run
 8 at a time; a preference runs 8 on arm64 and moves the ones that waited `--spill-after` seconds for room
-to amd64. Prints JSON.
+to amd64 (one round per value: a wait longer than a task keeps more tasks on arm64). Prints JSON.
 
     .venv/bin/python benchmarks/bench_architecture_preference.py [--armada real] [--tasks 40] [--sleep 10]
-        [--spill-after 15]
+        [--spill-after 15 25]
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ async def one_round(connector, architecture: str, tasks: int, seconds: float, sp
     started = time.perf_counter()
     metas = [
         await connector.create(
-            sleep_template(seconds, architecture, i, spill_after if "," in architecture else None),
-            f"s3://b/raw/bench-{architecture}/{i}",
+            sleep_template(seconds, architecture, i, spill_after or None),
+            f"s3://b/raw/bench-{architecture}-{spill_after:g}/{i}",  # a client id per round: no dedup across
         )
         for i in range(tasks)
     ]
@@ -70,7 +70,7 @@ def main() -> int:
     add_armada_option(parser)
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--sleep", type=float, default=10.0)
-    parser.add_argument("--spill-after", type=float, default=15.0)
+    parser.add_argument("--spill-after", type=float, nargs="+", default=[15.0, 25.0])
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     from armada_flyte.connector.service import ArmadaConnector
@@ -81,20 +81,25 @@ def main() -> int:
             armada_url=armada.url, node_groups_preset="embedded", queued_report_refresh_seconds=REPORT_REFRESH_SECONDS
         )
         connector = ArmadaConnector()
-        rounds = {}
-        for name, architecture in (("pinned_arm64", "arm64"), ("any", "any"), ("prefer_arm64", "arm64,amd64")):
-            rounds[name] = asyncio.run(one_round(connector, architecture, args.tasks, args.sleep, args.spill_after))
+        rounds = {
+            "pinned_arm64": asyncio.run(one_round(connector, "arm64", args.tasks, args.sleep, 0)),
+            "any": asyncio.run(one_round(connector, "any", args.tasks, args.sleep, 0)),
+        }
+        for wait in args.spill_after:
+            name = f"prefer_arm64_spill_after_{wait:g}s"
+            rounds[name] = asyncio.run(one_round(connector, "arm64,amd64", args.tasks, args.sleep, wait))
         asyncio.run(connector.close())
         calls = armada.counts()
-    prefer, pinned, anywhere = rounds["prefer_arm64"], rounds["pinned_arm64"], rounds["any"]
+    pinned, anywhere = rounds["pinned_arm64"], rounds["any"]
+    preferred = {name: r for name, r in rounds.items() if name.startswith("prefer")}
     result = {
-        "benchmark": f"{args.tasks} tasks of 1 CPU sleeping {args.sleep:g} s preferring arm64 (spill after "
-        f"{args.spill_after:g} s), against pinned arm64 and any",
+        "benchmark": f"{args.tasks} tasks of 1 CPU sleeping {args.sleep:g} s preferring arm64, against pinned "
+        "arm64 and any",
         "armada": args.armada,
         "cluster": "2 amd64 + 2 arm64 nodes of 4 CPUs (arm64 has room for 8 at once)",
         **rounds,
-        "prefer_vs_pinned_makespan": round(prefer["makespan_s"] / pinned["makespan_s"], 2),
-        "prefer_vs_any_makespan": round(prefer["makespan_s"] / anywhere["makespan_s"], 2),
+        "makespan_vs_pinned": {n: round(r["makespan_s"] / pinned["makespan_s"], 2) for n, r in preferred.items()},
+        "makespan_vs_any": {n: round(r["makespan_s"] / anywhere["makespan_s"], 2) for n, r in preferred.items()},
         "ideal_waves": {"pinned_arm64": -(-args.tasks // ARM_SLOTS), "any": -(-args.tasks // (2 * ARM_SLOTS))},
         "cancel_job_set_calls": calls.get("CancelJobSet", 0),
         "load_average": [load_before, load_average()],
