@@ -240,14 +240,22 @@ def test_a_preference_spills_through_c0(c0, connector, tmp_path):
 
 def test_a_gang_spills_as_a_whole(connector, armada, tmp_path):
     """One member's spill cancels every member still queued (they share a job set); each moves on to one gang
-    of the next architecture, which Armada starts whole."""
+    of the next architecture, which Armada starts whole. The second member would wait a minute on its own:
+    it moves when the first one spills the gang."""
     stop = tmp_path / "stop"
-    gang = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=SPILL_AFTER, gang_id="movers", gang_cardinality=2)
+
+    def member(spill_after: float) -> ArmadaConfig:
+        return ArmadaConfig(
+            architecture=["arm64", "amd64"], spill_after=spill_after, gang_id="movers", gang_cardinality=2
+        )
 
     async def scenario():
         blockers = await fill(connector, "arm64", stop, "gang-spill-fill")
         try:
-            metas = [await create(connector, preferring(gang), "prefer-gang", f"m{n}") for n in range(2)]
+            metas = [
+                await create(connector, preferring(member(wait)), "prefer-gang", f"m{n}")
+                for n, wait in enumerate((SPILL_AFTER, 60.0))
+            ]
             return metas, await asyncio.gather(*(wait_for(connector, meta, DONE, timeout=90) for meta in metas))
         finally:
             await finish(connector, blockers, stop)

@@ -4,6 +4,8 @@ answers the spill-over is made of."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from armada_flyte import Architecture, ArmadaConfig, InvalidConfig, NoCommonArchitecture
@@ -186,6 +188,11 @@ def test_only_a_job_cancelled_before_any_lease_once_it_waited_spill_after_was_sp
     leased = RunDetails("arm64-0", "c", "CANCELLED", 1.0, 0.0)
     assert not preference.was_spilled(meta, first, JobState.CANCELLED, leased, 1030.0)
     assert not preference.was_spilled(meta, first, JobState.RUNNING, None, 1030.0)
+
+
+def test_a_gang_member_is_spilled_by_whichever_member_waited_longest():
+    meta = replace(meta_of(planned()), gang_id="g-r1")
+    assert preference.was_spilled(meta, preference.steps_of(meta)[0], JobState.CANCELLED, None, 1001.0)
 
 
 BUSY_ARM = (

@@ -149,11 +149,13 @@ def step_meta(meta: ArmadaJobMetadata, step: Step, job_id: str) -> ArmadaJobMeta
 
 
 def was_spilled(meta: ArmadaJobMetadata, step: Step, state: int, details: Optional[RunDetails], now: float) -> bool:
-    """The step's job ended CANCELLED without ever being leased, once it could have been spilled (it had
-    waited `spill_after`): the spill's cancel, which only touches queued jobs. Flyte stops asking once it
-    cancels a task itself."""
+    """The step's job ended CANCELLED without ever being leased, once it could have been spilled: the spill's
+    cancel, which only touches queued jobs. A task alone could be spilled once it had waited `spill_after`; a
+    gang member at any time, since the member that waited longest spills them all. Flyte stops asking once
+    it cancels a task itself."""
     waited = now - step_meta(meta, step, meta.job_id).submitted_at
-    return state == JobState.CANCELLED and (details is None or not details.node) and waited >= meta.spill_after_seconds
+    could = bool(meta.gang_id) or waited >= meta.spill_after_seconds
+    return state == JobState.CANCELLED and (details is None or not details.node) and could
 
 
 def spill_due(meta: ArmadaJobMetadata, step: Step, last: int, state: int, now: float) -> bool:
