@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import grpc
 import pytest
@@ -32,6 +33,13 @@ from support.job_events import job_set_events, kind
 SPILL_AFTER = 3.0
 PREFER_ARM = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=SPILL_AFTER)
 SPILLED = f"spilled from arm64 to amd64 after {SPILL_AFTER:g} s queued: no arm64 node had room"
+SESSION = uuid.uuid4().hex[:6]
+"""Run names carry it: a bed keeps client ids for a week, and a rerun on the same bed would get the jobs of
+the last run back (Armada's deduplication)."""
+
+
+def fresh(run_name: str) -> str:
+    return f"{run_name}-{SESSION}"
 
 
 @pytest.fixture
@@ -79,7 +87,7 @@ async def stays_queued(connector, meta, waits: float):
 
 def test_a_preference_with_room_runs_on_the_first_architecture(connector):
     async def scenario():
-        meta = await create(connector, preferring(), "prefer-room")
+        meta = await create(connector, preferring(), fresh("prefer-room"))
         return meta, await wait_for(connector, meta, DONE)
 
     meta, resource = run(scenario())
@@ -94,9 +102,9 @@ def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(conne
     stop = tmp_path / "stop"
 
     async def scenario():
-        blockers = await fill(connector, "arm64", stop, "spill-fill")
+        blockers = await fill(connector, "arm64", stop, fresh("spill-fill"))
         try:
-            meta = await create(connector, preferring(), "prefer-spill")
+            meta = await create(connector, preferring(), fresh("prefer-spill"))
             said = []
             while (resource := await connector.get(meta)).phase not in DONE:
                 said.append(resource.message)
@@ -123,9 +131,9 @@ def test_the_logs_of_a_spilled_task_are_its_running_job_s(connector, tmp_path):
     stop = tmp_path / "stop"
 
     async def scenario():
-        blockers = await fill(connector, "arm64", stop, "spill-logs-fill")
+        blockers = await fill(connector, "arm64", stop, fresh("spill-logs-fill"))
         try:
-            meta = await create(connector, preferring(), "prefer-logs")
+            meta = await create(connector, preferring(), fresh("prefer-logs"))
             resource = await wait_for(connector, meta, DONE, timeout=90)
             return resource, await connector.get_logs(meta)
         finally:
@@ -141,7 +149,7 @@ def test_a_wait_another_architecture_would_not_end_does_not_spill(connector, arm
     lonely = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=1, gang_id="lonely", gang_cardinality=2)
 
     async def scenario():
-        meta = await create(connector, preferring(lonely), "prefer-lonely")
+        meta = await create(connector, preferring(lonely), fresh("prefer-lonely"))
         try:
             seen = await stays_queued(connector, meta, 4)
             return meta, seen, await connector.armada_state(meta)
@@ -157,9 +165,11 @@ def test_an_image_lacking_the_next_architecture_does_not_spill_to_it(connector, 
     stop = tmp_path / "stop"
 
     async def scenario():
-        blockers = await fill(connector, "arm64", stop, "arm-only-fill")
+        blockers = await fill(connector, "arm64", stop, fresh("arm-only-fill"))
         try:
-            meta = await create(connector, preferring(image_architectures=(Architecture.arm64,)), "prefer-arm-only")
+            meta = await create(
+                connector, preferring(image_architectures=(Architecture.arm64,)), fresh("prefer-arm-only")
+            )
             try:
                 seen = await stays_queued(connector, meta, SPILL_AFTER + 2)
                 return meta, seen, await connector.armada_state(meta)
@@ -181,7 +191,7 @@ def test_a_job_leased_as_the_spill_starts_is_kept_and_nothing_else_runs(connecto
     cancels = []
 
     async def scenario():
-        blockers = await fill(connector, "arm64", stop, "race-fill")
+        blockers = await fill(connector, "arm64", stop, fresh("race-fill"))
         api = (await connector.context()).api
         cancel_queued = api.cancel_job_set
 
@@ -196,7 +206,7 @@ def test_a_job_leased_as_the_spill_starts_is_kept_and_nothing_else_runs(connecto
 
         api.cancel_job_set = leased_first
         try:
-            meta = await create(connector, preferring(), "prefer-race")
+            meta = await create(connector, preferring(), fresh("prefer-race"))
             return meta, await wait_for(connector, meta, DONE, timeout=90)
         finally:
             if not stop.exists():
@@ -213,12 +223,12 @@ def test_a_preference_spills_through_c0(c0, connector, tmp_path):
     """The production path: a Flyte backend's CreateTask / GetTask over gRPC to a real c0 process. GetTask
     cannot hand back new metadata, so every poll finds the current job from what CreateTask returned."""
     stop = tmp_path / "stop"
-    blockers = run(fill(connector, "arm64", stop, "c0-prefer-fill"))
+    blockers = run(fill(connector, "arm64", stop, fresh("c0-prefer-fill")))
     try:
         request = connector_pb2.CreateTaskRequest(
             template=preferring(),
             output_prefix="s3://bucket/raw/c0prefer/a0/0",
-            task_execution_metadata=execution_metadata(run="c0prefer"),
+            task_execution_metadata=execution_metadata(run=fresh("c0prefer")),
         )
         meta = c0.CreateTask(request, timeout=30).resource_meta
         deadline = time.monotonic() + 90
@@ -250,10 +260,10 @@ def test_a_gang_spills_as_a_whole(connector, armada, tmp_path):
         )
 
     async def scenario():
-        blockers = await fill(connector, "arm64", stop, "gang-spill-fill")
+        blockers = await fill(connector, "arm64", stop, fresh("gang-spill-fill"))
         try:
             metas = [
-                await create(connector, preferring(member(wait)), "prefer-gang", f"m{n}")
+                await create(connector, preferring(member(wait)), fresh("prefer-gang"), f"m{n}")
                 for n, wait in enumerate((SPILL_AFTER, 60.0))
             ]
             return metas, await asyncio.gather(*(wait_for(connector, meta, DONE, timeout=90) for meta in metas))
