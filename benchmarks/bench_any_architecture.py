@@ -29,17 +29,20 @@ DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, Ta
 POLL_SECONDS = 0.1
 
 
-def sleep_template(seconds: float, architecture: str, index: int) -> tasks_pb2.TaskTemplate:
-    """A plain-container task of 1 CPU that sleeps, pinned to `architecture` (or `any`)."""
+def sleep_template(
+    seconds: float, architecture: str, index: int, spill_after: float | None = None
+) -> tasks_pb2.TaskTemplate:
+    """A plain-container task of 1 CPU that sleeps, pinned to `architecture`, `any`, or a preference
+    (`arm64,amd64`, moving on after `spill_after`)."""
     template = tasks_pb2.TaskTemplate(type="armada")
     template.id.name = f"bench.sleep{index}"
     template.container.image = "python:3.11-slim"
     template.container.command.extend([sys.executable, "-c", f"import time; time.sleep({seconds})"])
     template.container.resources.limits.add(name=tasks_pb2.Resources.CPU, value="1")
     template.container.resources.limits.add(name=tasks_pb2.Resources.MEMORY, value="64Mi")
-    spec = SubmissionSpec.from_config(
-        ArmadaConfig(architecture=architecture, job_set_id=f"bench-{architecture}"), {"architecture": "task"}
-    )
+    job_set = f"bench-{architecture.replace(',', '-')}"
+    config = ArmadaConfig(architecture=architecture, job_set_id=job_set, spill_after=spill_after)
+    spec = SubmissionSpec.from_config(config, {"architecture": "task"})
     template.custom.update(spec.to_custom())
     return template
 
@@ -51,7 +54,7 @@ async def one_round(connector, architecture: str, tasks: int, seconds: float) ->
         await connector.create(sleep_template(seconds, architecture, i), f"s3://b/raw/bench-{architecture}/{i}")
         for i in range(tasks)
     ]
-    ends = await asyncio.gather(*(_wait(connector, meta) for meta in metas))
+    ends = await asyncio.gather(*(wait_done(connector, meta) for meta in metas))
     landed = collections.Counter(info.get("architecture") or "?" for _, info in ends)
     return {
         "architecture": architecture,
@@ -61,7 +64,8 @@ async def one_round(connector, architecture: str, tasks: int, seconds: float) ->
     }
 
 
-async def _wait(connector, meta) -> tuple[float, dict]:
+async def wait_done(connector, meta) -> tuple[float, dict]:
+    """Poll the task until it ends: when it ended, and its `custom_info` (raises unless it succeeded)."""
     while True:
         resource = await connector.get(meta)
         if resource.phase in DONE:

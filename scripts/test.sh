@@ -69,7 +69,8 @@ if "$real_tier"; then
   # The connector's production-path tests: the same tests as on the embedded server (docs/real-armada.md).
   PRODUCTION_PATH_TESTS=(tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py
     tests/e2e/test_interrupted_runs.py tests/connector/test_c0_service.py tests/connector/test_connector.py
-    tests/connector/test_any_architecture.py tests/connector/test_timeouts_and_metadata.py
+    tests/connector/test_any_architecture.py tests/connector/test_architecture_preference.py
+    tests/connector/test_timeouts_and_metadata.py
     tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
     tests/connector/test_crash_reasons.py tests/connector/test_batched_calls_at_a_proxy.py
     tests/e2e/test_multiarch_example.py)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import platform
-from typing import Iterable, Literal, Union
+from typing import Iterable, Literal, Tuple, Union
 
 from armada_flyte.errors import InvalidConfig
 
@@ -64,20 +64,50 @@ def parse_optional(value: object, field: str = "architecture") -> Architecture |
 ANY = "any"
 """`architecture="any"`: whichever architecture both the task's image and the platform offer has room."""
 
-ArchitectureRequest = Union[Architecture, Literal["any"]]
-"""What a task asks for: one architecture, or `ANY`."""
+Preference = Tuple[Architecture, ...]
+"""An ordered preference of two or more architectures: the first while it has room, then the next."""
+
+ArchitectureRequest = Union[Architecture, Literal["any"], Preference]
+"""What a task asks for: one architecture, `ANY`, or a `Preference`."""
 
 
 def parse_request(value: object, field: str = "architecture") -> ArchitectureRequest | None:
-    """Like `parse_optional`, also accepting `any` (any case): the task may run on several architectures."""
+    """Like `parse_optional`, also accepting `any` (any case), and an ordered preference: a list, or the
+    comma-separated string an environment variable carries (`arm64,amd64`). A list of one is that architecture."""
     if isinstance(value, str) and value.strip().lower() == ANY:
         return ANY
+    if isinstance(value, str) and "," in value:
+        value = [part for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)):
+        return _parse_preference(value, field)
     try:
         return parse_optional(value, field)
     except InvalidConfig as exc:
         raise InvalidConfig(
-            field, value, exc.fix + f", or {ANY!r} to run wherever the image and the platform both have room"
+            field,
+            value,
+            exc.fix + f", or {ANY!r} to run wherever the image and the platform both have room, or an ordered list "
+            "such as ['arm64', 'amd64'] to prefer the first",
         ) from None
+
+
+def _parse_preference(values: list | tuple, field: str) -> Architecture | Preference:
+    """An ordered list of distinct architectures; one alone is that architecture."""
+    if not values:
+        raise InvalidConfig(field, values, "list at least one architecture, e.g. ['arm64', 'amd64']")
+    parsed = []
+    for value in values:
+        if isinstance(value, str) and value.strip().lower() == ANY:
+            raise InvalidConfig(field, values, f"{ANY!r} stands alone; a preference lists architectures in order")
+        parsed.append(Architecture.parse(value, field))
+    if len(set(parsed)) != len(parsed):
+        raise InvalidConfig(field, values, "name each architecture once, in the order you prefer them")
+    return parsed[0] if len(parsed) == 1 else tuple(parsed)
+
+
+def is_preference(request: object) -> bool:
+    """The request is an ordered preference of two or more architectures."""
+    return isinstance(request, tuple)
 
 
 def sorted_architectures(architectures: Iterable[Architecture]) -> tuple[Architecture, ...]:

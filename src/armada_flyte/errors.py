@@ -77,12 +77,19 @@ class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
 
 
 class NoCommonArchitecture(ArchitectureNotOffered):
-    """`architecture="any"`, but no architecture is both in the task's image and offered by the platform."""
+    """`architecture="any"` or a preference, but no architecture is both in the task's image and offered by the
+    platform (and, for a preference, in the task's list)."""
 
     def __init__(
-        self, image: str, image_architectures: Iterable[str], offered: Iterable[str], source: str, known_by: str
+        self,
+        image: str,
+        image_architectures: Iterable[str],
+        offered: Iterable[str],
+        source: str,
+        known_by: str,
+        asked: str = "any",
     ):
-        self.architecture = "any"
+        self.architecture = asked
         self.image = image
         self.image_architectures = sorted(image_architectures)
         self.offered = sorted(offered)
@@ -91,7 +98,7 @@ class NoCommonArchitecture(ArchitectureNotOffered):
         offered_text = ", ".join(self.offered) or "none"
         ValueError.__init__(
             self,
-            f"architecture 'any' (set by {source}) leaves nothing to run on: image {image!r} has {image_text} "
+            f"architecture {asked!r} (set by {source}) leaves nothing to run on: image {image!r} has {image_text} "
             f"(from {known_by}), and this platform offers {offered_text}. Build the image for one of "
             f"{offered_text} too (flyte.Image(..., platform=(...)) or `docker buildx build --platform ...`)"
             + (

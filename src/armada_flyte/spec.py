@@ -12,7 +12,14 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, parse_request, sorted_architectures
+from armada_flyte.architecture import (
+    ANY,
+    Architecture,
+    ArchitectureRequest,
+    is_preference,
+    parse_request,
+    sorted_architectures,
+)
 from armada_flyte.armada_names import MAX_JOB_SET_ID
 from armada_flyte.errors import InvalidConfig, shown
 from armada_flyte.kube import MAX_QUANTITY, dns_label_problem, label_key_problem, parse_quantity
@@ -76,12 +83,27 @@ class ArmadaConfig:
     """How many jobs make up the gang (2 or more; 1 means no gang)."""
     gang_node_uniformity_label: Optional[str] = None
     """Node label all gang members must share (default `kubernetes.io/arch`)."""
-    architecture: Union[Architecture, str, None] = None
-    """CPU architecture to run on: `amd64` or `arm64` (also `x86_64`, `aarch64`, `linux/arm64`), or `any`:
-    whichever architecture both the (multi-arch) image and the platform offer has room."""
+    architecture: Union[Architecture, str, Sequence[str], None] = None
+    """CPU architecture to run on: `amd64` or `arm64` (also `x86_64`, `aarch64`, `linux/arm64`); `any`:
+    whichever architecture both the (multi-arch) image and the platform offer has room; or an ordered
+    preference such as `["arm64", "amd64"]`: the first while it has room, the next after `spill_after`."""
+    spill_after: Optional[float] = None
+    """For a preference: seconds a job may wait queued for lack of room before it moves to the next
+    architecture (default: the platform's `spill_after_seconds`, else 120)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "architecture", parse_request(self.architecture, "ArmadaConfig.architecture"))
+        if self.spill_after is not None:
+            after = self.spill_after
+            if isinstance(after, bool) or not isinstance(after, (int, float)) or not _finite(after) or after <= 0:
+                raise InvalidConfig("ArmadaConfig.spill_after", after, "use a number of seconds > 0")
+            if self.architecture is not None and not is_preference(self.architecture):
+                raise InvalidConfig(
+                    "ArmadaConfig.spill_after",
+                    after,
+                    "only a preference spills over: set architecture to an ordered list such as ['arm64', 'amd64']",
+                )
+            object.__setattr__(self, "spill_after", float(after))
         _check_optional_text(self, "queue")
         _check_optional_text(self, "job_set_id")
         if self.job_set_id is not None and len(self.job_set_id) > MAX_JOB_SET_ID:
@@ -202,12 +224,19 @@ class SubmissionSpec:
     architecture: Optional[ArchitectureRequest] = None
     sources: Mapping[str, str] = field(default_factory=dict)
     image_architectures: tuple[Architecture, ...] = ()
-    """For `architecture="any"`: the architectures the task's `flyte.Image` declares (its `platform`),
+    """For `any` or a preference: the architectures the task's `flyte.Image` declares (its `platform`),
     read at serialisation; empty when Flyte doesn't know (a prebuilt reference)."""
+
+    spill_after: Optional[float] = None
 
     @property
     def wants_any(self) -> bool:
         return self.architecture == ANY
+
+    @property
+    def prefers(self) -> bool:
+        """The task asks for an ordered preference of architectures."""
+        return is_preference(self.architecture)
 
     def source_of(self, name: str) -> str:
         return self.sources.get(name, Source.DEFAULT.value)
@@ -219,6 +248,8 @@ class SubmissionSpec:
             value = getattr(self, name)
             if value is None:
                 continue
+            if isinstance(value, tuple):
+                value = [a.value for a in value]
             out[name] = value.value if isinstance(value, Architecture) else value
         out["sources"] = dict(self.sources)
         if self.image_architectures:
@@ -267,6 +298,7 @@ class SubmissionSpec:
             gang_cardinality=config.gang_cardinality,
             gang_node_uniformity_label=config.gang_node_uniformity_label,
             architecture=config.architecture,  # type: ignore[arg-type]
+            spill_after=config.spill_after,
             sources=dict(sources),
             image_architectures=sorted_architectures(image_architectures),
         )

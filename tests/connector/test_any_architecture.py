@@ -18,36 +18,7 @@ from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import ARMADA_TASKS
-
-DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
-NODE_CPUS = 4
-
-
-def blocker_code(stop_file) -> str:
-    return f"import os, time\nwhile not os.path.exists({str(stop_file)!r}): time.sleep(0.05)"
-
-
-async def fill(connector, architecture: str, stop_file, run_name: str, cpu: str = str(NODE_CPUS), count: int = 2):
-    """Pin `count` blockers of `cpu` CPUs to `architecture` and wait until they all run."""
-    metas = []
-    for n in range(count):
-        template = python_template(blocker_code(stop_file), ArmadaConfig(architecture=architecture), cpu=cpu)
-        metas.append(
-            await connector.create(
-                template, "s3://b/raw", task_execution_metadata=execution_metadata(run_name, f"b{n}")
-            )
-        )
-    for meta in metas:
-        resource = await wait_for(connector, meta, {TaskExecution.RUNNING} | DONE)
-        assert resource.phase == TaskExecution.RUNNING, resource.message
-        assert resource.custom_info["architecture"] == architecture
-    return metas
-
-
-async def finish(connector, metas, stop_file):
-    stop_file.write_text("stop")
-    for meta in metas:
-        assert (await wait_for(connector, meta, DONE)).phase == TaskExecution.SUCCEEDED
+from support.connector_blockers import DONE, blocker_code, fill, finish
 
 
 async def any_jobs(connector, run_name: str, count: int, config: ArmadaConfig = ArmadaConfig(architecture="any")):

@@ -68,7 +68,7 @@ def test_kept_decisions_are_what_deciding_afresh_gives(name, interruptible):
     plans = [plan(template, groups, n, interruptible) for n in range(3)]  # the first decides, the others reuse
     fresh = plan_module._decide(template, template, groups, interruptible, None)  # the whole template, uncached
     for n, made in enumerate(plans):
-        assert (made.spec, made.template, made.resolved, made.placement) == fresh
+        assert (made.spec, made.template, made.resolved, made.placement) == fresh[:4]
         assert made.job.labels["flyte.org/run"] == f"r{n}"
         assert {"name": "N", "value": str(n)} in made.job.pod_spec["containers"][0]["env"]
     assert plans[1].job == plan(template, groups, 1, interruptible).job

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from armada_flyte.local.journal import JobRecord, format_jobs_table, outcome_label
+from armada_flyte.local.journal import JobRecord, architecture_label, format_jobs_table, outcome_label
 
 
 def _job(task: str, outcome: str, armada: str, attempt: int = 0, call: str = "") -> JobRecord:
@@ -42,3 +42,9 @@ def test_rows_show_the_outcome_armadas_state_where_it_differs_and_retries_under_
     assert cells[0][:2] == ["flaky", "0"] and "FAILED ValueError, retried (Armada: SUCCEEDED)" in cells[0]
     assert lines[3].startswith(" ") and cells[1][0] == "1" and "SUCCEEDED" in cells[1]
     assert cells[2][:2] == ["plain", "0"] and "(Armada:" not in lines[4]
+
+
+def test_the_architecture_says_how_it_was_chosen():
+    assert architecture_label("amd64", spilled_from="arm64") == "amd64 (spilled from arm64)"
+    assert architecture_label("arm64", any_of="amd64,arm64") == "arm64 (any)"
+    assert architecture_label("arm64") == "arm64"

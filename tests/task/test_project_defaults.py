@@ -221,3 +221,20 @@ def test_image_declared_for_neither_architecture_fails_serialisation(serialize, 
     with pytest.raises(ImagePlatformMismatch) as info:
         serialize(make_task(ArmadaConfig(architecture="any"), image=image, root=root), root_dir=root)
     assert "'any'" in str(info.value) and "linux/s390x" in str(info.value)
+
+
+# ---- an ordered preference: baked in like `any`, with its source
+@pytest.mark.pure
+def test_env_preference_is_baked_in_order_with_its_source(serialize, project, monkeypatch):
+    root = project('architecture = "amd64"')
+    monkeypatch.setenv("ARMADA_FLYTE_ARCHITECTURE", "arm64,amd64")
+    custom = custom_of(serialize, make_task(ArmadaConfig(spill_after=60), root=root), root)
+    assert (custom["architecture"], custom["sources"]["architecture"]) == (["arm64", "amd64"], "env")
+    assert (custom["spill_after"], custom["sources"]["spill_after"]) == (60, "task")
+
+
+@pytest.mark.pure
+def test_pyproject_preference_is_a_list(serialize, project):
+    root = project('architecture = ["arm64", "amd64"]')
+    custom = custom_of(serialize, make_task(ArmadaConfig(), root=root), root)
+    assert (custom["architecture"], custom["sources"]["architecture"]) == (["arm64", "amd64"], "project")

@@ -29,6 +29,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             (
                 "service",
                 "outcome | plan | status_view",
+                "preference",
                 "armada_api | execution_context",
                 "pod",
                 "auth | blob | image_check",

@@ -160,6 +160,11 @@ class ArmadaApi:
         item = submit_item(job)
         return await self._loop_batchers().submits.submit(queue, job_set_id, item)
 
+    async def submit_item_bytes(self, queue: str, job_set_id: str, item: bytes) -> str:
+        """Submit one request item serialised at create (an architecture preference's later step)."""
+        parsed = submit_pb2.JobSubmitRequestItem.FromString(item)
+        return await self._loop_batchers().submits.submit(queue, job_set_id, parsed)
+
     def _loop_batchers(self) -> _LoopBatchers:
         loop = asyncio.get_running_loop()
         batchers = self._batchers.get(loop)
@@ -182,6 +187,16 @@ class ArmadaApi:
         stub = submit_pb2_grpc.SubmitStub(self._channel())
         request = submit_pb2.JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=job_ids, reason=reason)
         await self._call("CancelJobs", lambda kw: stub.CancelJobs(request, **kw))
+
+    async def cancel_job_set(self, queue: str, job_set_id: str, reason: str, *, queued_only: bool) -> None:
+        """CancelJobSet: with `queued_only`, Armada cancels only the set's jobs still queued when it applies the
+        request (a job leased a moment before is kept), else every job of the set that has not ended."""
+        stub = submit_pb2_grpc.SubmitStub(self._channel())
+        states = [int(JobState.QUEUED)] if queued_only else []
+        request = submit_pb2.JobSetCancelRequest(
+            queue=queue, job_set_id=job_set_id, reason=reason, filter=submit_pb2.JobSetFilter(states=states)
+        )
+        await self._call("CancelJobSet", lambda kw: stub.CancelJobSet(request, **kw))
 
     async def cancel_one(self, queue: str, job_set_id: str, job_id: str, reason: str = "cancelled by Flyte") -> None:
         """Cancel one job; concurrent cancels for the same job set (and reason) share one CancelJobs call.

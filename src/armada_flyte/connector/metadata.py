@@ -48,6 +48,12 @@ class ArmadaJobMetadata(ResourceMeta):
     else the task's `timeout`, so no job waits in the queue forever when a timeout is set."""
     gang_id: str = ""
     gang_cardinality: int = 0
+    spill_after_seconds: float = 0.0
+    """For an architecture preference: how long each step's job may wait queued for room before the next."""
+    spill_jobs: str = ""
+    """For an architecture preference: the jobs of the later architectures, in order, as JSON (each one's
+    architecture, node group and serialised request item). GetTask can't return new metadata, so every
+    step is decided at create; `preference.py` says how any replica finds the current one."""
     refusal_code: str = ""
     """Set when create refused the task for good (no job was submitted): the error's type name."""
     refusal: str = ""

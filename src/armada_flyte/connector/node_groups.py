@@ -20,6 +20,10 @@ from armada_flyte.errors import AcceleratorNotOffered, ArchitectureNotOffered, I
 from armada_flyte.kube import ARCH_LABEL, dns_subdomain_problem, label_key_problem, label_value_problem
 from armada_flyte.kube_objects import MatchExpression, StrictModel, Taint, Toleration
 
+DEFAULT_SPILL_AFTER_SECONDS = 120.0
+"""How long a job of an architecture preference waits queued for room before it moves on, unless the
+task or the node-group file says otherwise."""
+
 
 class Constraints(StrictModel):
     """Node selector, tolerations and required node affinity that reach a set of nodes, and the
@@ -144,6 +148,16 @@ class NodeGroups(StrictModel):
 
     platform: str = Field(default="custom", description="Which platform this file describes (gke, eks, ...).")
     default_architecture: Optional[Architecture] = None
+    architecture_preference: List[Architecture] = Field(
+        default_factory=list,
+        description="A platform-wide order (e.g. [arm64, amd64]) for tasks that set no architecture: the first "
+        "while it has room, the next after spill_after_seconds. Replaces default_architecture.",
+    )
+    spill_after_seconds: float = Field(
+        default=DEFAULT_SPILL_AFTER_SECONDS,
+        gt=0,
+        description="How long a job of a preference waits queued for room before it moves to the next architecture.",
+    )
     architectures: Dict[Architecture, NodeGroup]
     accelerators: Dict[str, Accelerator] = Field(default_factory=dict)
     interruptible: CapacityClass = DEFAULT_INTERRUPTIBLE
@@ -159,6 +173,19 @@ class NodeGroups(StrictModel):
     @classmethod
     def _normalise_default(cls, value: Any) -> Any:
         return None if value in (None, "") else Architecture.parse(value, "default_architecture")
+
+    @field_validator("architecture_preference", mode="before")
+    @classmethod
+    def _normalise_preference(cls, value: Any) -> Any:
+        if value in (None, ""):
+            return []
+        values = value.split(",") if isinstance(value, str) else value
+        if not isinstance(values, list):
+            raise ValueError("list the architectures in order, e.g. [arm64, amd64]")
+        parsed = [Architecture.parse(v, "architecture_preference") for v in values]
+        if len(parsed) < 2 or len(set(parsed)) != len(parsed):
+            raise ValueError("list two or more distinct architectures in order, e.g. [arm64, amd64]")
+        return parsed
 
     @field_validator("architectures", mode="before")
     @classmethod
@@ -186,6 +213,17 @@ class NodeGroups(StrictModel):
             raise ValueError(
                 f"default_architecture {self.default_architecture.value} is not among the architectures "
                 f"listed ({', '.join(a.value for a in filled)})"
+            )
+        if self.architecture_preference and self.default_architecture is not None:
+            raise ValueError(
+                "set default_architecture or architecture_preference, not both: the preference's first "
+                "architecture is where tasks that set none go first"
+            )
+        missing = [a.value for a in self.architecture_preference if a not in filled]
+        if missing:
+            raise ValueError(
+                f"architecture_preference names {', '.join(missing)}, not among the architectures listed "
+                f"({', '.join(a.value for a in filled)})"
             )
         return self
 

@@ -84,6 +84,9 @@ class JobOutcome:
     error: Optional[ErrorInfo] = None
     cancel: bool = False
     """The job is over its time limit: the connector cancels it before answering."""
+    report: Optional[QueuedReport] = None
+    """The scheduling report this answer read, if any (a preference spills only when it says the job waits
+    for room)."""
 
     @property
     def terminal(self) -> bool:

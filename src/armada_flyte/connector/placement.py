@@ -11,10 +11,16 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, sorted_architectures
+from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, is_preference, sorted_architectures
 from armada_flyte.connector.accelerators import GPU_RESOURCE, AcceleratorRequest
 from armada_flyte.connector.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroup, NodeGroups
-from armada_flyte.errors import AcceleratorNotOffered, ArchitectureConflict, InvalidConfig, NoCommonArchitecture
+from armada_flyte.errors import (
+    AcceleratorNotOffered,
+    ArchitectureConflict,
+    ArchitectureNotOffered,
+    InvalidConfig,
+    NoCommonArchitecture,
+)
 from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.kube_objects import MatchExpression, Toleration
 
@@ -39,7 +45,9 @@ class ResolvedArchitecture:
     any_of: tuple[Architecture, ...] = ()
     """For `architecture="any"`: every architecture the task may run on (one: it is `architecture`)."""
     narrowed_by: tuple[str, ...] = ()
-    """For `any`: what narrowed the platform's architectures (the image, the pod template)."""
+    """For `any` or a preference: what narrowed the architectures (the platform, the image, the pod template)."""
+    preference: tuple[Architecture, ...] = ()
+    """For a preference left with two or more architectures: them in order (`architecture` is the first)."""
 
     @property
     def several(self) -> bool:
@@ -108,11 +116,16 @@ def resolve_architecture(
     """
     if task_architecture == ANY:
         return _resolve_any(task_source, node_groups, pod_spec or {}, images)
+    if is_preference(task_architecture):
+        return _resolve_preference(task_architecture, task_source, node_groups, pod_spec or {}, images)
     if isinstance(task_architecture, Architecture):
         return ResolvedArchitecture(task_architecture, task_source)
     pinned = pinned_architecture(pod_spec)
     if pinned is not None:
         return ResolvedArchitecture(pinned, "pod_template")
+    if node_groups.architecture_preference:
+        preference = tuple(node_groups.architecture_preference)
+        return _resolve_preference(preference, "platform", node_groups, pod_spec or {}, images)
     if node_groups.default_architecture is not None:
         return ResolvedArchitecture(node_groups.default_architecture, "platform")
     return ResolvedArchitecture(None, "none")
@@ -121,31 +134,64 @@ def resolve_architecture(
 def _resolve_any(
     source: str, node_groups: NodeGroups, pod_spec: Mapping[str, Any], images: Sequence[ImageArchitectures]
 ) -> ResolvedArchitecture:
-    allowed = set(node_groups.architectures)
+    allowed, narrowed_by = _narrowed(list(node_groups.architectures), ANY, source, node_groups, pod_spec, images)
+    any_of = sorted_architectures(allowed)
+    return ResolvedArchitecture(any_of[0] if len(any_of) == 1 else None, source, any_of, tuple(narrowed_by))
+
+
+def _resolve_preference(
+    preference: Sequence[Architecture],
+    source: str,
+    node_groups: NodeGroups,
+    pod_spec: Mapping[str, Any],
+    images: Sequence[ImageArchitectures],
+) -> ResolvedArchitecture:
+    """The preference narrowed as `any` is, its order kept: one left is pinned, none is refused."""
+    asked = "[" + ", ".join(a.value for a in preference) + "]"
+    offered = [a for a in preference if a in node_groups.architectures]
+    narrowed_by = [f"the platform (offers {', '.join(node_groups.offered)})"] if len(offered) < len(preference) else []
+    if not offered:
+        raise ArchitectureNotOffered(asked, node_groups.offered, source)
+    allowed, more = _narrowed(offered, asked, source, node_groups, pod_spec, images)
+    narrowed_by += more
+    if len(allowed) == 1:
+        return ResolvedArchitecture(allowed[0], source, narrowed_by=tuple(narrowed_by))
+    return ResolvedArchitecture(allowed[0], source, narrowed_by=tuple(narrowed_by), preference=tuple(allowed))
+
+
+def _narrowed(
+    allowed: list[Architecture],
+    asked: str,
+    source: str,
+    node_groups: NodeGroups,
+    pod_spec: Mapping[str, Any],
+    images: Sequence[ImageArchitectures],
+) -> tuple[list[Architecture], list[str]]:
+    """`allowed` (in its order) less what the images lack and the pod template's architecture rule excludes."""
     narrowed_by: list[str] = []
     for known in images:
-        narrowed = allowed & set(known.architectures)
+        narrowed = [a for a in allowed if a in known.architectures]
         if not narrowed:
+            offered = node_groups.offered if asked == ANY else [a.value for a in allowed]
             raise NoCommonArchitecture(
-                known.image, [a.value for a in known.architectures], node_groups.offered, source, known.known_by
+                known.image, [a.value for a in known.architectures], offered, source, known.known_by, asked
             )
         if narrowed != allowed:
             narrowed_by.append(f"image {known.image} ({known.known_by}: {_names(known.architectures)})")
         allowed = narrowed
     own = _pod_template_architectures(pod_spec)
     if own is not None:
-        narrowed = allowed & own
+        narrowed = [a for a in allowed if a in own]
         if not narrowed:
             raise ArchitectureConflict(
-                f"the task asks for architecture 'any' (set by {source}), which here means {_names(allowed)}, but "
-                f"its pod template allows only {_names(own)} by its {ARCH_LABEL} rule. Remove that rule from "
+                f"the task asks for architecture {asked!r} (set by {source}), which here means {_names(allowed)}, "
+                f"but its pod template allows only {_names(own)} by its {ARCH_LABEL} rule. Remove that rule from "
                 "the pod template, or set ArmadaConfig(architecture=...) to one architecture."
             )
         if narrowed != allowed:
             narrowed_by.append(f"the pod template ({_names(own)})")
         allowed = narrowed
-    any_of = sorted_architectures(allowed)
-    return ResolvedArchitecture(any_of[0] if len(any_of) == 1 else None, source, any_of, tuple(narrowed_by))
+    return allowed, narrowed_by
 
 
 def _pod_template_architectures(pod_spec: Mapping[str, Any]) -> Optional[set[Architecture]]:

@@ -32,6 +32,7 @@ from armada_flyte.connector.placement import (
     resolve_architecture,
 )
 from armada_flyte.connector.pod import JobRequest, RunIdentity, TemplatePod, build_job_request, container_resources
+from armada_flyte.connector.preference import SpillStep, preference_job_set, spill_step
 from armada_flyte.connector.secrets import DEFAULT_ENV_PREFIX, apply_secret_mounts, secret_mounts
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import ARCH_LABEL
@@ -54,6 +55,10 @@ class JobPlan:
     job_set_id: str
     namespace_source: str = "default"
     """Who chose the job's namespace: task / env / project (ArmadaConfig), admin, backend, or default."""
+    spill_jobs: tuple[SpillStep, ...] = ()
+    """For a preference: the job for each later architecture, in order, submitted only if the one before
+    waited `spill_after` seconds for room and was cancelled."""
+    spill_after: float = 0.0
 
     @property
     def architecture(self) -> str:
@@ -84,7 +89,7 @@ def plan_job(
     `image_in_registry`: for `architecture="any"`, the image's architectures as its registry lists them.
     """
     context = context or ExecutionContext.of(None, task_template)
-    spec, template, resolved, placement = _decisions(task_template, node_groups, context, image_in_registry)
+    spec, template, resolved, placement, later = _decisions(task_template, node_groups, context, image_in_registry)
     job = build_job_request(template, spec, resolved, placement, identity, output_prefix, blob_store, extra_env)
     security = task_template.security_context if task_template.HasField("security_context") else None
     blob_env = {entry["name"] for entry in blob_store.pod_env()}
@@ -94,7 +99,12 @@ def plan_job(
     namespace, namespace_source = job_namespace(spec, context, identity, namespace_template)
     job = with_context(replace(job, pod_spec=pod_spec), context, namespace)
     job_set_id = spec.job_set_id or f"flyte-{identity.run or 'local'}"
-    return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source)
+    if not resolved.preference:
+        return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source)
+    spill_after = spec.spill_after or node_groups.spill_after_seconds
+    steps = tuple(spill_step(job, step, n + 1, spec.gang_id) for n, step in enumerate(later))
+    job_set_id = preference_job_set(job_set_id, job, spec.gang_id)
+    return JobPlan(spec, template, resolved, placement, job, job_set_id, namespace_source, steps, spill_after)
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class _Decisions:
     """Read from the template without its container args (the backend renders them per run)."""
     resolved: ResolvedArchitecture
     placement: Placement
+    later: tuple[Placement, ...]
 
 
 _cache: OrderedDict[tuple[bytes, int, bool], _Decisions] = OrderedDict()
@@ -119,11 +130,12 @@ def _decisions(
     node_groups: NodeGroups,
     context: ExecutionContext,
     image_in_registry: Optional[ImageArchitectures],
-) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement]:
-    """The task's spec, pod, architecture and placement. Parsing `custom` and the container costs more
-    than the rest of a create, and a task's every create repeats it, so a plain container's decisions
-    are kept by the template's content without its args (per node groups and capacity class); a pod
-    template (its args sit inside its pod spec) and a registry's answer are decided afresh each time.
+) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement, tuple[Placement, ...]]:
+    """The task's spec, pod, architecture and placement (and, for a preference, each later architecture's).
+    Parsing `custom` and the container costs more than the rest of a create, and a task's every create
+    repeats it, so a plain container's decisions are kept by the template's content without its args (per
+    node groups and capacity class); a pod template (its args sit inside its pod spec) and a registry's
+    answer are decided afresh each time.
     Nothing that raised is kept: the same template raises again."""
     if task_template.HasField("k8s_pod") or image_in_registry is not None:
         return _decide(task_template, task_template, node_groups, context.interruptible, image_in_registry)
@@ -139,10 +151,10 @@ def _decisions(
         if kept is not None:
             _cache.move_to_end(key)
     if kept is None:
-        spec, template, resolved, placement = _decide(
+        spec, template, resolved, placement, later = _decide(
             without_args, task_template, node_groups, context.interruptible, None
         )
-        kept = _Decisions(node_groups, spec, template, resolved, placement)
+        kept = _Decisions(node_groups, spec, template, resolved, placement, later)
         with _cache_lock:
             _cache[key] = kept
             while len(_cache) > DECISIONS_CACHED:
@@ -150,7 +162,7 @@ def _decisions(
     template = kept.template
     if args:
         template = replace(template, container={**template.container, "args": args})
-    return kept.spec, template, kept.resolved, kept.placement
+    return kept.spec, template, kept.resolved, kept.placement, kept.later
 
 
 def _decide(
@@ -159,7 +171,7 @@ def _decide(
     node_groups: NodeGroups,
     interruptible: bool,
     image_in_registry: Optional[ImageArchitectures],
-) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement]:
+) -> tuple[SubmissionSpec, TemplatePod, ResolvedArchitecture, Placement, tuple[Placement, ...]]:
     """Parse and place: the pod from `pod_source` (the template, or it without its container args)."""
     spec = SubmissionSpec.from_custom(json_format.MessageToDict(task_template.custom))
     template = TemplatePod.of(pod_source)
@@ -175,7 +187,11 @@ def _decide(
     gpus = container_resources(template.container, spec)["requests"].get(GPU_RESOURCE, "")
     accelerator = accelerator_request(task_template, gpus)
     placement = placement_for(resolved, node_groups, template.pod_spec, accelerator, interruptible)
-    return spec, template, resolved, placement
+    later = tuple(
+        placement_for(replace(resolved, architecture=a), node_groups, template.pod_spec, accelerator, interruptible)
+        for a in resolved.preference[1:]
+    )
+    return spec, template, resolved, placement, later
 
 
 def _check_gang_stays_on_one_architecture(spec: SubmissionSpec, resolved: ResolvedArchitecture) -> None:

@@ -198,6 +198,8 @@ class QueuedReport:
     message: str
     info: dict[str, Any] = field(default_factory=dict)
     fetched_at: float = 0.0
+    waits_for_room: bool = False
+    """The job's own node group's nodes were excluded only for lack of free resources (they are busy)."""
 
 
 class QueuedReports:
@@ -270,7 +272,9 @@ def gist(job_text: str, queue_text: str, queue: str, own_group: str, node_groups
         },
         "fetched_at": time.time(),
     }
-    return QueuedReport(message, info, info["fetched_at"])
+    waits_for_room = bool(mine) and all(e.busy for e in mine)
+    info["waits_for_room"] = waits_for_room
+    return QueuedReport(message, info, info["fetched_at"], waits_for_room)
 
 
 def _queue_standing(queue: str, fields: dict[str, list[str]]) -> str:

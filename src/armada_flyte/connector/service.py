@@ -18,9 +18,10 @@ from flyteidl2.connector.connector_pb2 import GetTaskLogsResponse, GetTaskLogsRe
 from flyteidl2.core.execution_pb2 import TaskLog
 from flyteidl2.logs.dataplane import payload_pb2
 
-from armada_flyte.armada_names import TERMINAL_STATES
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.connector import preference
 from armada_flyte.connector import settings as settings_module
-from armada_flyte.connector.armada_api import ArmadaApi, RunDetails
+from armada_flyte.connector.armada_api import ArmadaApi, RunDetails, submit_item
 from armada_flyte.connector.blob import BlobSettings, ErrorFileUnreadable, read_task_error
 from armada_flyte.connector.execution_context import ExecutionContext
 from armada_flyte.connector.gangs import GangArchitectures
@@ -44,6 +45,7 @@ from armada_flyte.connector.outcome import (
 from armada_flyte.connector.phases import state_name
 from armada_flyte.connector.plan import plan_job
 from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.preference import encoded_steps
 from armada_flyte.connector.queued_report import QueuedReport, QueuedReports
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.connector.status_view import StatusView
@@ -101,6 +103,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._gangs = GangArchitectures()
         self._queued_reports = QueuedReports()
         self._phases: OrderedDict[str, int] = OrderedDict()
+        self._step_jobs: OrderedDict[tuple[str, str, int, str], str] = OrderedDict()
+        self._spill_cancels = preference.SpillCancels()
 
     # ---- settings, resolved lazily and again after `configure` ----
     async def context(self) -> ConnectorContext:
@@ -182,8 +186,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
         plan = make_plan()
         architecture = plan.placement.architecture
-        if settings.images.check_image_platforms and plan.resolved.any_of:
-            # `any`: the registry narrows the architectures (and refuses an image with none offered).
+        if settings.images.check_image_platforms and (plan.resolved.any_of or plan.resolved.preference):
+            # `any` or a preference: the registry narrows the architectures (and refuses an image with none offered).
             in_registry = await self._image_checker(settings).architectures(plan.template.image, identity.task)
             if in_registry is not None:
                 plan = make_plan(in_registry)
@@ -225,6 +229,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             queued_timeout_seconds=plan.template.queued_timeout_seconds or plan.template.timeout_seconds,
             gang_id=job.gang_id or "",
             gang_cardinality=(plan.spec.gang_cardinality or 0) if job.gang_id else 0,
+            spill_after_seconds=plan.spill_after,
+            spill_jobs=encoded_steps([(s, submit_item(s.job).SerializeToString()) for s in plan.spill_jobs])
+            if plan.spill_jobs
+            else "",
         )
 
     def _image_checker(self, settings: ConnectorConfig) -> ImagePlatformCheck:
@@ -233,6 +241,64 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         return self._image_check
 
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:
+        """The answer for the task's current job: for an architecture preference, the job of the step it has
+        reached (spilling it to the next architecture when it waits for room past `spill_after`)."""
+        if not meta.spill_jobs or meta.refusal_code or not meta.job_id:
+            return await self._poll_job(meta)
+        current = await self.context()
+        steps = preference.steps_of(meta)
+        step, job_id = await self._current_step(current, meta, steps)
+        job_meta = preference.step_meta(meta, step, job_id)
+        now = time.time()
+        state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
+        due = preference.spill_due(meta, step, len(steps) - 1, state, now)
+        outcome = await self._poll_job(job_meta, report_wanted=due)
+        message = preference.spilled_message(steps, step, meta)
+        if due and preference.waits_for_room(outcome.report) and outcome.state == JobState.QUEUED:
+            message = preference.spilling_message(steps, step, meta)
+            if self._spill_cancels.due(job_id, now):
+                log.info("job %s: %s", job_id, message)
+                await current.api.cancel_job_set(meta.queue, meta.job_set_id, preference.SPILL_REASON, queued_only=True)
+        facts = {**outcome.facts, **preference.spill_info(steps, step, meta)}
+        return replace(outcome, message=f"{message}; {outcome.message}" if message else outcome.message, facts=facts)
+
+    async def _current_step(
+        self, current: ConnectorContext, meta: ArmadaJobMetadata, steps: list[preference.Step]
+    ) -> tuple[preference.Step, str]:
+        """The step the task has reached, and its job's id: past every step whose job was spilled."""
+        step, job_id = steps[0], meta.job_id
+        while step.index < len(steps) - 1:
+            state = await current.view.state_of(job_id, meta.queue, meta.job_set_id)
+            if state != JobState.CANCELLED:
+                break
+            details = await self._details(current, job_id)
+            if not preference.was_spilled(meta, step, state, details, time.time()):
+                break
+            step = steps[step.index + 1]
+            job_id = await self._step_job(current, meta, step)
+        return step, job_id
+
+    async def _details(self, current: ConnectorContext, job_id: str) -> Optional[RunDetails]:
+        run = current.view.run_facts(job_id)
+        if run is not None and run.covers(JobState.CANCELLED):
+            return _details_of(run, JobState.CANCELLED)
+        return await current.api.run_details_of(job_id)
+
+    async def _step_job(self, current: ConnectorContext, meta: ArmadaJobMetadata, step: preference.Step) -> str:
+        """The id of the step's job: submitted once (its client id makes a second submit, by this or another
+        replica, return the same job), remembered here so later polls skip the call."""
+        key = (meta.queue, meta.job_set_id, step.index, meta.job_id)
+        job_id = self._step_jobs.get(key)
+        if job_id is None:
+            job_id = await current.api.submit_item_bytes(meta.queue, meta.job_set_id, step.item)
+            log.info("task %s spilled to %s as Armada job %s", meta.task, step.architecture, job_id)
+            self._step_jobs[key] = job_id
+            while len(self._step_jobs) > MAX_REMEMBERED_PHASES:
+                self._step_jobs.popitem(last=False)
+        self._step_jobs.move_to_end(key)
+        return job_id
+
+    async def _poll_job(self, meta: ArmadaJobMetadata, *, report_wanted: bool = False) -> JobOutcome:
         """Gather what the answer depends on (Armada's state, run details, a0's error.pb, Armada's reason,
         the scheduler's report); `outcome_of` decides, and a job over its time limit is cancelled.
 
@@ -255,7 +321,9 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
                 if found is not None:
                     (state, run), from_events = found, True
         report = None
-        if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds):
+        if needs_queued_report(meta, state, now, timeouts.queued_report_after_seconds) or (
+            report_wanted and state == JobState.QUEUED
+        ):
             report = await self._queued_report(current, meta, now)
         known = run if run is not None and run.covers(state) else None
         details = None
@@ -282,7 +350,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         if outcome.error is not None and outcome.error.code == "BlobStoreUnreadable":
             log.warning("job %s: the blob store could not be read: %s", meta.job_id, unreadable)
         self._remember(meta.job_id, outcome)
-        return outcome
+        return replace(outcome, report=report)
 
     def _remember(self, job_id: str, outcome: JobOutcome) -> None:
         """Keep the phase reported for a job in flight (so it never goes backwards); forget an ended one."""
@@ -320,6 +388,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         if not resource_meta.job_id:  # create refused it: nothing was submitted
             return
         api = (await self.context()).api
+        if resource_meta.spill_jobs:  # whichever step it reached: its job set holds this task's jobs alone
+            await api.cancel_job_set(
+                resource_meta.queue, resource_meta.job_set_id, "cancelled by Flyte", queued_only=False
+            )
+            return
         await api.cancel_one(resource_meta.queue, resource_meta.job_set_id, resource_meta.job_id)
 
     async def armada_state(self, resource_meta: ArmadaJobMetadata) -> str:
@@ -330,9 +403,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     async def get_logs(self, resource_meta: ArmadaJobMetadata, **kwargs: Any) -> GetTaskLogsResponse:
         """The job's container log from Armada's log API (Binoculars); where that can't be
         reached, a pointer to the job in Lookout when a link template is set."""
-        api = (await self.context()).api
+        current = await self.context()
+        api, job_id = current.api, resource_meta.job_id
+        if resource_meta.spill_jobs and not resource_meta.refusal_code:
+            _, job_id = await self._current_step(current, resource_meta, preference.steps_of(resource_meta))
         try:
-            lines = await api.logs(resource_meta.job_id, resource_meta.namespace)
+            lines = await api.logs(job_id, resource_meta.namespace)
         except ArmadaFlyteError as exc:
             links = self._log_links(resource_meta)
             if not links:

@@ -34,6 +34,16 @@ _records: list[JobRecord] = []
 _lock = threading.Lock()
 
 
+def architecture_label(architecture: str, any_of: str = "", spilled_from: str | None = None) -> str:
+    """The table's architecture: `arm64 (any)` for an `any` job, `amd64 (spilled from arm64)` for a
+    preference's job that moved on, else the architecture as requested."""
+    if any_of:
+        return f"{architecture or '?'} (any)"
+    if spilled_from:
+        return f"{architecture} (spilled from {spilled_from})"
+    return architecture
+
+
 def record(entry: JobRecord) -> None:
     with _lock:
         _records.append(entry)

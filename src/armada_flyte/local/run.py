@@ -40,7 +40,7 @@ import armada_flyte.connector.service  # noqa: F401  (registers the connector; t
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.phases import state_name
 from armada_flyte.local import inflight
-from armada_flyte.local.journal import JobRecord, outcome_label, record
+from armada_flyte.local.journal import JobRecord, architecture_label, outcome_label, record
 from armada_flyte.local.task_logs import TaskLogFollower
 from armada_flyte.task.flyte_internals import (
     build_code_bundle,
@@ -180,16 +180,17 @@ def _next_attempt(output_path: str) -> int:
 
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
-    said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`."""
+    said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`, and a preference's
+    job that moved on, as `amd64 (spilled from arm64)`."""
     info = outcome.info if outcome else {}
     if outcome is None:
         label = outcome_label(False, cancelled=True)
     else:
         code = outcome.error.code if outcome.error else ""
         label = outcome_label(outcome.phase == TaskExecution.SUCCEEDED, code, outcome.phase == TaskExecution.ABORTED)
-    architecture = info.get("architecture") or meta.architecture
-    if meta.any_of:
-        architecture = f"{architecture or '?'} (any)"
+    architecture = architecture_label(
+        info.get("architecture") or meta.architecture, meta.any_of, info.get("spilled_from")
+    )
     record(
         JobRecord(
             task=task_name.rsplit(".", 1)[-1],

@@ -13,7 +13,7 @@ import os
 import pathlib
 from typing import Any, Mapping, Optional
 
-from armada_flyte.architecture import ANY, Architecture
+from armada_flyte.architecture import ANY, Architecture, is_preference
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.spec import CONFIG_FIELDS, PROJECT_ENV_PREFIX, PROJECT_FIELDS, ArmadaConfig, Source, SubmissionSpec
 from armada_flyte.task.image_declaration import check_image_declares, declared_architectures
@@ -55,7 +55,7 @@ def resolve_submission(
         if value is not None:
             sources[name] = Source.TASK.value
     config = ArmadaConfig(**merged, **task_only)
-    if config.architecture == ANY:
+    if config.architecture == ANY or is_preference(config.architecture):
         # Baked in, so the connector intersects what the image is built for with what the platform offers.
         return SubmissionSpec.from_config(config, sources, declared_architectures(task_name, image))
     spec = SubmissionSpec.from_config(config, sources)

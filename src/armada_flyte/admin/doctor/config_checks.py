@@ -359,4 +359,7 @@ def describe(groups: NodeGroups, origin: Optional[str] = None) -> str:
     offered = ", ".join(f"{arch.value} -> {group.node_group}" for arch, group in sorted(groups.architectures.items()))
     default = groups.default_architecture.value if groups.default_architecture else "none"
     prefix = f"{origin}: " if origin else ""
+    if groups.architecture_preference:
+        order = ", ".join(a.value for a in groups.architecture_preference)
+        default = f"the preference {order} (spilling after {groups.spill_after_seconds:g} s queued)"
     return f"{prefix}platform {groups.platform}, offers {offered}; default architecture {default}"
