@@ -55,8 +55,9 @@ started=$SECONDS
 status=0
 # In a process group of its own, in the background and waited for, so a signal to this script is
 # handled at once (a foreground child would defer the trap until it ended) and stops every process
-# of the suite as well as the hogs.
-setsid scripts/test.sh "$@" &
+# of the suite as well as the hogs. A background command starts with SIGINT and SIGQUIT ignored,
+# which the Ctrl-C tests would inherit: env puts them back to their defaults.
+setsid env --default-signal=INT,QUIT scripts/test.sh "$@" &
 suite=$!
 wait "$suite" || status=$?
 suite=""

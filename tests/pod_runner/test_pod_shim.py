@@ -47,3 +47,24 @@ def test_files_in_memory_folders_count_by_their_blocks(tmp_path: pathlib.Path):
         sparse.truncate(64 * MiB)
     (tmp_path / "again").hardlink_to(tmp_path / "sub/full")
     assert MiB <= pod_shim.folder_bytes([str(tmp_path)]) < 2 * MiB
+
+
+BIG_PARENT = """
+import os, subprocess, sys
+big = bytearray(400 * 2**20)
+for i in range(0, len(big), 4096):
+    big[i] = 1
+check = "import sys; sys.path.insert(0, sys.argv[1]); import pod_shim; print(pod_shim.start_baseline())"
+shim = subprocess.run([sys.executable, "-I", "-S", "-c", check, sys.argv[1]], stdout=subprocess.PIPE, text=True, check=True)
+print(shim.stdout)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_the_baseline_is_the_shims_own_size_not_the_peak_of_the_server_it_was_forked_from():
+    # The shim's ru_maxrss starts at the size of the process that forked it (400 MiB here: a busy server's);
+    # as the baseline, a container's 100 MiB spike between two checks would read as the shim's own pages.
+    shim_folder = str(pathlib.Path(pod_shim.__file__).parent)
+    run = subprocess.run([sys.executable, "-c", BIG_PARENT, shim_folder], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout) < 64 * MiB, run.stdout

@@ -326,6 +326,31 @@ def limit_data(memory_limit):
     resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
 
 
+def start_baseline():
+    """Up to what size the main process's peak may be the shim's own: the shim's resident size now, which the
+    forked container carries over to its exec, plus a margin. Not the shim's own peak (ru_maxrss): that holds
+    the server the shim was forked from, as big as it was at the shim's exec, and would hide a real spike."""
+    if _HAS_PROC:
+        with open("/proc/self/statm") as statm:
+            resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    else:
+        resident = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAXRSS_UNIT
+    return resident + BASELINE_MARGIN_BYTES
+
+
+def default_signals():
+    """Every signal at its default and none blocked, as a container runtime starts a container: Python ignores
+    SIGPIPE and SIGXFSZ, and a server started as a shell's background job has SIGINT and SIGQUIT ignored."""
+    for signum in signal.valid_signals():
+        if signum in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # signals the C library keeps for itself (the real-time ones it uses for threads)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
 def start_container(command, cpus, memory_limit, status_fd):
     """Fork and exec the container's command; returns its pid once the exec is done (or has failed)."""
     exec_read, exec_write = os.pipe()  # both close-on-exec: EOF on the read end means the exec happened
@@ -343,8 +368,7 @@ def start_container(command, cpus, memory_limit, status_fd):
         if nice > 0:
             lower_priority(nice)
         signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGTERM, SERVER_GONE, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(signum, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ; a container starts with neither
+        default_signals()
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, cpus)
         if memory_limit and _HAS_PROC:
@@ -431,7 +455,7 @@ def main(argv):
         return 137  # the server died before the death signal was armed
     _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     watch = MemoryWatch(memory_limit, memory_folders) if memory_limit and _HAS_PROC else None
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * MAXRSS_UNIT + BASELINE_MARGIN_BYTES
+    baseline = start_baseline()
     main_pid = start_container(command, cpus, memory_limit, status_fd)
     code, reason = supervise(main_pid, watch, wakeup_read, baseline)
     reap_everything()
