@@ -55,7 +55,8 @@ big = bytearray(400 * 2**20)
 for i in range(0, len(big), 4096):
     big[i] = 1
 check = "import sys; sys.path.insert(0, sys.argv[1]); import pod_shim; print(pod_shim.start_baseline())"
-shim = subprocess.run([sys.executable, "-I", "-S", "-c", check, sys.argv[1]], stdout=subprocess.PIPE, text=True, check=True)
+command = [sys.executable, "-I", "-S", "-c", check, sys.argv[1]]
+shim = subprocess.run(command, capture_output=True, text=True, check=True)
 print(shim.stdout)
 """
 
