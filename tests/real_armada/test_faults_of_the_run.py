@@ -40,7 +40,7 @@ from armada_flyte import ArmadaConfig
 
 from support.armada_templates import python_template
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, c0_process
+from support.c0_service import ARMADA_TASKS, c0_env, c0_process
 from support.flyte_backend import TERMINAL
 from support.flyte_metadata import execution_metadata
 from support.real_armada import (
@@ -91,21 +91,6 @@ def armada(stack: Any) -> Iterator[ArmadaClient]:
     channel = grpc.insecure_channel(stack.armada_url)
     yield ArmadaClient(channel)
     channel.close()
-
-
-def c0_env(armada_url: str, blob_endpoint: str, **settings: str) -> dict[str, str]:
-    """What a c0 deployment sets: Armada, the node groups, the blob store and the Secret holding its keys."""
-    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
-
-    return {
-        "ARMADA_URL": armada_url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        "FLYTE_BLOB_ENDPOINT": blob_endpoint,
-        "FLYTE_BLOB_ACCESS_KEY": ACCESS_KEY,
-        "FLYTE_BLOB_SECRET_KEY": SECRET_KEY,
-        "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET": BLOB_CREDENTIALS_SECRET,
-        **settings,
-    }
 
 
 def a0_task_request(stack: Any, task: Any, run: str, **inputs: Any) -> connector_pb2.CreateTaskRequest:
@@ -371,8 +356,8 @@ def test_a_blob_store_down_at_the_end_of_a_task_never_reads_as_succeeded(
         env = c0_env(
             stack.armada_url,
             blob.endpoint,
-            ARMADA_FLYTE_ERROR_READ_GRACE_SECONDS="5",
-            ARMADA_FLYTE_ERROR_READ_TIMEOUT_SECONDS="3",
+            error_read_grace_seconds="5",
+            error_read_timeout_seconds="3",
         )
         seen: list[str] = []
         with c0_process(env, tmp_path / "c0.log") as c0:
