@@ -7,8 +7,6 @@ pinned to that architecture hold every CPU until the test lets them end.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
@@ -17,7 +15,7 @@ from google.protobuf import json_format
 from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
-from support.c0_service import ARMADA_TASKS
+from support.c0_service import poll_until_done
 from support.connector_blockers import DONE, blocker_code, fill, finish
 
 
@@ -128,15 +126,7 @@ def test_any_lands_where_there_is_room_through_c0(c0, connector, tmp_path):
             task_execution_metadata=execution_metadata(run="c0any"),
         )
         meta = c0.CreateTask(request, timeout=30).resource_meta
-        deadline = time.monotonic() + 60
-        while True:
-            resource = c0.GetTask(
-                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-            ).resource
-            if resource.phase in DONE:
-                break
-            assert time.monotonic() < deadline, resource.message
-            time.sleep(0.1)
+        resource = poll_until_done(c0, meta, DONE, timeout=60)
     finally:
         run(finish(connector, blockers, stop))
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message

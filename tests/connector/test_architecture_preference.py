@@ -26,7 +26,7 @@ from armada_flyte.armada_names import JobState
 from armada_flyte.spec import SubmissionSpec
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
-from support.c0_service import ARMADA_TASKS
+from support.c0_service import poll_until_done
 from support.connector_blockers import DONE, fill, finish
 from support.job_events import job_set_events, kind
 
@@ -231,15 +231,7 @@ def test_a_preference_spills_through_c0(c0, connector, tmp_path):
             task_execution_metadata=execution_metadata(run=fresh("c0prefer")),
         )
         meta = c0.CreateTask(request, timeout=30).resource_meta
-        deadline = time.monotonic() + 90
-        while True:
-            resource = c0.GetTask(
-                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-            ).resource
-            if resource.phase in DONE:
-                break
-            assert time.monotonic() < deadline, resource.message
-            time.sleep(0.1)
+        resource = poll_until_done(c0, meta, DONE, timeout=90)
     finally:
         run(finish(connector, blockers, stop))
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message

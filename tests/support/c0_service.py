@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
@@ -114,3 +114,18 @@ def get_round(
         calls.append(c0.GetTask.future(request, timeout=timeout))
         time.sleep(max(0.0, started + i * spread - time.monotonic()))
     return [call.result() for call in calls]
+
+
+def poll_until_done(
+    c0: service_pb2_grpc.AsyncConnectorServiceStub, meta: bytes, phases: Collection[int], timeout: float
+) -> Any:
+    """GetTask through c0 until the task's phase is one of `phases`; the resource then. Fails with the last
+    message past `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    request = connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS)
+    while True:
+        resource = c0.GetTask(request, timeout=30).resource
+        if resource.phase in phases:
+            return resource
+        assert time.monotonic() < deadline, resource.message
+        time.sleep(0.1)
