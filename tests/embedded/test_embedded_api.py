@@ -41,6 +41,7 @@ def test_leaving_the_block_kills_running_pods() -> None:
         job_id = submit_one(client, "flyte", "js", item(pod(python(code))))
         [pid] = wait_until(lambda: pids_in_log(armada.logs(job_id), "main"), what="the pod's pid")
     wait_until(lambda: not is_alive(pid), what=f"the pod's process {pid} to be gone once the block is left")
+    assert not is_alive(pid)
 
 
 def test_the_standard_grpc_health_service_reports_serving() -> None:
