@@ -62,7 +62,7 @@ if [ "${CI:-}" = true ] || [ "${ARMADA_FLYTE_IMAGE_PARTS:-}" = 1 ]; then
   eval "$(scripts/prepare-image-parts.sh start)"
 fi
 [ -z "$armada_tools_build" ] || wait_for_build "$armada_tools_build" "$build_logs/armada-tools.log"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --durations=15 "$@"
 if "$real_tier"; then
   wait_for_build "$real_armada_build" "$build_logs/real-armada.log"
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite and the production path with --armada real)"
@@ -92,6 +92,6 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
   eval "$bed"
   export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
-  .venv/bin/python -m pytest -p no:cacheprovider --armada real --real-armada-executor "$executor" \
+  .venv/bin/python -m pytest -p no:cacheprovider --durations=40 --armada real --real-armada-executor "$executor" \
     tests/embedded tests/real_armada "${PRODUCTION_PATH_TESTS[@]}"
 fi

@@ -20,11 +20,13 @@ def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0)
     return client.create_queue_request(name, priority_factor=priority_factor)
 
 
-def fresh_queue(client: ArmadaClient) -> str:
+def fresh_queue(client: ArmadaClient, cordoned: bool = False) -> str:
     """A new queue, once the server takes submits to it (real Armada's server sees it after its queue cache
     refresh; a probe job submitted to it is cancelled at once)."""
     name = unique("q")
-    client.create_queue(queue_request(client, name))
+    request = queue_request(client, name)
+    request.cordoned = cordoned  # CreateQueue keeps the flag: NewQueue in pkg/client/queue/queue.go
+    client.create_queue(request)
     wait_until_queue_accepts(client, name)
     return name
 
@@ -123,9 +125,20 @@ def test_reprioritizing_a_job_set_of_a_queue_that_never_had_a_job_answers(client
     assert dict(response.reprioritization_results) == {"all jobs in job set js": ""}
 
 
-def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, queue: str, job_set: str) -> None:
+def test_cordon_and_uncordon_set_the_queues_flag(client: ArmadaClient) -> None:
     name = fresh_queue(client)
     client.queue_stub.CordonQueue(submit_pb2.QueueCordonRequest(name=name))
+    assert client.get_queue(name).cordoned
+    client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name=name))
+    assert not client.get_queue(name).cordoned
+
+
+def test_a_cordoned_queue_schedules_nothing_until_uncordoned(client: ArmadaClient, queue: str, job_set: str) -> None:
+    # Created cordoned: real Armada's scheduler reads queues from a cache refreshed every queueRefreshPeriod
+    # (internal/scheduler/queue), so a queue cordoned after creation may still be scheduled for a round or
+    # two; a queue it has never seen uncordoned is never scheduled (an unknown queue's jobs are skipped,
+    # calculateJobSchedulingInfo in scheduling_algo.go).
+    name = fresh_queue(client, cordoned=True)
     assert client.get_queue(name).cordoned
     job_id = submit_one(client, name, job_set, item(pod(["true"])))
     # The sentinel goes to another queue: real Armada considers nothing of a cordoned queue, not even to reject it.
