@@ -10,11 +10,14 @@ import time
 
 import grpc
 import pytest
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 import armada_flyte
 from armada_flyte.local import journal
 from armada_flyte.pod_runner.process_tree import is_alive
+
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -193,8 +196,14 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
         time.sleep(0.05)
     (job,) = journal.jobs()
     assert (job.outcome, job.armada_state) == ("CANCELLED", "CANCELLED")  # Armada's state after the cancel
-    states = asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id]))
-    assert states == {job.job_id: 9}
+    # Real Armada's GetJobStatus reads Lookout's database, which the lookout ingester fills from the cancel's
+    # events a moment later (internal/lookoutingester): wait for it, bounded.
+    cancelled = {job.job_id: submit_pb2.CANCELLED}
+    wait_until(
+        lambda: asyncio.run(ArmadaApi(resolve_settings()).status([job.job_id])) == cancelled,
+        30,
+        f"GetJobStatus to say job {job.job_id} is CANCELLED",
+    )
 
 
 def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplog):
