@@ -24,9 +24,8 @@ from armada_flyte.errors import ArmadaAuthError, InvalidConfig
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.auth_front import auth_front
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import poll_until_done, running_c0
 from support.oidc_provider import oidc_provider
-from support.waiting import wait_until
 
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 CLIENT_ID, CLIENT_SECRET = "armada-flyte-c0", "the-client-secret-0451"
@@ -167,13 +166,7 @@ def test_c0_authenticates_with_client_credentials_from_its_environment(armada, p
         )
         meta = c0.CreateTask(request, timeout=30).resource_meta
 
-        def finished():
-            resource = c0.GetTask(
-                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-            ).resource
-            return resource if resource.phase == TaskExecution.SUCCEEDED else None
-
-        wait_until(finished, timeout=60, what="the job to succeed through c0")
+        poll_until_done(c0, meta, (TaskExecution.SUCCEEDED,), 60)
     assert front.refused == 0 and provider.grants
 
 

@@ -22,7 +22,8 @@ from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, REGION, SECRET_KEY, LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template, run
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import poll_until_done, running_c0
+from support.flyte_backend import TERMINAL
 from support.waiting import wait_until
 
 # The pod: write error.pb as a0 does for a raised exception, then wait for the test's go-ahead
@@ -140,15 +141,5 @@ def test_through_c0_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_sys
         meta = c0.CreateTask(request, timeout=30).resource_meta
         _stop_store_once_written(store, outputs, go)
 
-        def ended():
-            resource = c0.GetTask(
-                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-            ).resource
-            return (
-                resource
-                if resource.phase not in (TaskExecution.QUEUED, TaskExecution.INITIALIZING, TaskExecution.RUNNING)
-                else None
-            )
-
-        resource = wait_until(ended, timeout=60, what="c0 to report the task ended")
+        resource = poll_until_done(c0, meta, TERMINAL, 60)
     _assert_system_retryable(resource.phase, resource.message)

@@ -4,7 +4,6 @@ annotations and interruptible reach the job Armada received (read back with Jobs
 from __future__ import annotations
 
 import json
-import time
 
 import grpc
 import pytest
@@ -15,7 +14,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import poll_until_done, running_c0
 
 BACKEND_NAMESPACES = ["proj-dev", "team-ns", "armada-proj-dev"]
 
@@ -91,16 +90,7 @@ def _create(c0, template, meta) -> tuple[bytes, str]:
     return resource_meta, json.loads(resource_meta)["job_id"]
 
 
-def _wait_done(c0, resource_meta: bytes):
-    deadline = time.monotonic() + 60
-    while True:
-        resource = c0.GetTask(
-            connector_pb2.GetTaskRequest(resource_meta=resource_meta, task_category=ARMADA_TASKS), timeout=30
-        ).resource
-        if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-            return resource
-        assert time.monotonic() < deadline, resource.message
-        time.sleep(0.1)
+DONE = (TaskExecution.SUCCEEDED, TaskExecution.FAILED)
 
 
 def test_backend_namespace_service_account_labels_and_interruptible_reach_armada(c0, armada):
@@ -117,7 +107,7 @@ def test_backend_namespace_service_account_labels_and_interruptible_reach_armada
     assert "bad key!" not in job.annotations
     assert "armadaproject.io/gangId" not in job.labels and "armadaproject.io/gangId" not in job.annotations
     assert job.pod_spec.priorityClassName == "armada-preemptible"
-    assert _wait_done(c0, resource_meta).phase == TaskExecution.SUCCEEDED
+    assert poll_until_done(c0, resource_meta, DONE, 60).phase == TaskExecution.SUCCEEDED
 
 
 def test_non_interruptible_backend_task_gets_the_non_preemptible_class(c0, armada):

@@ -4,7 +4,6 @@ driven over gRPC the way a Flyte backend drives it."""
 from __future__ import annotations
 
 import pathlib
-import time
 from importlib.metadata import entry_points
 
 import grpc
@@ -15,7 +14,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import ARMADA_TASKS, free_port, running_c0
+from support.c0_service import ARMADA_TASKS, free_port, poll_until_done, running_c0
 from support.service_links import service_link_env
 
 ARMADA = ARMADA_TASKS
@@ -42,16 +41,7 @@ def test_c0_starts_beside_the_shipped_service_with_service_links_on(armada, blob
         assert stub.CreateTask(request, timeout=30).resource_meta
 
 
-def _poll_until_done(c0, meta: bytes):
-    deadline = time.monotonic() + 60
-    while True:
-        resource = c0.GetTask(
-            connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30
-        ).resource
-        if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-            return resource
-        assert time.monotonic() < deadline, resource.message
-        time.sleep(0.1)
+DONE = (TaskExecution.SUCCEEDED, TaskExecution.FAILED)
 
 
 def test_c0_creates_polls_and_deletes_armada_jobs(c0):
@@ -63,7 +53,7 @@ def test_c0_creates_polls_and_deletes_armada_jobs(c0):
     meta = c0.CreateTask(request, timeout=30).resource_meta
     assert b'"architecture": "arm64"' in meta and b'"node_group": "arm64"' in meta
 
-    resource = _poll_until_done(c0, meta)
+    resource = poll_until_done(c0, meta, DONE, 60)
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
     assert resource.custom_info["node_group"] == "arm64"
     c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30)
@@ -119,6 +109,6 @@ def test_c0_reads_error_pb_with_its_blob_settings_and_fails_the_task(c0):
         task_execution_metadata=execution_metadata(run="c0run", action="a1"),
     )
     meta = c0.CreateTask(request, timeout=30).resource_meta
-    resource = _poll_until_done(c0, meta)
+    resource = poll_until_done(c0, meta, DONE, 60)
     assert resource.phase == TaskExecution.FAILED
     assert "ValueError: bad input: -1 samples" in resource.message
