@@ -6,10 +6,11 @@
 # multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
-# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read), runs
-# the conformance suite, Armada's own cases (tests/embedded/test_armadas_own_tests.py) and the
-# connector's production-path tests (tests/e2e, tests/connector) against it with --armada real, and
-# stops it; scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
+# REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
+# runs with --armada real, in three groups side by side, each on a bed of its own: the conformance
+# suite with Armada's own cases (tests/embedded), the connector's production-path tests (tests/e2e,
+# tests/connector) and the fault tests (tests/real_armada); then it stops the beds;
+# scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
@@ -65,7 +66,7 @@ fi
 .venv/bin/python -m pytest --durations=15 "$@"
 if "$real_tier"; then
   wait_for_build "$real_armada_build" "$build_logs/real-armada.log"
-  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite and the production path with --armada real)"
+  echo "==> real Armada (scripts/real-armada.sh up; the conformance suite, the production path and the faults with --armada real)"
   # The connector's production-path tests: the same tests as on the embedded server (docs/real-armada.md).
   PRODUCTION_PATH_TESTS=(tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py
     tests/e2e/test_interrupted_runs.py tests/connector/test_c0_service.py tests/connector/test_connector.py
@@ -74,7 +75,6 @@ if "$real_tier"; then
     tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
     tests/connector/test_crash_reasons.py tests/connector/test_batched_calls_at_a_proxy.py
     tests/e2e/test_multiarch_example.py)
-  cleanups=("scripts/real-armada.sh down" "${cleanups[@]}")
   REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
   cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
   export REAL_ARMADA_SECRETS_FILE
@@ -89,9 +89,55 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
   esac
   [ "$executor" = ours ] || PRODUCTION_PATH_TESTS=() # their pods must really run
-  bed="$(scripts/real-armada.sh up "${executor_option[@]}")"
-  eval "$bed"
-  export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
-  .venv/bin/python -m pytest -p no:cacheprovider --durations=40 --armada real --real-armada-executor "$executor" \
-    tests/embedded tests/real_armada "${PRODUCTION_PATH_TESTS[@]}"
+  # Three groups side by side, each on a bed of its own (one after the other they took 18 minutes):
+  # the conformance suite and Armada's own cases; the connector's production path; the fault tests
+  # (tests/real_armada), which kill and restart parts of their bed and start more beds of their own.
+  declare -A group_base=([conformance]=24150 [production-path]=31150 [faults]=30150)
+  declare -A group_tests=([conformance]="tests/embedded" [production-path]="${PRODUCTION_PATH_TESTS[*]}"
+    [faults]="tests/real_armada")
+  groups=(conformance production-path faults)
+  [ "${#PRODUCTION_PATH_TESTS[@]}" -gt 0 ] || groups=(conformance faults)
+  beds="$(mktemp -d -t armada-flyte-beds.XXXXXX)"
+  # `up` and `down` at a base of their own: without a bed's state folder from the environment.
+  at_base() { env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS REAL_ARMADA_PORT_BASE="$1" "${@:2}"; }
+  for group in "${groups[@]}"; do
+    cleanups=("at_base ${group_base[$group]} scripts/real-armada.sh down" "${cleanups[@]}")
+  done
+  cleanups+=("rm -rf $beds")
+  ups=()
+  for group in "${groups[@]}"; do
+    at_base "${group_base[$group]}" scripts/real-armada.sh up "${executor_option[@]}" >"$beds/$group.env" &
+    ups+=($!)
+  done
+  up_status=0
+  for pid in "${ups[@]}"; do wait "$pid" || up_status=1; done
+  [ "$up_status" = 0 ] || { echo "real Armada did not come up (its messages are above)" >&2; exit 1; }
+  echo "==> real Armada: ${groups[*]} running side by side (each prints when all are done)"
+  declare -A group_pid
+  for group in "${groups[@]}"; do
+    # Its own process group; SIGINT back to its default (a background job starts with it ignored).
+    # shellcheck disable=SC2086 # the group's test paths are words
+    (
+      eval "$(cat "$beds/$group.env")"
+      export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
+      exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
+        --armada real --real-armada-executor "$executor" ${group_tests[$group]}
+    ) >"$beds/$group.log" 2>&1 &
+    group_pid[$group]=$!
+  done
+  stop_groups() {
+    local pid
+    for pid in "${group_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for pid in "${group_pid[@]}"; do wait "$pid" 2>/dev/null || true; done
+  }
+  cleanups=(stop_groups "${cleanups[@]}")
+  failed_groups=()
+  for group in "${groups[@]}"; do
+    wait "${group_pid[$group]}" || failed_groups+=("$group")
+  done
+  for group in "${groups[@]}"; do
+    echo "==> real Armada, $group: ${group_tests[$group]}"
+    cat "$beds/$group.log"
+  done
+  [ "${#failed_groups[@]}" -eq 0 ] || { echo "real Armada: failed in ${failed_groups[*]}" >&2; exit 1; }
 fi
