@@ -4,6 +4,9 @@
 and Armada's reason to Flyte's phase, message and `custom_info`. No I/O happens here: `service.py`
 gathers the inputs (asking `needs_*` what to fetch), calls it, and carries out what it asks for
 (`JobOutcome.cancel`). That keeps every answer testable as one table, without a server.
+
+Just over 400 lines on purpose: every answer and the message it words stay in one file, so the table
+test (tests/connector/test_outcome_table.py) and the code can be read side by side.
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@ interruptibility into scheduling constraints and an Armada priority class.
 
 Pure functions over plain data (pod-spec dicts in Kubernetes' camelCase shape), so every rule is
 testable without a server.
+
+Just over 400 lines on purpose: the architecture, accelerator and interruptibility rules meet in one
+pod spec and check each other (a GPU node group must offer the architecture, a pod template's selector
+must agree); split apart, each part would need the others' constraints.
 """
 
 from __future__ import annotations

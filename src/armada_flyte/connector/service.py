@@ -3,6 +3,10 @@
 Stateless across calls: everything about a job lives in `ArmadaJobMetadata`, which Flyte
 persists and hands back. Loaded by `c0` through the `flyte.connectors` entry point, and used
 in-process by local runs.
+
+Over 400 lines on purpose: create, get, delete and logs share one per-settings context (API client,
+status view, call batches, the cache of ended jobs), and each is only the I/O around a pure decision
+kept elsewhere (`outcome.py`, `placement.py`, `preference.py`).
 """
 
 from __future__ import annotations
