@@ -5,7 +5,9 @@ and the process exits without cancelling the run's coroutines, so the wait that 
 the job never ends. Every job still here when the interpreter exits is cancelled then.
 
 A Ctrl-C that ends the process says so in one line, with the jobs it cancelled, instead of a
-traceback of where the main thread happened to wait.
+traceback of where the main thread happened to wait. The run's own wait, still polling in its
+thread, may see those jobs end before the interpreter is gone: `exiting()` tells it to say
+nothing (else Flyte would log the cancelled job as a task failure after the one line).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _jobs: dict[str, tuple[Any, Any]] = {}
 """job id -> (connector, metadata)."""
 _lock = threading.Lock()
 _registered = False
+_exiting = threading.Event()
 
 
 def started(connector: Any, meta: Any) -> None:
@@ -41,8 +44,15 @@ def ended(meta: Any) -> None:
         _jobs.pop(meta.job_id, None)
 
 
+def exiting() -> bool:
+    """True once the process cancels its jobs to end (Ctrl-C, or the interpreter's exit)."""
+    return _exiting.is_set()
+
+
 def cancel_all() -> list[str]:
-    """Cancel every job still in flight, on a loop of its own (the run's loop may be gone); the ids cancelled."""
+    """Cancel every job still in flight, on a loop of its own (the run's loop may be gone); the ids cancelled.
+    Only for the process's end: from here on `exiting()` is true."""
+    _exiting.set()
     with _lock:
         pending = list(_jobs.values())
         _jobs.clear()

@@ -96,6 +96,8 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     call = (tctx.output_path, attempt)
     try:
         outcome = await _wait_for_end(connector, meta, f"[{meta.task or task.name}#{attempt}]")
+        if inflight.exiting():  # Ctrl-C cancelled the job and said so: wait quietly for the interpreter's end
+            await asyncio.Event().wait()
     except BaseException:
         state = await asyncio.shield(_cancel_quietly(connector, meta))
         inflight.ended(meta)
