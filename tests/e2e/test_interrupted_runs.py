@@ -34,6 +34,21 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, config["project"])
     import workflows
 
+    if config["hold_exit"]:
+        # The exit waits (bounded) until the run's own wait has seen its job cancelled and gone quiet, so a
+        # run that would rather raise (and have Flyte log a failure after the Ctrl-C line) gets the time to.
+        import atexit, threading
+        import armada_flyte.local.run as local_run
+
+        gone_quiet, quiet = threading.Event(), local_run._quiet_until_exit
+
+        async def noted_quiet():
+            gone_quiet.set()
+            await quiet()
+
+        local_run._quiet_until_exit = noted_quiet
+        atexit.register(gone_quiet.wait, 20)  # within run.wait(timeout=60) below
+
     stack = LocalEndpoints(config["armada_url"], config["blob_endpoint"], config["bucket"], config["queue"])
     armada_flyte.configure(**stack.connector_settings())
     stack.init_flyte(config["project"])
@@ -60,6 +75,7 @@ def test_a_sync_run_stopped_by_a_signal_cancels_its_armada_job(stack, tmp_path, 
         "bucket": stack.bucket,
         "queue": stack.queue,
         "pid_file": str(pid_file),
+        "hold_exit": stop == signal.SIGINT,
     }
     log = tmp_path / "run.log"
     with log.open("w") as out:

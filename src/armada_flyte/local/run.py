@@ -96,8 +96,8 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     call = (tctx.output_path, attempt)
     try:
         outcome = await _wait_for_end(connector, meta, f"[{meta.task or task.name}#{attempt}]")
-        if inflight.exiting():  # Ctrl-C cancelled the job and said so: wait quietly for the interpreter's end
-            await asyncio.Event().wait()
+        if inflight.exiting():
+            await _quiet_until_exit()
     except BaseException:
         state = await asyncio.shield(_cancel_quietly(connector, meta))
         inflight.ended(meta)
@@ -118,6 +118,15 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
             "(check the job's log; the pod may not reach the blob store)",
         )
     return None
+
+
+async def _quiet_until_exit() -> None:
+    """Ctrl-C cancelled the job and said so in one line: nothing more to say or do until the interpreter ends
+    (raising here would have Flyte log the cancelled job as a task failure after that line). A sleep, as the
+    wait for the job's end was: its timer keeps the task referenced, so it is not collected as garbage, with
+    warnings, while the interpreter shuts down."""
+    while True:
+        await asyncio.sleep(3600)
 
 
 _IDENTITY_FLAGS = ("--org", "--project", "--domain")
