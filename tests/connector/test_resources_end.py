@@ -17,7 +17,7 @@ from armada_flyte.errors import ArmadaUnavailable
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import free_port
-from support.resource_counts import back_to, held
+from support.resource_counts import assert_back_to, held
 
 CONNECTORS = 100
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
@@ -75,6 +75,6 @@ def test_a_hundred_connectors_leave_no_thread_or_socket_behind(armada, finished_
         for index in range(CONNECTORS):
             reachable = index % 2 == 0
             await _use_and_close(index, armada.url if reachable else closed_port_url, finished_job, reachable)
-        await back_to(baseline)
+        await assert_back_to(baseline)
 
     run(scenario())

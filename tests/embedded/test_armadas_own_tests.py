@@ -195,7 +195,7 @@ def _expectation(request: pytest.FixtureRequest, expectations: dict, real_differ
     return expectations[name]
 
 
-def _hold_to(expected, name: str, failure: str, record_property) -> None:
+def _assert_holds_to(expected, name: str, failure: str, record_property) -> None:
     """Record the case's own outcome (and why it fails, when it must), then hold it to `expected`."""
     record_property("armada_case_outcome", "failed" if failure else "passed")
     if failure:
@@ -263,7 +263,7 @@ def test_armadas_testsuite_case(case, request, record_property):
         missing_part(f"{case} needs {program} on the host (scripts/install-test-parts.sh installs it)")
     testsuite_results = request.getfixturevalue("testsuite_results")
     assert case in testsuite_results, f"{case} did not run"
-    _hold_to(expected, case, testsuite_results[case], record_property)
+    _assert_holds_to(expected, case, testsuite_results[case], record_property)
 
 
 def _create_and_wait_for_queue(url: str, queue: str) -> None:
@@ -293,7 +293,7 @@ def test_armadas_python_client_example(example, armada_tools, armada_under_test,
     output = run.stdout + run.stderr
     failed = run.returncode != 0 or "Traceback" in output or "_InactiveRpcError" in output or "Failed to" in output
     expected = _expectation(request, PYTHON_CLIENT_EXAMPLES, REAL_PYTHON_CLIENT_DIFFERENCES, example)
-    _hold_to(expected, example, output[-3000:] if failed else "", record_property)
+    _assert_holds_to(expected, example, output[-3000:] if failed else "", record_property)
 
 
 def test_armadas_python_client_integration_tests(armada_tools, armada_under_test, record_property):
@@ -308,7 +308,7 @@ def test_armadas_python_client_integration_tests(armada_tools, armada_under_test
     )
     ran = re.search(r"\b\d+ passed\b", run.stdout)  # exit 0 with every test skipped would check nothing
     failure = run.stdout[-4000:] if run.returncode or not ran else ""
-    _hold_to(PASSES, "the integration tests", failure, record_property)
+    _assert_holds_to(PASSES, "the integration tests", failure, record_property)
 
 
 def test_armadas_binoculars_example(armada_tools, armada_under_test, request, record_property):
@@ -324,7 +324,7 @@ def test_armadas_binoculars_example(armada_tools, armada_under_test, request, re
     run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     printed = run.returncode == 0 and "hello from the pod" in run.stdout
     failure = "" if printed else f"exit {run.returncode}: {run.stderr[-3000:]}"
-    _hold_to(
+    _assert_holds_to(
         _expectation(request, PYTHON_CLIENT_EXAMPLES, REAL_PYTHON_CLIENT_DIFFERENCES, "binoculars"),
         "binoculars",
         failure,
@@ -393,7 +393,7 @@ def e2e_armadactl_results(armada_tools, tmp_path_factory, request) -> dict[str, 
 def test_armadas_e2e_armadactl_test(test, e2e_armadactl_results, request, record_property):
     assert test in e2e_armadactl_results, f"{test} did not run: {sorted(e2e_armadactl_results)}"
     expected = _expectation(request, E2E_ARMADACTL_TESTS, REAL_E2E_ARMADACTL_DIFFERENCES, test)
-    _hold_to(expected, test, e2e_armadactl_results[test], record_property)
+    _assert_holds_to(expected, test, e2e_armadactl_results[test], record_property)
 
 
 def test_every_e2e_armadactl_test_has_an_expectation(e2e_armadactl_results):

@@ -94,7 +94,7 @@ def wait_back_to(baseline: Held, timeout: float = SETTLE_SECONDS) -> None:
         time.sleep(settling.pause())
 
 
-async def back_to(baseline: Held, timeout: float = SETTLE_SECONDS) -> None:
+async def assert_back_to(baseline: Held, timeout: float = SETTLE_SECONDS) -> None:
     """`wait_back_to` on the event loop the measured code used (its own sockets are in `baseline` then),
     without a thread of its own (which would count) and without blocking that loop."""
     settling = _Settling(baseline, timeout)
