@@ -6,6 +6,8 @@ internal/server/queue/queue_repository.go), and deleting doesn't look at the que
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 from armada_client.armada import submit_pb2
@@ -13,7 +15,7 @@ from armada_client.client import ArmadaClient
 
 from support.pods import item, pod, preemptible, sleeper, submit_one, unique
 from support.real_armada import wait_until_queue_accepts
-from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
+from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state, wait_until
 
 
 def queue_request(client: ArmadaClient, name: str, priority_factor: float = 1.0):
@@ -161,8 +163,20 @@ def test_cancel_on_queue_cancels_the_jobs_in_the_given_states(client: ArmadaClie
     running = submit_one(client, name, job_set, item(sleeper(cpu="100m")))
     wait_for_state(client, running, submit_pb2.RUNNING)
     request = submit_pb2.QueueCancelRequest(name=name, jobStates=[submit_pb2.RUNNING])
-    client.queue_stub.CancelOnQueue(request)
-    wait_for_state(client, running, submit_pb2.CANCELLED)
+
+    def cancelled() -> bool:
+        # Real Armada's scheduler ingester picks the jobs by the states in its own database, which can trail the
+        # query API's RUNNING by a moment; a job not yet running there is passed over (selectAllJobsByQueueAndJobState
+        # in internal/scheduleringester/schedulerdb.go), so the request is sent again until it takes.
+        client.queue_stub.CancelOnQueue(request)
+        resent_at = time.monotonic() + 5.0
+        while time.monotonic() < resent_at:
+            if state_of(client, running) == submit_pb2.CANCELLED:
+                return True
+            time.sleep(0.1)
+        return False
+
+    wait_until(cancelled, 60.0, f"job {running} to be cancelled by CancelOnQueue")
 
 
 def test_cancel_on_queue_refuses_terminal_states(client: ArmadaClient) -> None:
