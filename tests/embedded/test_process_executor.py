@@ -175,3 +175,27 @@ def test_only_the_newest_finished_sandboxes_are_kept(own_armada, tmp_path: pathl
     wait_for_state(client, second, submit_pb2.SUCCEEDED)
     wait_until(lambda: not executor.sandbox_of(first).exists(), what="the older sandbox to be removed")
     assert executor.sandbox_of(second).is_dir()
+
+
+def test_a_pod_whose_main_process_ends_leaves_no_process_behind(embedded_armada, client, queue, job_set) -> None:
+    """The shim kills and reaps what the main process left (a child in a session of its own included) before it
+    reports the end, and says so; the runner then skips its own search of /proc (process.py, `_wait_for`)."""
+    code = (
+        "import subprocess, sys; "
+        "left = subprocess.Popen(['sleep', '300']); "
+        "detached = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True); "
+        "print('left', left.pid, detached.pid, flush=True)"
+    )
+    job_id = submit_one(client, queue, job_set, item(pod(python(code))))
+    wait_for_state(client, job_id, SUCCEEDED)
+    line = next(line for line in embedded_armada.logs(job_id) if line.startswith("left "))
+    still_running = [pid for pid in map(int, line.split()[1:]) if _runs(pid)]
+    assert not still_running, f"processes of job {job_id} outlived it: {still_running}"
+
+
+def _runs(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False

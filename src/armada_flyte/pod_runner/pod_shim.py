@@ -24,7 +24,9 @@ is also why it is one file of over 400 lines: it can import no module of this pa
   starts the container without any capabilities, so the pod cannot read other processes' memory or
   environment (the server marks itself non-dumpable for the same reason);
 - when the container's main process ends, the rest of the container is killed, as a container
-  runtime does, and the end ("<exit code> <reason>") is written to the status file descriptor.
+  runtime does, and the end ("<exit code> <reason> <most seen bytes> reaped|left") is written to the
+  status file descriptor: "reaped" once none of the container's processes is left, so the server
+  need not look for them (a scan of all of /proc, the most of its CPU a pod on a busy machine).
 
 Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST [MEMORY_FOLDER...] -- COMMAND [ARG...]
 (0 for no memory limit, "-" for no CPU pinning; MEMORY_FOLDERs count toward the memory usage).
@@ -284,7 +286,8 @@ def signal_all(signum):
 
 
 def reap_everything():
-    """SIGKILL what is left of the container and wait until it is gone."""
+    """SIGKILL what is left of the container and wait until it is gone; False if a process outlived the wait
+    (the server then looks for the container's processes itself)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         signal_all(signal.SIGKILL)
@@ -292,8 +295,9 @@ def reap_everything():
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
         except ChildProcessError:
-            return
+            return True
         time.sleep(0.01)
+    return False
 
 
 def drop_capabilities():
@@ -458,10 +462,10 @@ def main(argv):
     baseline = start_baseline()
     main_pid = start_container(command, cpus, memory_limit, status_fd)
     code, reason = supervise(main_pid, watch, wakeup_read, baseline)
-    reap_everything()
+    reaped = reap_everything()
     try:
-        seen = f" {watch.most_seen}" if watch and reason == "OOMKilled" else ""
-        os.write(status_fd, f"{code} {reason}{seen}\n".encode())
+        seen = watch.most_seen if watch and reason == "OOMKilled" else 0
+        os.write(status_fd, f"{code} {reason} {seen} {'reaped' if reaped else 'left'}\n".encode())
     except OSError:
         pass
     return code

@@ -270,9 +270,10 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             _pump_output(containers, pod.log)
             ends = []
             for container in containers:
-                code = container.process.wait()
-                process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
-                ends.append(_container_end(container, code))
+                report = _shim_report(container, container.process.wait())
+                if not report.reaped:  # the shim was killed, or a process outlived its SIGKILLs
+                    process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
+                ends.append(_container_end(container, report))
             return ends
         finally:
             for container in containers:
@@ -292,21 +293,33 @@ def _mark(run_id: str, container: str) -> str:
     return f"{run_id}/{container}"
 
 
-def _container_end(container: _Container, shim_code: int) -> ContainerEnd:
-    """What the shim reported, or (when the shim itself was killed) its own exit."""
+@dataclass(frozen=True)
+class _ShimReport:
+    code: int
+    reason: str
+    most_seen: int
+    """The most memory the container was seen using (bytes; reported when it was OOMKilled)."""
+    reaped: bool
+    """The shim saw every process of the container gone."""
+
+
+def _shim_report(container: _Container, shim_code: int) -> _ShimReport:
+    """What the shim reported ("<code> <reason> <most seen> reaped|left"), or (when it was killed) its own exit."""
     try:
         report = os.read(container.status, 64).decode().split()
     except OSError:
         report = []
     finally:
         os.close(container.status)
-    most_seen = 0
-    if len(report) in (2, 3) and report[0].lstrip("-").isdigit():
-        code, reason = int(report[0]), report[1]
-        most_seen = int(report[2]) if len(report) == 3 and report[2].isdigit() else 0
-    else:
-        code = shim_code if shim_code >= 0 else 128 - shim_code
-        reason = "Completed" if code == 0 else "Error"
+    if len(report) == 4 and report[0].lstrip("-").isdigit() and report[2].isdigit():
+        return _ShimReport(int(report[0]), report[1], int(report[2]), report[3] == "reaped")
+    code = shim_code if shim_code >= 0 else 128 - shim_code
+    return _ShimReport(code, "Completed" if code == 0 else "Error", 0, False)
+
+
+def _container_end(container: _Container, report: _ShimReport) -> ContainerEnd:
+    """How the container ended, as a kubelet reports it."""
+    code, reason, most_seen = report.code, report.reason, report.most_seen
     if reason == "OOMKilled":
         message = (
             f"the container's processes went over its memory limit ({container.memory_limit} bytes, "
