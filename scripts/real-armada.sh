@@ -197,8 +197,29 @@ start_redis() {
 
 start_pulsar() {
   mkdir -p "$state/pulsar"
+  local archive
+  archive="$(pulsar_class_archive)"
+  if [ ! -f "$archive" ]; then
+    say "pulsar: recording the classes it loads at start (once per Java version: later starts read them back)"
+    launch_pulsar -XX:ArchiveClassesAtExit="$archive.$$"
+    await_ready pulsar
+    signal_group pulsar
+    await_group pulsar
+    keep_class_archive "$archive.$$" "$archive"
+    rm -rf "$state/pulsar" && mkdir -p "$state/pulsar"
+  fi
+  if [ -f "$archive" ]; then launch_pulsar -XX:SharedArchiveFile="$archive"; else launch_pulsar; fi
+  await_ready pulsar
+}
+
+# Pulsar's start is mostly the JVM loading and compiling classes: C1 alone (no C2) and the serial
+# collector halve its CPU on 2 cores, and a class-data archive (CDS) of the classes it loads at
+# start takes off a third of the rest (17.5 s of CPU to 6.2 s, healthy after 6 s instead of 11).
+PULSAR_JVM=(-Xms256m -Xmx1g -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true)
+
+launch_pulsar() { # extra JVM options...
   # The --add-opens flags are the ones Pulsar's own launcher passes on Java 17.
-  start pulsar java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.net.preferIPv4Stack=true \
+  start pulsar java "${PULSAR_JVM[@]}" "$@" \
     --add-opens java.base/java.io=ALL-UNNAMED --add-opens java.base/java.util.zip=ALL-UNNAMED \
     --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.management/sun.management=ALL-UNNAMED \
     --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED \
@@ -208,7 +229,22 @@ start_pulsar() {
     -cp "$cache/pulsar/lib/*" org.apache.pulsar.PulsarStandaloneStarter \
     --config "$state/config/pulsar-standalone.conf" -nfw -nss \
     --metadata-dir "$state/pulsar/metadata" --bookkeeper-dir "$state/pulsar/bookkeeper"
-  await_ready pulsar
+}
+
+pulsar_class_archive() { # the archive's path for this Java (an archive only fits the JVM that wrote it)
+  local java_id
+  java_id="$( (readlink -f "$(command -v java)"; java -version 2>&1) | cksum | cut -d' ' -f1)"
+  mkdir -p "$cache/pulsar/class-archives"
+  echo "$cache/pulsar/class-archives/java-$java_id.jsa"
+}
+
+keep_class_archive() { # written, final: kept only if this JVM maps it (a JVM killed while writing leaves it cut short)
+  if [ -f "$1" ] && java -Xshare:on -XX:SharedArchiveFile="$1" -cp "$cache/pulsar/lib/*" -version >/dev/null 2>&1; then
+    mv -f "$1" "$2"
+  else
+    say "pulsar: its class archive was not written whole; starting without it"
+    rm -f "$1"
+  fi
 }
 
 migrate() {
