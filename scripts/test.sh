@@ -7,9 +7,9 @@
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
-# runs with --armada real, in three groups side by side, each on a bed of its own: the conformance
+# runs with --armada real, in four groups side by side, each on a bed of its own: the conformance
 # suite with Armada's own cases (tests/embedded), the connector's production-path tests (tests/e2e,
-# tests/connector) and the fault tests (tests/real_armada); then it stops the beds;
+# tests/connector) and the fault tests (tests/real_armada) in two; then it stops the beds;
 # scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
@@ -89,14 +89,18 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
   esac
   [ "$executor" = ours ] || PRODUCTION_PATH_TESTS=() # their pods must really run
-  # Three groups side by side, each on a bed of its own (one after the other they took 18 minutes):
-  # the conformance suite and Armada's own cases; the connector's production path; the fault tests
-  # (tests/real_armada), which kill and restart parts of their bed and start more beds of their own.
-  declare -A group_base=([conformance]=24150 [production-path]=31150 [faults]=30150)
+  # Four groups side by side, each on a bed of its own (one after the other they took 18 minutes):
+  # the conformance suite and Armada's own cases; the connector's production path; the faults of
+  # Armada's parts, on the bed at the base their module strikes (28150), which it then uses as it is;
+  # the other fault tests (tests/real_armada), which start more beds of their own. The fault tests
+  # spend minutes waiting on timeouts and restarts, so two groups of them overlap those waits.
+  PARTS_FAULTS=tests/real_armada/test_faults_of_armadas_parts.py
+  declare -A group_base=([conformance]=24150 [production-path]=31150 [faults-of-armadas-parts]=28150
+    [faults]=30150)
   declare -A group_tests=([conformance]="tests/embedded" [production-path]="${PRODUCTION_PATH_TESTS[*]}"
-    [faults]="tests/real_armada")
-  groups=(conformance production-path faults)
-  [ "${#PRODUCTION_PATH_TESTS[@]}" -gt 0 ] || groups=(conformance faults)
+    [faults-of-armadas-parts]="$PARTS_FAULTS" [faults]="tests/real_armada --ignore=$PARTS_FAULTS")
+  groups=(conformance production-path faults-of-armadas-parts faults)
+  [ "${#PRODUCTION_PATH_TESTS[@]}" -gt 0 ] || groups=(conformance faults-of-armadas-parts faults)
   beds="$(mktemp -d -t armada-flyte-beds.XXXXXX)"
   # `up` and `down` at a base of their own: without a bed's state folder from the environment.
   at_base() { env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS REAL_ARMADA_PORT_BASE="$1" "${@:2}"; }

@@ -2,7 +2,8 @@
 drives it: every task still ends once, with its right phase, and none is failed as lost.
 
 On real Armada (`--armada real`) the faults strike a bed of this module's own (base 28150, started
-and stopped here), so the session's bed never sees them: `scripts/real-armada.sh stop|start|restart
+and stopped here, or used as it is when one is up there: scripts/test.sh runs this module alone on
+such a bed), so the session's bed never sees them: `scripts/real-armada.sh stop|start|restart
 COMPONENT` stops and starts one part in place. The server restart runs on the embedded server too
 (its state kept in a state folder); there the pods die with the server, as Armada's executor's do
 when their node goes. What the user sees for each fault: docs/troubleshooting.md, "Armada's parts go away".
@@ -62,7 +63,7 @@ def own_bed(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> I
         pytest.skip("stops and starts real Armada's parts: run with --armada real")
     status = bed_script("status")
     if status.returncode == 0 and "EXITED" not in status.stdout and "executor" in status.stdout:
-        # A bed a developer keeps up at BED_BASE (with our executor): used as it is, and left up.
+        # A bed kept up at BED_BASE (with our executor; scripts/test.sh's, or a developer's): used as it is, left up.
         logs = status.stdout.rsplit("logs: ", 1)[-1].strip()
         yield {"ARMADA_URL": f"127.0.0.1:{BED_BASE + 1}", "REAL_ARMADA_LOGS": logs}
         return
