@@ -164,6 +164,10 @@ wait_until() { # name, what, seconds, check command...: bounded wait on a condit
 }
 
 http_ok() { curl -sf -o /dev/null --max-time "${2:-5}" "$1"; }
+pulsar_ready() {
+  http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20 &&
+    http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/namespaces/public/default"
+}
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 start_postgres() {
@@ -300,9 +304,11 @@ await_ready() { # name: wait (bounded) until the component serves: the one readi
   case "$1" in
     postgres) wait_until postgres "pg_isready" 60 "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
     redis) wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT" ;;
-    # Its health check round-trips a message; on a busy machine one takes seconds.
-    pulsar) wait_until pulsar "healthy broker (/admin/v2/brokers/health)" "$WAIT_SECONDS" \
-      http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20 ;;
+    # Its health check round-trips a message; on a busy machine one takes seconds. The standalone
+    # creates the namespace Armada's topics live in (public/default) only after its broker is healthy:
+    # a component that subscribes before that exits on TopicNotFound.
+    pulsar) wait_until pulsar "healthy broker (/admin/v2/brokers/health) and namespace public/default" \
+      "$WAIT_SECONDS" pulsar_ready ;;
     server) wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health" ;;
     scheduler) wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
       http_ok "http://127.0.0.1:$SCHEDULER_HTTP/health" ;;
