@@ -22,6 +22,7 @@ from armada_flyte.embedded.services.messages import NOTE_ANNOTATION
 from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
+from support.process_checks import is_alive, pids_in_log
 from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
@@ -184,18 +185,12 @@ def test_a_pod_whose_main_process_ends_leaves_no_process_behind(embedded_armada,
         "import subprocess, sys; "
         "left = subprocess.Popen(['sleep', '300']); "
         "detached = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True); "
-        "print('left', left.pid, detached.pid, flush=True)"
+        "print('left', left.pid, flush=True); print('detached', detached.pid, flush=True)"
     )
     job_id = submit_one(client, queue, job_set, item(pod(python(code))))
     wait_for_state(client, job_id, SUCCEEDED)
-    line = next(line for line in embedded_armada.logs(job_id) if line.startswith("left "))
-    still_running = [pid for pid in map(int, line.split()[1:]) if _runs(pid)]
+    lines = embedded_armada.logs(job_id)
+    pids = pids_in_log(lines, "left") + pids_in_log(lines, "detached")
+    assert len(pids) == 2, lines
+    still_running = [pid for pid in pids if is_alive(pid)]
     assert not still_running, f"processes of job {job_id} outlived it: {still_running}"
-
-
-def _runs(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False
