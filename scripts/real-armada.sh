@@ -218,7 +218,7 @@ start_pulsar() {
 
 # Pulsar's start is mostly the JVM loading and compiling classes: C1 alone (no C2) and the serial
 # collector halve its CPU on 2 cores, and a class-data archive (CDS) of the classes it loads at
-# start takes off a third of the rest (17.5 s of CPU to 6.2 s, healthy after 6 s instead of 11).
+# start takes off more (17.5 s of CPU to 3.8 s, healthy after 4 s instead of 11; docs/real-armada.md).
 PULSAR_JVM=(-Xms256m -Xmx1g -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true)
 
 launch_pulsar() { # extra JVM options...
