@@ -8,7 +8,7 @@ import json
 
 import grpc
 import pytest
-from armada_client.armada import job_pb2, submit_pb2
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
@@ -19,7 +19,7 @@ from armada_flyte.connector.metadata import ArmadaJobMetadata
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS
 from support.flyte_backend import poll_to_end
-from support.waiting import wait_until
+from support.waiting import stored_job, wait_until
 
 SLEEPER = "import time; time.sleep(600)"
 
@@ -104,13 +104,7 @@ def test_a_queued_gang_member_without_a_timeout_says_how_to_bound_the_wait(c0, c
 
 def _job_spec(client, job_id: str):
     """The job as Armada stored it (GetJobDetails with the job spec expanded), once its query side has it."""
-    request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
-
-    def stored():
-        details = client.job_stub.GetJobDetails(request).job_details
-        return details[job_id] if job_id in details else None
-
-    return wait_until(stored, 30, f"job {job_id} in GetJobDetails").job_spec
+    return stored_job(client, job_id).job_spec
 
 
 # ---- metadata written by other connector versions ----

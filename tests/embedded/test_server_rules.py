@@ -10,15 +10,13 @@ from armada_client.client import ArmadaClient
 
 from support.job_events import event_kinds, job_set_events, kind
 from support.pods import item, pod, preemptible, sleeper, submit_one, unique
-from support.waiting import state_of, wait_for_state, wait_until
+from support.waiting import state_of, stored_job, wait_for_state, wait_until
 
 RUNNING, PREEMPTED = submit_pb2.RUNNING, submit_pb2.PREEMPTED
 
 
 def job_spec(client: ArmadaClient, job_id: str) -> submit_pb2.Job:
-    request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
-    details = wait_until(lambda: client.job_stub.GetJobDetails(request).job_details.get(job_id), what="the job")
-    return details.job_spec
+    return stored_job(client, job_id).job_spec
 
 
 def events_of(client: ArmadaClient, queue: str, job_set: str, job_id: str, until: str) -> list:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Callable, TypeVar
 
-from armada_client.armada import submit_pb2
+import grpc
+from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
 T = TypeVar("T")
@@ -56,6 +57,26 @@ def job_error(client: ArmadaClient, job_id: str, timeout: float = 30.0) -> str:
     return wait_until(
         lambda: client.get_job_errors([job_id]).job_errors.get(job_id, ""), timeout, f"the error of job {job_id}"
     )
+
+
+def stored_job(client: ArmadaClient, job_id: str, timeout: float = 30.0) -> job_pb2.JobDetails:
+    """GetJobDetails of one job with its spec, once Armada's query side has the job whole.
+
+    Real Armada's lookout ingester writes a new job's row and its spec in two transactions side by side
+    (`Store`, internal/lookoutingester/lookoutdb/insertion.go): for a moment GetJobDetails finds the job
+    without its spec and fails UNKNOWN "unexpected EOF" (the query API decompresses nothing). That moment
+    is waited out like the job's absence before it."""
+    request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
+
+    def stored() -> job_pb2.JobDetails | None:
+        try:
+            return client.job_stub.GetJobDetails(request).job_details.get(job_id)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNKNOWN and "unexpected EOF" in (exc.details() or ""):
+                return None
+            raise
+
+    return wait_until(stored, timeout, f"job {job_id} with its spec in GetJobDetails")
 
 
 def _names(states: set[int]) -> str:
