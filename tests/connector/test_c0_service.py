@@ -41,6 +41,24 @@ def test_c0_starts_beside_the_shipped_service_with_service_links_on(armada, blob
         assert stub.CreateTask(request, timeout=30).resource_meta
 
 
+def test_c0_whose_port_is_taken_before_it_binds_it_is_started_again_on_another(armada, tmp_path, monkeypatch):
+    """The port race of a busy machine, made certain: the first port handed to c0 is held by a listener."""
+    import socket
+
+    from support import c0_service
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    ports = [held.getsockname()[1]]
+    monkeypatch.setattr(c0_service, "free_port", lambda: ports.pop() if ports else free_port())
+    env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+    with held, running_c0(env, tmp_path / "c0.log") as stub:
+        request = connector_pb2.GetTaskRequest(resource_meta=b"{}", task_category=ARMADA)
+        assert stub.GetTask(request, timeout=30).resource  # answered by the c0 on the other port
+    assert "Address already in use" in (tmp_path / "c0.log").read_text()  # the first start failed
+
+
 DONE = (TaskExecution.SUCCEEDED, TaskExecution.FAILED)
 
 

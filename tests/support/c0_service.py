@@ -20,6 +20,8 @@ from support.waiting import wait_until
 ARMADA_TASKS = connector_pb2.TaskCategory(name="armada", version=0)
 START_SECONDS = 120.0
 """How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was too short at load ~120)."""
+START_ATTEMPTS = 3
+"""Starts of c0 when a port it was given is taken before it binds it (see `c0_process`)."""
 
 
 def c0_env(armada_url: str, blob_endpoint: str, **settings: str) -> dict[str, str]:
@@ -66,25 +68,52 @@ class C0Process:
 
 @contextlib.contextmanager
 def c0_process(env: Mapping[str, str], log_path: pathlib.Path) -> Iterator[C0Process]:
-    """`running_c0`, with the process too (to kill it); `log_path` is appended to, so a restart keeps one log."""
-    port = free_port()
+    """`running_c0`, with the process too (to kill it); `log_path` is appended to, so a restart keeps one log.
+
+    Its two ports are picked free, then bound by c0: in between, another process may take one (a busy
+    machine's outgoing connections draw from the same range), and c0 exits "Address already in use".
+    It is then started again on new ports, up to START_ATTEMPTS times."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        port = free_port()
+        process, channel, log_start = _start_c0(env, log_path, port)
+        try:
+            if _answers(channel, process, log_path, log_start, last_attempt=attempt == START_ATTEMPTS):
+                yield C0Process(process, service_pb2_grpc.AsyncConnectorServiceStub(channel))
+                return
+        finally:
+            channel.close()
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=30)
+
+
+def _start_c0(env: Mapping[str, str], log_path: pathlib.Path, port: int) -> tuple[subprocess.Popen, grpc.Channel, int]:
     c0 = pathlib.Path(sys.executable).parent / "c0"
     with log_path.open("a") as log:
+        log_start = log.tell()
         process = subprocess.Popen(
             [str(c0), "--port", str(port), "--prometheus_port", str(free_port())],
             env={**os.environ, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        try:
-            _wait_until_it_answers(channel, process, log_path)
-            yield C0Process(process, service_pb2_grpc.AsyncConnectorServiceStub(channel))
-        finally:
-            channel.close()
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=30)
+    return process, grpc.insecure_channel(f"127.0.0.1:{port}"), log_start
+
+
+def _answers(
+    channel: grpc.Channel, process: subprocess.Popen, log_path: pathlib.Path, log_start: int, last_attempt: bool
+) -> bool:
+    """True once c0 accepts calls; False when it exited as its port was taken (and another try is left)."""
+    try:
+        _wait_until_it_answers(channel, process, log_path)
+        return True
+    except AssertionError:
+        with log_path.open("rb") as log:
+            log.seek(log_start)
+            port_taken = b"Address already in use" in log.read()
+        if process.poll() is not None and port_taken and not last_attempt:
+            return False
+        raise
 
 
 def _wait_until_it_answers(channel: grpc.Channel, process: subprocess.Popen, log_path: pathlib.Path) -> None:
