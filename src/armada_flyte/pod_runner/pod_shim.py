@@ -1,7 +1,7 @@
 """The process executor's container shim: the one process between the server and a container's processes.
 
 It plays containerd's shim for one container, with the standard library only (it runs as
-`python -I -S pod_shim.py`, so nothing of the server's environment or packages comes along; that
+`python -I -S pod_shim.py`, compiled, so nothing of the server's environment or packages comes along; that
 is also why it is one file of over 400 lines: it can import no module of this package):
 
 - it dies with the server: the kernel sends it SIGUSR1 when the server thread that started it
@@ -32,11 +32,13 @@ Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST [MEMORY_FOLD
 (0 for no memory limit, "-" for no CPU pinning; MEMORY_FOLDERs count toward the memory usage).
 """
 
+# The C module under `signal`: the same calls and numbers, without `signal`'s enum classes, whose import is a
+# sixth of the shim's start, paid by every pod.
+import _signal as signal  # noqa: E402
 import ctypes
 import os
 import resource
 import select
-import signal
 import struct
 import sys
 import time
