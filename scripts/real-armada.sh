@@ -164,8 +164,12 @@ wait_until() { # name, what, seconds, check command...: bounded wait on a condit
 }
 
 http_ok() { curl -sf -o /dev/null --max-time "${2:-5}" "$1"; }
+# Pulsar is ready when its broker is (brokers/ready) and has made public/default (it makes that namespace
+# after it reports ready: a scheduler ingester subscribing earlier exits on TopicNotFound). Not brokers/health:
+# that check produces and reads through the broker's own client, whose timer then ticks every millisecond for
+# the broker's life (about 2 s of CPU a minute, more than the idle broker's all else; docs/real-armada.md).
 pulsar_ready() {
-  http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/health" 20 &&
+  http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/brokers/ready" 20 &&
     http_ok "http://127.0.0.1:$PULSAR_WEB/admin/v2/namespaces/public/default"
 }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -258,12 +262,17 @@ migrate() {
     >"$logs/migrate-lookout.log" 2>&1 || fail_with_log migrate-lookout "lookout's migrations failed"
 }
 
+# Armada's Go components on one processor each (GOMAXPROCS): a bed runs five of them on a machine of two cores,
+# and idle they mostly wake for their Pulsar producers' 10 ms batch timers; with one processor each wake-up
+# stays on one thread (an idle scheduler's CPU: a quarter less; docs/real-armada.md).
+GO_RUNTIME=(GOMAXPROCS=1)
+
 start_armada() { # each Go component runs from the cache, where config/<component>/ holds its defaults
   local c
   for c in scheduleringester eventingester lookoutingester server; do
-    start "$c" env -C "$cache" "$cache/bin/$c" --config "$state/config/$c.yaml"
+    start "$c" env -C "$cache" "${GO_RUNTIME[@]}" "$cache/bin/$c" --config "$state/config/$c.yaml"
   done
-  start scheduler env -C "$cache" "$cache/bin/scheduler" run --config "$state/config/scheduler.yaml"
+  start scheduler env -C "$cache" "${GO_RUNTIME[@]}" "$cache/bin/scheduler" run --config "$state/config/scheduler.yaml"
   for c in server scheduler scheduleringester eventingester lookoutingester; do await_ready "$c"; done
 }
 
@@ -289,7 +298,7 @@ create_retry_policy() { # runs lost with their executor (lease expired) are run 
 
 start_executor() { # $1: ours | fake
   if [ "$1" = fake ]; then
-    start executor env -C "$cache" "$cache/bin/fakeexecutor" --config "$state/config/fakeexecutor.yaml"
+    start executor env -C "$cache" "${GO_RUNTIME[@]}" "$cache/bin/fakeexecutor" --config "$state/config/fakeexecutor.yaml"
   else
     local secrets=()
     [ -z "${REAL_ARMADA_SECRETS_FILE:-}" ] || secrets=(--secrets-file "$REAL_ARMADA_SECRETS_FILE")
@@ -307,7 +316,7 @@ await_ready() { # name: wait (bounded) until the component serves: the one readi
     # Its health check round-trips a message; on a busy machine one takes seconds. The standalone
     # creates the namespace Armada's topics live in (public/default) only after its broker is healthy:
     # a component that subscribes before that exits on TopicNotFound.
-    pulsar) wait_until pulsar "healthy broker (/admin/v2/brokers/health) and namespace public/default" \
+    pulsar) wait_until pulsar "ready broker (/admin/v2/brokers/ready) and namespace public/default" \
       "$WAIT_SECONDS" pulsar_ready ;;
     server) wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health" ;;
     scheduler) wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
