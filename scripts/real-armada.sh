@@ -313,9 +313,6 @@ await_ready() { # name: wait (bounded) until the component serves: the one readi
   case "$1" in
     postgres) wait_until postgres "pg_isready" 60 "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
     redis) wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT" ;;
-    # Its health check round-trips a message; on a busy machine one takes seconds. The standalone
-    # creates the namespace Armada's topics live in (public/default) only after its broker is healthy:
-    # a component that subscribes before that exits on TopicNotFound.
     pulsar) wait_until pulsar "ready broker (/admin/v2/brokers/ready) and namespace public/default" \
       "$WAIT_SECONDS" pulsar_ready ;;
     server) wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health" ;;

@@ -13,7 +13,7 @@ import pathlib
 import sys
 
 import pytest
-from armada_client.armada import job_pb2, submit_pb2
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
@@ -23,7 +23,7 @@ from armada_flyte.pod_runner.process import ProcessPodRunner
 
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, python, submit_one
 from support.process_checks import is_alive, pids_in_log
-from support.waiting import job_error, wait_for_state, wait_until
+from support.waiting import job_error, stored_job, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -147,9 +147,7 @@ def test_a_pod_of_another_architecture_says_it_ran_natively(embedded_armada, cli
     view = embedded_armada.job(job_id)
     assert view.architecture == arch and "natively" in view.note
     assert embedded_armada.logs(job_id)[0].startswith("[armada-flyte dev] node group")
-    request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
-    details = client.job_stub.GetJobDetails(request).job_details[job_id]
-    assert "natively" in details.job_spec.annotations[NOTE_ANNOTATION]
+    assert "natively" in stored_job(client, job_id).job_spec.annotations[NOTE_ANNOTATION]
 
 
 def test_a_pod_of_the_host_architecture_carries_no_note(embedded_armada, client, queue, job_set) -> None:

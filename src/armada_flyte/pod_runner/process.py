@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 
 _DRAIN_AFTER_EXIT_SECONDS = 2.0
 _SHIM = pathlib.Path(__file__).with_name("pod_shim.py")
+_STOPPED = "the pod was stopped before it started"
+_PR_SET_DUMPABLE = 4
+IMAGE_PULL_FAILED = "ErrImagePull"
+"""The run's end reason when its image could not be pulled (the container's Waiting reason on a kubelet)."""
 
 
 @functools.cache
@@ -59,12 +63,6 @@ def _shim_program() -> str:
         return py_compile.compile(str(_SHIM), doraise=True)
     except (OSError, py_compile.PyCompileError):
         return str(_SHIM)
-
-
-_STOPPED = "the pod was stopped before it started"
-_PR_SET_DUMPABLE = 4
-IMAGE_PULL_FAILED = "ErrImagePull"
-"""The run's end reason when its image could not be pulled (the container's Waiting reason on a kubelet)."""
 
 
 @dataclass
