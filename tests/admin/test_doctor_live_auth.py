@@ -116,4 +116,4 @@ def test_invalid_connector_settings_stop_the_live_checks(doctor_json, monkeypatc
     assert code == 1
     [live] = [f for f in report["findings"] if f["check"].startswith("armada.")]
     assert live["check"] == "armada.settings"
-    assert "auth_username and auth_password go together" in live["message"]
+    assert "auth_username and auth_password (or auth_password_file) go together" in live["message"]

@@ -72,6 +72,47 @@ def test_missing_or_wrong_credentials_are_an_auth_error_that_names_the_setting(a
         status(armada, finished_job, armada_tls=True, armada_ca_cert=tls.cert, **credentials)
 
 
+def test_the_password_can_come_from_a_file(armada, tls, finished_job, tmp_path):
+    password_file = tmp_path / "password"
+    password_file.write_text("pw-1\n")  # as `echo` writes it: the line break is no part of the password
+    answer = status(
+        armada,
+        finished_job,
+        armada_tls=True,
+        armada_ca_cert=tls.cert,
+        auth_username="ann",
+        auth_password_file=password_file,
+    )
+    assert answer == {finished_job: submit_pb2.SUCCEEDED}
+
+
+def test_a_password_file_is_read_again_after_armada_refuses_it(armada, tls, finished_job, tmp_path):
+    """A rotated Secret: the connector started with the old password, Armada refuses it, the file has the new one."""
+    password_file = tmp_path / "password"
+    password_file.write_text("old-password")
+    config = resolve_settings(
+        armada_url=armada.url,
+        grpc_retries=0,
+        armada_tls=True,
+        armada_ca_cert=tls.cert,
+        auth_username="ann",
+        auth_password_file=password_file,
+    )
+    api = ArmadaApi(config)
+    password_file.write_text("pw-1")
+    assert asyncio.run(api.status([finished_job])) == {finished_job: submit_pb2.SUCCEEDED}
+
+
+def test_an_unreadable_password_file_is_an_auth_error_naming_the_setting_not_the_content(armada, tls, tmp_path):
+    password_file = tmp_path / "password"
+    password_file.write_text("line-one\nline-two\n")
+    with pytest.raises(ArmadaAuthError, match="ARMADA_FLYTE_AUTH_PASSWORD_FILE") as info:
+        status(
+            armada, "x", armada_tls=True, armada_ca_cert=tls.cert, auth_username="ann", auth_password_file=password_file
+        )
+    assert "line-one" not in str(info.value)
+
+
 def test_a_server_certificate_the_connector_does_not_trust_is_refused(armada, finished_job):
     with pytest.raises(ArmadaUnavailable):
         status(armada, finished_job, armada_tls=True, auth_token="tok-1")

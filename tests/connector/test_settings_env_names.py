@@ -21,6 +21,7 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_AUTH_TOKEN": ("connection", "auth_token"),
     "ARMADA_FLYTE_AUTH_USERNAME": ("connection", "auth_username"),
     "ARMADA_FLYTE_AUTH_PASSWORD": ("connection", "auth_password"),
+    "ARMADA_FLYTE_AUTH_PASSWORD_FILE": ("connection", "auth_password_file"),
     "ARMADA_FLYTE_OIDC_TOKEN_URL": ("connection", "oidc_token_url"),
     "ARMADA_FLYTE_OIDC_PROVIDER_URL": ("connection", "oidc_provider_url"),
     "ARMADA_FLYTE_OIDC_CLIENT_ID": ("connection", "oidc_client_id"),

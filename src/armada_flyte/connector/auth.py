@@ -1,5 +1,5 @@
-"""Where the connector's Armada credentials come from: a static token or password, an OIDC
-client-credentials grant, or a command that prints a token (armadactl's `execAuth`).
+"""Where the connector's Armada credentials come from: a static token or password (or a password file), an
+OIDC client-credentials grant, or a command that prints a token (armadactl's `execAuth`).
 
 Each source hands out the `authorization` header value. Tokens that expire are fetched again
 before they do (and at once after Armada answers UNAUTHENTICATED), so a long-running `c0` keeps
@@ -8,8 +8,8 @@ working. Failures are `ArmadaAuthError`s that name the setting to check and neve
 
 from __future__ import annotations
 
-import base64
 import json
+import pathlib
 import re
 import subprocess
 import threading
@@ -18,8 +18,9 @@ from typing import Optional, Protocol
 
 import httpx
 
+from armada_flyte.authorization import basic_header, bearer_header, read_secret_file
 from armada_flyte.connector.settings_groups import ArmadaConnection
-from armada_flyte.errors import ArmadaAuthError
+from armada_flyte.errors import ArmadaAuthError, InvalidConfig
 from armada_flyte.registry.bounded_http import BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_request
 
 _TOKEN = re.compile(r"[\x21-\x7e]{1,16384}")
@@ -58,6 +59,35 @@ class StaticCredentials:
         return False
 
 
+class PasswordFileCredentials:
+    """`auth_username` with `auth_password_file`: the file is read at start, and again after Armada refuses
+    the password, so a rotated Secret is picked up without a restart."""
+
+    def __init__(self, username: str, path: pathlib.Path):
+        self._username, self._path = username, path
+        self._value = self._read()
+
+    def cached(self) -> Optional[str]:
+        return self._value
+
+    def header(self) -> str:
+        return self._value
+
+    def invalidate(self) -> bool:
+        previous = self._value
+        try:
+            self._value = self._read()
+        except ArmadaAuthError:
+            return False
+        return self._value != previous
+
+    def _read(self) -> str:
+        try:
+            return basic_header(self._username, read_secret_file(self._path, "auth_password_file"))
+        except InvalidConfig as exc:
+            raise ArmadaAuthError(f"{exc} (ARMADA_FLYTE_AUTH_PASSWORD_FILE)") from None
+
+
 class _Expiring:
     """A token cached until shortly before it expires; one refresh at a time."""
 
@@ -68,7 +98,7 @@ class _Expiring:
 
     def cached(self) -> Optional[str]:
         token = self._token
-        return f"Bearer {token}" if token is not None and time.monotonic() < self._refresh_at else None
+        return bearer_header(token) if token is not None and time.monotonic() < self._refresh_at else None
 
     def header(self) -> str:
         with self._lock:
@@ -77,7 +107,7 @@ class _Expiring:
             token, lifetime = self._fetch()
             margin = min(_REFRESH_MARGIN_SECONDS, lifetime / 2)
             self._token, self._refresh_at = token, time.monotonic() + max(0.0, lifetime - margin)
-            return f"Bearer {token}"
+            return bearer_header(token)
 
     def invalidate(self) -> bool:
         self._refresh_at = 0.0
@@ -228,10 +258,11 @@ def credentials_for(settings: ArmadaConnection) -> CredentialSource:
     if settings.auth_exec_cmd is not None:
         return ExecCredentials(settings)
     if settings.auth_token is not None:
-        return StaticCredentials(f"Bearer {settings.auth_token.get_secret_value()}")
+        return StaticCredentials(bearer_header(settings.auth_token.get_secret_value()))
+    if settings.auth_username is not None and settings.auth_password_file is not None:
+        return PasswordFileCredentials(settings.auth_username, settings.auth_password_file)
     if settings.auth_username is not None and settings.auth_password is not None:
-        raw = f"{settings.auth_username}:{settings.auth_password.get_secret_value()}".encode()
-        return StaticCredentials("basic " + base64.b64encode(raw).decode())
+        return StaticCredentials(basic_header(settings.auth_username, settings.auth_password.get_secret_value()))
     return StaticCredentials("")
 
 

@@ -71,6 +71,9 @@ class ArmadaConnection(_Group):
     """Basic-auth user (with auth_password)."""
     auth_password: Optional[SecretStr] = None
     """Basic-auth password (with auth_username)."""
+    auth_password_file: Optional[pathlib.Path] = None
+    """File holding the basic-auth password (with auth_username), e.g. a real-Armada bed's 0600 file or a
+    mounted Secret; read at start and again when Armada refuses it (a rotated password)."""
     oidc_token_url: Optional[str] = None
     """OAuth2 token endpoint for the client-credentials flow (or give oidc_provider_url)."""
     oidc_provider_url: Optional[str] = None
@@ -124,8 +127,10 @@ class ArmadaConnection(_Group):
 
     @model_validator(mode="after")
     def _check(self) -> ArmadaConnection:
-        if (self.auth_username is None) != (self.auth_password is None):
-            raise ValueError("auth_username and auth_password go together")
+        if self.auth_password is not None and self.auth_password_file is not None:
+            raise ValueError("give the basic-auth password once: auth_password or auth_password_file")
+        if (self.auth_username is None) != (self.auth_password is None and self.auth_password_file is None):
+            raise ValueError("auth_username and auth_password (or auth_password_file) go together")
         methods = [name for name, used in self.auth_methods().items() if used]
         if len(methods) > 1:
             several = "not both" if len(methods) == 2 else "not several"
