@@ -139,7 +139,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.executor": (
         Layers(
             "armada_flyte.executor",
-            ("lease_loop", "held_runs", "run_events", "cluster_nodes | leases", "stubs"),
+            ("lease_loop", "held_runs", "run_events", "cluster_nodes | leases | scheduler_connection", "stubs"),
         ),
     ),
 }

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.executor.scheduler_connection import SchedulerConnection, scheduler_connection
 from armada_flyte.pod_runner import POD_RUNNER_KINDS
 
 
@@ -35,6 +36,22 @@ def register(subparsers: Any) -> None:
         required=True,
         metavar="HOST:PORT",
         help="the scheduler's executor API (Armada's default: :50052)",
+    )
+    parser.add_argument(
+        "--tls", action="store_true", help="reach the scheduler over TLS (needed off this machine unless --insecure)"
+    )
+    parser.add_argument("--ca-cert", metavar="PEM", help="CA bundle for the scheduler's certificate (with --tls)")
+    parser.add_argument("--auth-username", metavar="USER", help="basic-auth user (with --auth-password-file)")
+    parser.add_argument(
+        "--auth-password-file",
+        metavar="FILE",
+        help="file holding the basic-auth password (a file: arguments are visible to every local user)",
+    )
+    parser.add_argument("--auth-token-file", metavar="FILE", help="file holding a bearer token")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow plaintext to a scheduler on another machine (only on a private network you trust)",
     )
     parser.add_argument(
         "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
@@ -62,7 +79,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
+    connection = _check(args)
     from armada_flyte.cluster.cluster_file import Cluster
     from armada_flyte.cluster.secrets import SecretStore
     from armada_flyte.executor.lease_loop import ArmadaExecutor, LoopSettings
@@ -76,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if args.secrets_file:
         secrets.load_file(args.secrets_file)
     executor = ArmadaExecutor(
-        args.scheduler,
+        connection,
         cluster,
         runner,
         LoopSettings(lease_interval=args.lease_interval),
@@ -84,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
         secrets,
     )
     where = f"executor {cluster.executor} (pool {cluster.pool})"
-    print(f"{where} leasing from {args.scheduler}; pods run as {args.pod_runner}")
+    transport = "TLS" if connection.tls else "plaintext"
+    identity = "with credentials" if connection.authorization else "without credentials"
+    print(f"{where} leasing from {args.scheduler} ({transport}, {identity}); pods run as {args.pod_runner}")
     print("node groups:")
     for group in cluster.node_groups:
         print(f"  {group.describe()}")
@@ -110,12 +129,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(args: argparse.Namespace) -> SchedulerConnection:
     host, _, port = args.scheduler.rpartition(":")
     if not host or not port.isdigit():
         raise InvalidConfig("--scheduler", args.scheduler, "give the scheduler's executor API as HOST:PORT")
     if not args.lease_interval > 0:
         raise InvalidConfig("--lease-interval", args.lease_interval, "give a number of seconds above 0")
+    return scheduler_connection(
+        args.scheduler,
+        tls=args.tls,
+        ca_cert=args.ca_cert,
+        username=args.auth_username,
+        password_file=args.auth_password_file,
+        token_file=args.auth_token_file,
+        insecure=args.insecure,
+    )
 
 
 def _serve(executor: Any, failures: list[Exception]) -> None:

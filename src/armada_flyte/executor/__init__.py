@@ -3,7 +3,8 @@ and their pods run on this machine through the pod runner (`armada-flyte executo
 
 Layers, bottom up: `stubs` (the generated executor API); the pure conversions `cluster_nodes`
 (cluster -> node report), `leases` (lease -> pod), `run_events` (pod news -> Armada events) and
-`held_runs` (the run table and outbox); then `lease_loop`, the only module that talks to the
-scheduler. The stubs are a build product: importing any module here fails with
-`ExecutorStubsMissing` until scripts/build-executor-stubs.sh has run.
+`held_runs` (the run table and outbox), `scheduler_connection` (the transport and credentials the
+command's options choose); then `lease_loop`, the only module that talks to the scheduler. The stubs
+are a build product: importing any module here fails with `ExecutorStubsMissing` until
+scripts/build-executor-stubs.sh has run.
 """

@@ -26,6 +26,7 @@ from armada_flyte.cluster.secrets import SecretStore
 from armada_flyte.executor.cluster_nodes import DEFAULT_MAX_JOBS_TO_LEASE, lease_request
 from armada_flyte.executor.held_runs import HeldRuns
 from armada_flyte.executor.leases import LeasedRun, LeaseRefused, pod_launch
+from armada_flyte.executor.scheduler_connection import SchedulerConnection
 from armada_flyte.executor.stubs import executorapi_pb2, executorapi_pb2_grpc
 from armada_flyte.pod_runner import PodEnd, PodLog, PodRunner, grace_seconds
 
@@ -70,7 +71,7 @@ class Backoff:
 
 
 class ArmadaExecutor:
-    """Leases runs from the scheduler at `target` and runs their pods with `runner` until `stop()`.
+    """Leases runs from the scheduler `connection` names and runs their pods with `runner` until `stop()`.
 
     `pod_log_dir`, when set, receives each pod's log as `<namespace>/<pod name>.log` once it ends.
     `secrets` are the cluster's Secrets that pods' `secretKeyRef`, `envFrom` and secret volumes read.
@@ -78,14 +79,16 @@ class ArmadaExecutor:
 
     def __init__(
         self,
-        target: str,
+        connection: SchedulerConnection,
         cluster: Cluster,
         runner: PodRunner,
         settings: LoopSettings = LoopSettings(),
         pod_log_dir: Optional[pathlib.Path] = None,
         secrets: Optional[SecretStore] = None,
     ):
-        self.target = target
+        self.connection = connection
+        self.target = connection.target
+        self._metadata = connection.metadata()
         self.cluster = cluster
         self.runner = runner
         self.settings = settings
@@ -103,7 +106,7 @@ class ArmadaExecutor:
 
     def run(self) -> None:
         """Lease and report until `stop()`; then give the runs still running back to Armada and kill their pods."""
-        channel = grpc.insecure_channel(self.target, options=self._channel_options())
+        channel = _open_channel(self.connection, self._channel_options())
         stub = executorapi_pb2_grpc.ExecutorApiStub(channel)
         try:
             self._loop(stub)
@@ -152,7 +155,7 @@ class ArmadaExecutor:
             max_jobs_to_lease=self.settings.max_jobs_to_lease,
         )
         leases, cancels, preempts = [], [], []
-        for message in stub.LeaseJobRuns(iter([request]), timeout=self.settings.lease_timeout):
+        for message in stub.LeaseJobRuns(iter([request]), timeout=self.settings.lease_timeout, metadata=self._metadata):
             kind = message.WhichOneof("event")
             if kind == "lease":
                 leases.append(message.lease)
@@ -200,7 +203,7 @@ class ArmadaExecutor:
         while batch := self.runs.take_outbox(self.settings.events_per_report):
             events = executorapi_pb2.EventList(events=[outgoing.sequence for outgoing in batch])
             try:
-                stub.ReportEvents(events, timeout=self.settings.report_timeout)
+                stub.ReportEvents(events, timeout=self.settings.report_timeout, metadata=self._metadata)
             except grpc.RpcError:
                 self.runs.undelivered(batch)
                 raise
@@ -229,7 +232,22 @@ class ArmadaExecutor:
             log.warning("could not write the log of pod %s to %s: %s", run.pod_name, path, exc)
 
 
+def _open_channel(connection: SchedulerConnection, options: list[tuple[str, Any]]) -> grpc.Channel:
+    if not connection.tls:
+        return grpc.insecure_channel(connection.target, options=options)
+    roots = connection.ca_cert.read_bytes() if connection.ca_cert else None
+    return grpc.secure_channel(connection.target, grpc.ssl_channel_credentials(roots), options=options)
+
+
+_AUTH_HINTS = {
+    grpc.StatusCode.UNAUTHENTICATED: " (the scheduler refused the executor's credentials: check --auth-username with "
+    "--auth-password-file, or --auth-token-file)",
+    grpc.StatusCode.PERMISSION_DENIED: " (the executor's user lacks Armada's execute_jobs permission in the "
+    "scheduler's auth.permissionGroupMapping)",
+}
+
+
 def _describe(exc: grpc.RpcError) -> str:
     code = exc.code() if isinstance(exc, grpc.Call) else None
     details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-    return f"{code.name if code else 'error'}: {details}"
+    return f"{code.name if code else 'error'}: {details}{_AUTH_HINTS.get(code, '')}"
