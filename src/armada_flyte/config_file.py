@@ -16,7 +16,7 @@ from yaml.composer import ComposerError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from armada_flyte.errors import InvalidConfig
+from armada_flyte.errors import InvalidConfig, shown
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """No configuration file is near this; a bigger one is a mistake (or an attack)."""
@@ -120,5 +120,10 @@ def read_yaml(path: str | pathlib.Path, field: str, missing_fix: str) -> dict[st
     if not isinstance(data, dict):
         raise InvalidConfig(
             field, where, f"the document is a {type(data).__name__}; write a mapping of `key: value` lines"
+        )
+    odd = [key for key in data if not isinstance(key, str)]
+    if odd:  # `~: x` or `1: x`: a key YAML reads as null or a number names no setting
+        raise InvalidConfig(
+            field, where, f"the key {shown(odd[0])} is a {type(odd[0]).__name__}; every key is a name (text)"
         )
     return data

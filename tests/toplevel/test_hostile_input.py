@@ -141,6 +141,8 @@ def test_an_alias_bomb_is_refused_with_a_short_message(tmp_path):
         ("&a [*a]", "refers to the node that contains it"),
         ("when: 2024-02-30 10:00:00", "not valid YAML"),
         ("n: " + "9" * 5000, "not valid YAML"),
+        ("~: x", "the key None is a NoneType; every key is a name"),
+        ("1: x", "the key 1 is a int"),
     ],
 )
 def test_unusable_yaml_files_are_invalid_config_naming_the_setting(tmp_path, content, problem):
