@@ -9,6 +9,9 @@
 # Environment:
 #   ARMADA_URL          host:port of a running server; unset: start `armada-flyte dev`
 #                       (then KUBECONFIG must name that cluster, for the node/* cases)
+#   ARMADA_FLYTE_AUTH_USERNAME, ARMADA_FLYTE_AUTH_PASSWORD_FILE  basic auth for ARMADA_URL (a
+#                       real-Armada bed prints them); the config file armadactl and the
+#                       testsuite read gets the password (mode 0600), never a command line
 #   ARMADA_TESTSUITE_CLUSTER  cluster file for the started server
 #                       (default: scripts/armada-testsuite-cluster.yaml)
 #   ARMADA_FLYTE_CMD    command that runs the CLI (default: armada-flyte on PATH, else
@@ -118,7 +121,14 @@ fi
 
 # armadactl/testsuite dial with TLS unless told otherwise or the URL names "localhost".
 config="$out/armadactl.yaml"
-printf 'armadaUrl: %s\nforceNoTls: true\n' "$url" >"$config"
+(
+  umask 077
+  printf 'armadaUrl: %s\nforceNoTls: true\n' "$url"
+  if [ -n "${ARMADA_FLYTE_AUTH_USERNAME:-}" ] && [ -n "${ARMADA_FLYTE_AUTH_PASSWORD_FILE:-}" ]; then
+    printf 'basicAuth:\n  username: "%s"\n  password: "%s"\n' "$ARMADA_FLYTE_AUTH_USERNAME" \
+      "$(head -n1 "$ARMADA_FLYTE_AUTH_PASSWORD_FILE")"
+  fi
+) >"$config"
 
 read -r -a skip_cases <<<"${SKIP_CASES:-}"
 is_skipped() {

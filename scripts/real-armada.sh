@@ -16,10 +16,18 @@
 # postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor.
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
-# REAL_ARMADA_STATE); progress goes to stderr. Ports derive from REAL_ARMADA_PORT_BASE (default
-# 24150: server gRPC base+1, executor API base+2, the rest up to base+17; see docs/real-armada.md),
-# so beds with different bases run side by side. State (data, pid files, logs) lives in
-# REAL_ARMADA_STATE (default ${TMPDIR:-/tmp}/armada-flyte-real-armada-<base>) and is wiped by `up`.
+# REAL_ARMADA_STATE, and the bed's credentials: ARMADA_FLYTE_AUTH_USERNAME and
+# ARMADA_FLYTE_AUTH_PASSWORD_FILE, a 0600 file, never the password); progress goes to stderr. Ports derive
+# from REAL_ARMADA_PORT_BASE (default 24150: server gRPC base+1, executor API base+2, the rest up to
+# base+17; see docs/real-armada.md), so beds with different bases run side by side. State (data, pid
+# files, logs, the passwords) lives in REAL_ARMADA_STATE, by default a new 0700 folder from mktemp in
+# ${TMPDIR:-/tmp}, recorded per base (in ~/.cache/armada-flyte/real-armada-beds/) so that `down` and the
+# other verbs find it without REAL_ARMADA_STATE; `up` wipes the base's previous one.
+#
+# Safe by default (docs/security.md): Armada's Go components listen on every address, so the public API,
+# its REST gateway and the executor API need the bed's basic-auth user and its random password;
+# PostgreSQL (scram-sha-256), Redis (requirepass) and Pulsar (broker, web service, bookie) listen on
+# 127.0.0.1 only, Postgres and Redis with passwords of their own.
 # ARMADA_FLYTE_CMD names the armada-flyte command (default: on PATH, else the repo's .venv).
 # REAL_ARMADA_SECRETS_FILE (Kubernetes Secret manifests) is handed to our executor as --secrets-file,
 # so pods' Secret references (blob keys, task secrets) resolve.
@@ -42,12 +50,16 @@ die() { say "$*"; exit 1; }
 case "$BASE" in '' | *[!0-9]*) die "REAL_ARMADA_PORT_BASE must be a number, got '$BASE'" ;; esac
 [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65500 ] || die "REAL_ARMADA_PORT_BASE must be within 1024..65500, got $BASE"
 ports_from_base "$BASE"
-state="${REAL_ARMADA_STATE:-${TMPDIR:-/tmp}/armada-flyte-real-armada-$BASE}"
+BED_USER=armada-flyte
+bed_index="${ARMADA_FLYTE_CACHE:-${HOME:-/root}/.cache/armada-flyte}/real-armada-beds"
+recorded_state() { [ -f "$bed_index/$BASE" ] && cat "$bed_index/$BASE"; }
+state="${REAL_ARMADA_STATE:-$(recorded_state || true)}"
 logs="$state/logs"
 pids="$state/pids"
 commands="$state/commands"
+auth="$state/auth"
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -112,7 +124,7 @@ executor_command() { # the armada-flyte command that has an `executor` subcomman
   echo "$cmd"
 }
 
-declare -A COMMANDS RESTARTS
+declare -A COMMANDS RESTARTS LOG_START
 STOP_ALL_ON_FAILURE=true # `up` stops what it started when a part fails; starting one part stops nothing
 start() { # name, command...: in a session of its own (down ends the whole group), output to its log;
   # the command is kept in the state folder, so `start NAME` runs the same one again later
@@ -120,6 +132,7 @@ start() { # name, command...: in a session of its own (down ends the whole group
   shift
   COMMANDS[$name]="$(printf '%q ' "$@")"
   printf '%s\n' "${COMMANDS[$name]}" >"$commands/$name"
+  LOG_START[$name]=$(stat -c %s "$logs/$name.log" 2>/dev/null || echo 0)
   setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$pids/$name.pid"
 }
@@ -178,28 +191,31 @@ start_postgres() {
   local bin as_postgres=()
   bin="$(postgres_bin)"
   mkdir -p "$state/postgres"
+  local pwfile="$state/postgres/initdb-password"
+  (umask 077 && printf '%s\n' "$POSTGRES_PASSWORD" >"$pwfile")
   if [ "$(id -u)" -eq 0 ]; then # PostgreSQL refuses to run as root
     id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user to run PostgreSQL as (Debian's postgresql package makes it)"
     as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    chown postgres: "$state/postgres"
+    chown -R postgres: "$state/postgres"
   fi
-  "${as_postgres[@]}" "$bin/initdb" -D "$state/postgres/data" -U postgres --auth=trust -E UTF8 --no-sync \
-    >"$logs/postgres-initdb.log" 2>&1 || fail_with_log postgres-initdb "initdb failed"
+  # Passwords for every connection, over TCP and the socket alike: other local users are refused.
+  "${as_postgres[@]}" "$bin/initdb" -D "$state/postgres/data" -U postgres --auth=scram-sha-256 \
+    --pwfile="$pwfile" -E UTF8 --no-sync >"$logs/postgres-initdb.log" 2>&1 || fail_with_log postgres-initdb "initdb failed"
+  rm -f "$pwfile"
   start postgres "${as_postgres[@]}" "$bin/postgres" -D "$state/postgres/data" -p "$POSTGRES_PORT" \
     -c listen_addresses=127.0.0.1 -c unix_socket_directories="$state/postgres" -c fsync=off \
     -c synchronous_commit=off -c full_page_writes=off -c max_connections=200
   await_ready postgres
   local db
   for db in scheduler lookout; do
-    "$bin/createdb" -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres "$db" 2>>"$logs/postgres.log" \
+    PGPASSFILE="$auth/pgpass" "$bin/createdb" -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres "$db" 2>>"$logs/postgres.log" \
       || fail_with_log postgres "could not create the $db database"
   done
 }
 
 start_redis() {
   mkdir -p "$state/redis"
-  start redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
-    --dir "$state/redis" --protected-mode yes
+  start redis redis-server "$state/config/redis.conf"
   await_ready redis
 }
 
@@ -276,8 +292,13 @@ start_armada() { # each Go component runs from the cache, where config/<componen
   for c in server scheduler scheduleringester eventingester lookoutingester; do await_ready "$c"; done
 }
 
+as_bed_user() { # curl's arguments...: a call to the REST gateway as the bed's user (the password from a
+  # 0600 curl config file, not from curl's command line)
+  curl -K "$auth/curl-login" -sf -o /dev/null --max-time 5 "$@"
+}
+
 create_queue() { # through the server's REST gateway (CreateQueue is an upsert)
-  curl -sf -o /dev/null --max-time 5 -X POST -H 'Content-Type: application/json' \
+  as_bed_user -X POST -H 'Content-Type: application/json' \
     -d "{\"name\":\"$1\",\"priorityFactor\":1}" "http://127.0.0.1:$SERVER_HTTP/v1/queue"
 }
 
@@ -291,7 +312,7 @@ create_queues() {
 }
 
 create_retry_policy() { # runs lost with their executor (lease expired) are run again, twice at most
-  curl -sf -o /dev/null --max-time 5 -X POST -H 'Content-Type: application/json' -d "{\"name\":\"$1\",\"retryLimit\":2,
+  as_bed_user -X POST -H 'Content-Type: application/json' -d "{\"name\":\"$1\",\"retryLimit\":2,
 \"defaultAction\":\"RETRY_ACTION_FAIL\",\"rules\":[{\"action\":\"RETRY_ACTION_RETRY\",\"onCategory\":\"internal\",
 \"onSubcategory\":\"lease-expired\"}]}" "http://127.0.0.1:$SERVER_HTTP/v1/retry-policy"
 }
@@ -302,12 +323,19 @@ start_executor() { # $1: ours | fake
   else
     local secrets=()
     [ -z "${REAL_ARMADA_SECRETS_FILE:-}" ] || secrets=(--secrets-file "$REAL_ARMADA_SECRETS_FILE")
-    start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API" "${secrets[@]}"
+    start executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API" --auth-username "$BED_USER" \
+      --auth-password-file "$auth/armada-password" "${secrets[@]}"
   fi
   await_ready executor
 }
 
 connected_to() { ss -tnH state established "dport = :$1" 2>/dev/null | grep -q .; }
+# Ours says so once the scheduler has taken a lease request (with its credentials), not at the first TCP connection.
+logged_since_start() { tail -c "+$((${LOG_START[$1]:-0} + 1))" "$logs/$1.log" 2>/dev/null | grep -q "$2"; }
+executor_ready() {
+  if grep -q fakeexecutor "$commands/executor"; then connected_to "$EXECUTOR_API"; else
+    logged_since_start executor "connected to the scheduler"; fi
+}
 
 await_ready() { # name: wait (bounded) until the component serves: the one readiness check per component
   case "$1" in
@@ -321,7 +349,7 @@ await_ready() { # name: wait (bounded) until the component serves: the one readi
     scheduleringester) wait_until scheduleringester "metrics port" 60 port_open "$SCHEDULERINGESTER_METRICS" ;;
     eventingester) wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS" ;;
     lookoutingester) wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS" ;;
-    executor) wait_until executor "connection to the executor API" 60 connected_to "$EXECUTOR_API" ;;
+    executor) wait_until executor "connection to the executor API" 60 executor_ready ;;
   esac
 }
 
@@ -363,7 +391,8 @@ cmd_up() {
   done
   local name
   for name in "${ORDER[@]}"; do
-    is_running "$name" && die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
+    [ -z "$state" ] || ! is_running "$name" \
+      || die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
   done
   executor_cmd=""
   if [ "$executor" = ours ]; then
@@ -374,16 +403,13 @@ cmd_up() {
   if [ -n "${REAL_ARMADA_SECRETS_FILE:-}" ] && [ ! -r "$REAL_ARMADA_SECRETS_FILE" ]; then
     die "REAL_ARMADA_SECRETS_FILE=$REAL_ARMADA_SECRETS_FILE is not a readable file"
   fi
+  check_given_state
   check_ports_free
   ensure_system_packages
   local t0=$SECONDS
   cache="$("$here/real-armada/build.sh")" || die "the build failed (its log is named above)"
-  if [ -d "$state" ]; then
-    chmod -R u+w "$state" 2>/dev/null || true
-    rm -rf "$state"
-  fi
-  mkdir -p "$logs" "$pids" "$commands"
-  chmod 755 "$state"
+  make_state
+  make_secrets
   trap 'say "interrupted"; stop_all; exit 130' INT TERM
   write_configs
   say "starting in $state (ports $((BASE + 1))..$((BASE + 17)))"
@@ -397,12 +423,73 @@ cmd_up() {
   [ "$executor" = none ] || start_executor "$executor"
   trap - INT TERM
   say "up in $((SECONDS - t0))s; stop with: $0 down"
+  print_bed
+}
+
+print_bed() { # the assignments a client of the bed needs: its addresses, folders and credentials (a file)
   printf 'ARMADA_URL=127.0.0.1:%s\nARMADA_EXECUTOR_API=127.0.0.1:%s\nREAL_ARMADA_LOGS=%q\nREAL_ARMADA_STATE=%q\n' \
     "$SERVER_GRPC" "$EXECUTOR_API" "$logs" "$state"
+  printf 'ARMADA_FLYTE_AUTH_USERNAME=%s\nARMADA_FLYTE_AUTH_PASSWORD_FILE=%q\n' "$BED_USER" "$auth/armada-password"
+}
+
+set_state() { # folder: the bed's state folder and the paths inside it
+  state=$1 logs="$1/logs" pids="$1/pids" commands="$1/commands" auth="$1/auth"
+}
+
+check_given_state() { # REAL_ARMADA_STATE, when given, is a folder of ours (another user may have made a link)
+  [ -n "${REAL_ARMADA_STATE:-}" ] || return 0
+  [ ! -L "$state" ] || die "REAL_ARMADA_STATE=$state is a symbolic link: name a folder of your own"
+  [ ! -e "$state" ] || [ -O "$state" ] || die "REAL_ARMADA_STATE=$state belongs to another user: name a folder of your own"
+}
+
+make_state() { # REAL_ARMADA_STATE (emptied) or a new folder from mktemp; 0700, recorded for the base
+  if [ -n "${REAL_ARMADA_STATE:-}" ]; then
+    check_given_state
+    if [ -e "$state" ]; then
+      chmod -R u+w "$state" 2>/dev/null || true
+      rm -rf "$state"
+    fi
+    mkdir -p "$(dirname "$state")"
+    mkdir -m 700 "$state" || die "could not make REAL_ARMADA_STATE=$state (did something else make it meanwhile?)"
+  else
+    forget_recorded_bed
+    set_state "$(mktemp -d "${TMPDIR:-/tmp}/armada-flyte-real-armada-$BASE.XXXXXX")"
+  fi
+  if [ "$(id -u)" -eq 0 ]; then # PostgreSQL's user (and no one else) may pass through to its data folder
+    chgrp postgres "$state" && chmod 710 "$state"
+  else
+    chmod 700 "$state"
+  fi
+  mkdir -p "$logs" "$pids" "$commands"
+  mkdir -p -m 700 "$bed_index"
+  printf '%s\n' "$state" >"$bed_index/$BASE"
+}
+
+forget_recorded_bed() { # the previous bed of this base: its state folder goes (its logs were kept until now)
+  local previous
+  previous="$(recorded_state || true)"
+  if [ -n "$previous" ] && [ -d "$previous" ] && [ ! -L "$previous" ] && [ -O "$previous" ]; then
+    chmod -R u+w "$previous" 2>/dev/null || true
+    rm -rf "$previous"
+  fi
+  rm -f "$bed_index/$BASE"
+}
+
+new_secret() { head -c 24 /dev/urandom | base64 | tr -d '+/=\n'; }
+
+make_secrets() { # random passwords for this bed, in 0600 files of $auth; the configs get them too
+  ARMADA_PASSWORD="$(new_secret)" POSTGRES_PASSWORD="$(new_secret)" REDIS_PASSWORD="$(new_secret)"
+  mkdir -m 700 "$auth"
+  (
+    umask 077
+    printf '%s\n' "$ARMADA_PASSWORD" >"$auth/armada-password"
+    printf '127.0.0.1:%s:*:postgres:%s\n' "$POSTGRES_PORT" "$POSTGRES_PASSWORD" >"$auth/pgpass"
+    printf 'user = "%s:%s"\n' "$BED_USER" "$ARMADA_PASSWORD" >"$auth/curl-login"
+  )
 }
 
 cmd_down() {
-  [ -d "$pids" ] || { say "nothing to stop in $state"; return 0; }
+  [ -n "$state" ] && [ -d "$pids" ] || { say "nothing to stop $(where_the_bed_is)"; return 0; }
   stop_all
   local left
   left="$(ls "$pids" 2>/dev/null || true)"
@@ -422,8 +509,16 @@ cmd_status() {
       fi
     fi
   done
-  [ $any -eq 0 ] || { echo "no bed in $state"; return 1; }
-  echo "ARMADA_URL=127.0.0.1:$SERVER_GRPC ARMADA_EXECUTOR_API=127.0.0.1:$EXECUTOR_API logs: $logs"
+  [ $any -eq 0 ] || { echo "no bed $(where_the_bed_is)"; return 1; }
+  print_bed
+}
+
+where_the_bed_is() { # for messages: the state folder, or the base no bed is recorded for
+  if [ -n "$state" ]; then
+    echo "in $state (no bed there, or one up without it)"
+  else
+    echo "for REAL_ARMADA_PORT_BASE=$BASE (no bed is recorded in $bed_index; REAL_ARMADA_STATE names one)"
+  fi
 }
 
 component_named() { # name: fails with the components' names unless it is one of the bed's
@@ -434,7 +529,7 @@ component_named() { # name: fails with the components' names unless it is one of
 
 cmd_stop() { # name: stop one part of the running bed in place (its pid file goes; its command stays)
   component_named "$1"
-  [ -f "$commands/$1" ] || die "no $1 was started in $state (no bed there, or one up without it)"
+  [ -n "$state" ] && [ -f "$commands/$1" ] || die "no $1 was started $(where_the_bed_is)"
   is_running "$1" || { say "$1 is not running in $state"; rm -f "$pids/$1.pid"; return 0; }
   signal_group "$1"
   await_group "$1"
@@ -443,7 +538,7 @@ cmd_stop() { # name: stop one part of the running bed in place (its pid file goe
 
 cmd_start() { # name: start one stopped part again with the command `up` gave it, and wait until it serves
   component_named "$1"
-  [ -f "$commands/$1" ] || die "no $1 was started in $state (no bed there, or one up without it)"
+  [ -n "$state" ] && [ -f "$commands/$1" ] || die "no $1 was started $(where_the_bed_is)"
   is_running "$1" && die "$1 is already running in $state (pid $(pid_of "$1")); stop it first"
   STOP_ALL_ON_FAILURE=false
   COMMANDS[$1]="$(cat "$commands/$1")"

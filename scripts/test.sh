@@ -126,7 +126,9 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     # shellcheck disable=SC2086 # the group's test paths are words
     (
       eval "$(cat "$beds/$group.env")"
+      # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
       export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
+      export ARMADA_FLYTE_AUTH_USERNAME ARMADA_FLYTE_AUTH_PASSWORD_FILE
       exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
         --armada real --real-armada-executor "$executor" ${group_tests[$group]}
     ) >"$beds/$group.log" 2>&1 &

@@ -1,8 +1,13 @@
 # Config files of our own for the real-Armada bed (sourced by scripts/real-armada.sh).
 # Armada's components read their defaults from config/<component>/config.yaml relative to the
 # working directory (the build cache holds a copy); each file written here overlays those
-# defaults with the bed's ports, addresses and the shorter periods early tests need.
-# Needs: $state (directory), the port variables set by ports_from_base.
+# defaults with the bed's ports, addresses, credentials and the shorter periods early tests need.
+# Needs: $state (directory, 0700: the files hold the bed's passwords), the port variables set by
+# ports_from_base, and the bed's secrets: BED_USER, ARMADA_PASSWORD, POSTGRES_PASSWORD, REDIS_PASSWORD.
+#
+# Armada's Go components listen on every address (Listen(":port")), so the public API, its REST
+# gateway and the executor API take Armada's basic auth, with one user of the bed (no anonymous
+# access): whoever reaches the machine cannot submit, lease or run anything without the password.
 # Optional, for the tests of a lost executor: REAL_ARMADA_EXECUTOR_TIMEOUT (the scheduler's
 # executorTimeout, how long an executor may go unheard before its runs expire, Armada's default 1h;
 # and scheduling.executorTimeout, after which it gets no new runs, default 10m: both, or the
@@ -27,7 +32,7 @@ ${pad}connection:
 ${pad}  host: 127.0.0.1
 ${pad}  port: $POSTGRES_PORT
 ${pad}  user: postgres
-${pad}  password: unused-trust-auth
+${pad}  password: "$POSTGRES_PASSWORD"
 ${pad}  dbname: $1
 ${pad}  sslmode: disable
 YAML
@@ -41,6 +46,23 @@ pulsar:
 YAML
 }
 
+BED_GROUP=bed  # the group of the bed's one user, holding every permission
+
+bed_users_yaml() {  # Armada's basic auth: the bed's user (Viper lower-cases keys: BED_USER is lower case)
+  cat <<YAML
+  anonymousAuth: false
+  basicAuth:
+    users:
+      "$BED_USER": {password: "$ARMADA_PASSWORD", groups: ["$BED_GROUP"]}
+YAML
+}
+
+bed_login_yaml() {  # $1 = indent: how one Armada component logs in to another
+  cat <<YAML
+${1}basicAuth: {username: "$BED_USER", password: "$ARMADA_PASSWORD"}
+YAML
+}
+
 write_server_config() {
   cat <<YAML
 grpcPort: $SERVER_GRPC
@@ -49,26 +71,28 @@ metricsPort: $SERVER_METRICS
 queueCacheRefreshPeriod: 1s
 corsAllowedOrigins: []
 auth:
-  anonymousAuth: true
+$(bed_users_yaml)
   permissionGroupMapping:
-    submit_any_jobs: ["everyone"]
-    create_queue: ["everyone"]
-    delete_queue: ["everyone"]
-    cordon_queue: ["everyone"]
-    cordon_nodes: ["everyone"]
-    cancel_any_jobs: ["everyone"]
-    reprioritize_any_jobs: ["everyone"]
-    preempt_any_jobs: ["everyone"]
-    watch_all_events: ["everyone"]
-    update_executor_settings: ["everyone"]
-    create_retry_policy: ["everyone"]
-    update_retry_policy: ["everyone"]
-    delete_retry_policy: ["everyone"]
+    submit_any_jobs: ["$BED_GROUP"]
+    create_queue: ["$BED_GROUP"]
+    delete_queue: ["$BED_GROUP"]
+    cordon_queue: ["$BED_GROUP"]
+    cordon_nodes: ["$BED_GROUP"]
+    cancel_any_jobs: ["$BED_GROUP"]
+    reprioritize_any_jobs: ["$BED_GROUP"]
+    preempt_any_jobs: ["$BED_GROUP"]
+    watch_all_events: ["$BED_GROUP"]
+    update_executor_settings: ["$BED_GROUP"]
+    create_retry_policy: ["$BED_GROUP"]
+    update_retry_policy: ["$BED_GROUP"]
+    delete_retry_policy: ["$BED_GROUP"]
 schedulerApiConnection:
   armadaUrl: "127.0.0.1:$EXECUTOR_API"
   forceNoTls: true
+$(bed_login_yaml "  ")
 eventsApiRedis:
   addrs: ["127.0.0.1:$REDIS_PORT"]
+  password: "$REDIS_PASSWORD"
   db: 1
   poolSize: 50
 postgres:
@@ -104,12 +128,13 @@ grpc:
   tls:
     enabled: false
 auth:
-  anonymousAuth: true
+$(bed_users_yaml)
   permissionGroupMapping:
-    execute_jobs: ["everyone"]
+    execute_jobs: ["$BED_GROUP"]
 armadaApi:
   armadaUrl: "127.0.0.1:$SERVER_GRPC"
   forceNoTls: true
+$(bed_login_yaml "  ")
 leader:
   mode: standalone
 postgres:
@@ -139,6 +164,7 @@ write_eventingester_config() {
 metricsPort: $EVENTINGESTER_METRICS
 redis:
   addrs: ["127.0.0.1:$REDIS_PORT"]
+  password: "$REDIS_PASSWORD"
   db: 1
   poolSize: 50
 $(pulsar_yaml)
@@ -171,6 +197,7 @@ httpPort: $FAKEEXECUTOR_HTTP
 executorApiConnection:
   armadaUrl: "127.0.0.1:$EXECUTOR_API"
   forceNoTls: true
+$(bed_login_yaml "  ")
 metric:
   port: $FAKEEXECUTOR_METRICS
 application:
@@ -197,11 +224,15 @@ YAML
 }
 
 write_pulsar_config() {
-  # Standalone broker: metadata in RocksDB, one in-process bookie, everything on 127.0.0.1.
+  # Standalone broker: metadata in RocksDB, one in-process bookie, everything on 127.0.0.1. The standalone
+  # starter gives this file to its bookie too (PulsarStandalone.startBookieWithMetadataStore): without
+  # listeningInterface the bookie takes a random port on every address.
   cat <<CONF
 clusterName=standalone
 bindAddress=127.0.0.1
 advertisedAddress=127.0.0.1
+listeningInterface=lo
+allowLoopback=true
 brokerServicePort=$PULSAR_PORT
 webServicePort=$PULSAR_WEB
 managedLedgerDefaultEnsembleSize=1
@@ -232,12 +263,25 @@ rootLogger.appenderRef.console.ref = console
 CONF
 }
 
-write_configs() {  # into $state/config
-  mkdir -p "$state/config"
+write_redis_config() {  # the password in a file, not on redis-server's command line (/proc is world-readable)
+  cat <<CONF
+bind 127.0.0.1
+port $REDIS_PORT
+protected-mode yes
+requirepass $REDIS_PASSWORD
+save ""
+appendonly no
+dir $state/redis
+CONF
+}
+
+write_configs() {  # into $state/config (0700: the files hold the bed's passwords)
+  mkdir -p -m 700 "$state/config"
   local c
   for c in server scheduler scheduleringester eventingester lookoutingester lookout fakeexecutor; do
     "write_${c}_config" >"$state/config/$c.yaml"
   done
+  write_redis_config >"$state/config/redis.conf"
   write_pulsar_config >"$state/config/pulsar-standalone.conf"
   write_pulsar_logging >"$state/config/pulsar-log4j2.properties"
 }

@@ -12,7 +12,6 @@ import asyncio
 import time
 import uuid
 
-import grpc
 import pytest
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
@@ -25,6 +24,7 @@ from armada_flyte import Architecture, ArmadaConfig
 from armada_flyte.armada_names import JobState
 from armada_flyte.spec import SubmissionSpec
 
+from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import poll_until_done
 from support.connector_blockers import DONE, fill, finish
@@ -64,7 +64,7 @@ async def create(connector, template, run_name: str, action: str = "p0"):
 
 def submitted_jobs(armada, meta) -> list[str]:
     """Every job Armada holds in the task's job set (each step is one)."""
-    client = ArmadaClient(grpc.insecure_channel(armada.url))
+    client = ArmadaClient(armada_channel(armada.url))
     messages = job_set_events(client, meta.queue, meta.job_set_id)
     return [m.message.submitted.job_id for m in messages if kind(m) == "submitted"]
 

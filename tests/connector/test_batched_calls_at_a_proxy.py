@@ -32,6 +32,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from armada_flyte.connector.metadata import ArmadaJobMetadata
 from armada_flyte.connector.phases import TERMINAL_PHASES
 
+from support.armada_channels import armada_channel
 from support.c0_service import ARMADA_TASKS, get_round, running_c0
 from support.pods import pod, submit_many, unique
 from support.waiting import wait_until
@@ -56,7 +57,7 @@ def proxy(armada) -> Iterator[CountingProxy]:
 @pytest.fixture
 def client(armada) -> Iterator[ArmadaClient]:
     """Straight to the server, past the proxy: the test's own submits and checks are not counted."""
-    with grpc.insecure_channel(armada.url) as channel:
+    with armada_channel(armada.url) as channel:
         yield ArmadaClient(channel)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import grpc
 import pytest
 from armada_client.armada import job_pb2, job_pb2_grpc
 from flyteidl2.connector import connector_pb2
@@ -13,6 +12,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
 
+from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import poll_until_done, running_c0
 
@@ -77,7 +77,7 @@ def _backend_metadata(run: str, interruptible: bool):
 
 def _received(armada, job_id: str):
     """The job exactly as Armada stored it."""
-    with grpc.insecure_channel(armada.url) as channel:
+    with armada_channel(armada.url) as channel:
         request = job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True)
         return job_pb2_grpc.JobsStub(channel).GetJobDetails(request, timeout=10).job_details[job_id].job_spec
 

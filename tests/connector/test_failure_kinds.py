@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-import grpc
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
+from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
 from support.flyte_backend import phases, poll_to_end, run_with_retries
 
@@ -83,7 +83,7 @@ def test_a_preempted_job_is_a_system_retryable_failure(c0, armada):
     job = json.loads(meta)
     running = poll_to_end_or_running(c0, meta)
     assert running.phase == TaskExecution.RUNNING, running.message
-    channel = grpc.insecure_channel(armada.url)
+    channel = armada_channel(armada.url)
     try:
         ArmadaClient(channel).preempt_jobs(job["queue"], job["job_set_id"], job["job_id"])
     finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import grpc
 import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
@@ -16,6 +15,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from armada_flyte import ArmadaConfig
 from armada_flyte.connector.metadata import ArmadaJobMetadata
 
+from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS
 from support.flyte_backend import poll_to_end
@@ -26,7 +26,7 @@ SLEEPER = "import time; time.sleep(600)"
 
 @pytest.fixture
 def client(armada):
-    channel = grpc.insecure_channel(armada.url)
+    channel = armada_channel(armada.url)
     yield ArmadaClient(channel)
     channel.close()
 

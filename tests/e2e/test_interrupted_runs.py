@@ -13,10 +13,10 @@ import sys
 import textwrap
 import time
 
-import grpc
 import pytest
 from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
 
+from support.armada_channels import armada_channel
 from support.process_checks import is_alive
 from support.waiting import wait_until
 
@@ -60,7 +60,7 @@ SCRIPT = textwrap.dedent(
 
 
 def armada_state(armada_url: str, job_id: str) -> int:
-    with grpc.insecure_channel(armada_url) as channel:
+    with armada_channel(armada_url) as channel:
         request = job_pb2.JobStatusRequest(job_ids=[job_id])
         return job_pb2_grpc.JobsStub(channel).GetJobStatus(request, timeout=30).job_states[job_id]
 

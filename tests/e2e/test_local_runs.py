@@ -8,7 +8,6 @@ import contextlib
 import pathlib
 import time
 
-import grpc
 import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
@@ -17,6 +16,7 @@ import armada_flyte
 from armada_flyte.local import journal
 from armada_flyte.pod_runner.process_tree import is_alive
 
+from support.armada_channels import armada_channel
 from support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +72,7 @@ def gang_annotations(armada_url: str, job_id: str) -> tuple[str, str, str]:
     """The gang id, cardinality and node uniformity label Armada holds for the job (GetJobDetails)."""
     from armada_client.armada import job_pb2, job_pb2_grpc
 
-    with grpc.insecure_channel(armada_url) as channel:
+    with armada_channel(armada_url) as channel:
         details = job_pb2_grpc.JobsStub(channel).GetJobDetails(
             job_pb2.JobDetailsRequest(job_ids=[job_id], expand_job_spec=True), timeout=30
         )
@@ -152,7 +152,7 @@ def test_a_task_that_cannot_start_says_why_armada_kept_it_queued(flyte_run, stac
     from support.blockers import fill_group
 
     armada_flyte.configure(queued_report_after_seconds=1)
-    channel = grpc.insecure_channel(stack.armada_url)
+    channel = armada_channel(stack.armada_url)
     try:
         with contextlib.contextmanager(fill_group)(ArmadaClient(channel), stack.queue, "amd64"):
             with pytest.raises(Exception) as info:
@@ -228,13 +228,12 @@ def test_local_raw_data_path_runs_the_function_in_process(stack, tmp_path, caplo
 
 
 def test_local_jobs_carry_the_runs_own_identity_not_flytes_test_values(flyte_run, stack):
-    import grpc
     import workflows
     from armada_client.armada import job_pb2, job_pb2_grpc
 
     flyte_run(workflows.double, x=2)
     (job,) = journal.jobs()
-    with grpc.insecure_channel(stack.armada_url) as channel:
+    with armada_channel(stack.armada_url) as channel:
         details = job_pb2_grpc.JobsStub(channel).GetJobDetails(
             job_pb2.JobDetailsRequest(job_ids=[job.job_id], expand_job_spec=True), timeout=30
         )

@@ -11,7 +11,6 @@ import sys
 import time
 import uuid
 
-import grpc
 import pytest
 from armada_client.armada import event_pb2, job_pb2
 from armada_client.client import ArmadaClient
@@ -22,6 +21,7 @@ from armada_flyte.connector.metadata import ArmadaJobMetadata
 from armada_flyte.local import journal
 from armada_flyte.local.stack import BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
+from support.armada_channels import armada_channel
 from support.backend_templates import registered_template
 from support.c0_service import ARMADA_TASKS
 from support.flyte_metadata import execution_metadata
@@ -49,7 +49,7 @@ def task_secrets(stack, request: pytest.FixtureRequest) -> dict[str, str]:
 
 def received_specs(armada_url: str, job_ids: list[str]) -> list[bytes]:
     """Every job spec Armada holds for `job_ids`, and every event of their job sets, as bytes."""
-    channel = grpc.insecure_channel(armada_url)
+    channel = armada_channel(armada_url)
     try:
         client = ArmadaClient(channel)
         request = job_pb2.JobDetailsRequest(job_ids=job_ids, expand_job_spec=True)

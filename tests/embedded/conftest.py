@@ -23,6 +23,7 @@ from armada_client.client import ArmadaClient
 
 from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 
+from support.armada_channels import armada_channel
 from support.real_armada import mark_known_failures, on_real_armada, wait_until_queue_accepts
 
 SUITE = pathlib.Path(__file__).parent
@@ -65,7 +66,7 @@ def armada_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def client(armada_url: str) -> Iterator[ArmadaClient]:
-    channel = grpc.insecure_channel(armada_url)
+    channel = armada_channel(armada_url)
     yield ArmadaClient(channel)
     channel.close()
 
@@ -98,7 +99,7 @@ def own_armada() -> Iterator[Callable[..., tuple[EmbeddedArmada, ArmadaClient]]]
     def start(cluster: Optional[dict] = None, **options: object) -> tuple[EmbeddedArmada, ArmadaClient]:
         model = Cluster.from_mapping(cluster) if cluster is not None else None
         armada = EmbeddedArmada(EmbeddedConfig(cluster=model, queues=(CONFORMANCE_QUEUE,), **options)).start()
-        channel = grpc.insecure_channel(armada.url)
+        channel = armada_channel(armada.url)
         started.append((armada, channel))
         return armada, ArmadaClient(channel)
 

@@ -22,13 +22,13 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from typing import Iterator, NamedTuple
 
-import grpc
 import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
+from support.armada_channels import armada_channel, bed_authorization
 from support.armada_tools import CLI, port_in_use, run_testsuite_runner, running_dev_server
-from support.flaky_proxy import FlakyProxy
+from support.auth_front import auth_front
 from support.pods import item, pod, python, submit_one
 from support.real_armada import on_real_armada, wait_until_queue_accepts
 from support.real_parts import missing_part
@@ -267,7 +267,7 @@ def test_armadas_testsuite_case(case, request, record_property):
 
 
 def _create_and_wait_for_queue(url: str, queue: str) -> None:
-    with grpc.insecure_channel(url) as channel:
+    with armada_channel(url) as channel:
         client = ArmadaClient(channel)
         client.create_queue(client.create_queue_request(name=queue, priority_factor=1))
         wait_until_queue_accepts(client, queue)
@@ -314,7 +314,7 @@ def test_armadas_python_client_integration_tests(armada_tools, armada_under_test
 def test_armadas_binoculars_example(armada_tools, armada_under_test, request, record_property):
     """The example prints a job's log through Binoculars' API (JobLogClient always asks for namespace default)."""
     _create_and_wait_for_queue(armada_under_test, "binoculars-example")
-    with grpc.insecure_channel(armada_under_test) as channel:
+    with armada_channel(armada_under_test) as channel:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "binoculars-example", "logs", item(pod(python("print('hello from the pod')"))))
         wait_for_state(client, job_id, submit_pb2.SUCCEEDED, timeout=120)
@@ -351,14 +351,13 @@ def _go_test_results(output: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _armada_on_e2e_port(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The suite's Armada on localhost:50051, the e2e tests' fixed address: real Armada through a forwarder,
-    else an `armada-flyte dev` of their own."""
+    """The suite's Armada on localhost:50051, the e2e tests' fixed address: real Armada through a front that
+    logs their calls in as the bed's user (the tests dial without credentials), else an `armada-flyte dev`
+    of their own."""
     if on_real_armada(request.config):
-        forwarder = FlakyProxy(request.getfixturevalue("armada_url"), E2E_ARMADACTL_PORT)
-        try:
+        upstream = request.getfixturevalue("armada_url")
+        with auth_front(upstream, None, upstream_authorization=bed_authorization(), port=E2E_ARMADACTL_PORT):
             yield
-        finally:
-            forwarder.close()
     else:
         with running_dev_server(E2E_ARMADACTL_PORT):
             yield

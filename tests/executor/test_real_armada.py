@@ -7,11 +7,11 @@ import contextlib
 import pathlib
 from typing import Iterator
 
-import grpc
 import pytest
 from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
+from support.armada_channels import armada_channel
 from support.executor_parts import require_executor_stubs
 from support.job_events import failed_event, job_set_events, kind
 from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, gang, item, pod, preemptible, submit_one, unique
@@ -46,7 +46,7 @@ def bed() -> Iterator[Bed]:
 
 @pytest.fixture(scope="module")
 def client(bed: Bed) -> Iterator[ArmadaClient]:
-    channel = grpc.insecure_channel(bed.armada_url)
+    channel = armada_channel(bed.armada_url, bed.authorization())
     yield ArmadaClient(channel)
     channel.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pathlib
 import socket
+import stat
 import subprocess
 
 import pytest
@@ -55,8 +56,7 @@ def test_an_unknown_component_is_refused_with_the_components_names(verb: str) ->
 def test_starting_a_component_without_a_bed_says_there_is_none() -> None:
     result = run_script("start", "redis", base=BUSY_PORT_BASE)
     assert result.returncode != 0
-    assert "no redis was started in " in result.stderr
-    assert "armada-flyte-real-armada-27150 (no bed there, or one up without it)" in result.stderr
+    assert "no redis was started for REAL_ARMADA_PORT_BASE=27150 (no bed is recorded in " in result.stderr
 
 
 def test_a_port_in_use_is_named_with_its_component_before_anything_starts() -> None:
@@ -90,9 +90,9 @@ def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest
         pytest.skip("starts a bed of its own: run with --armada real")
     up = run_script("up", "--no-executor", base=LIFECYCLE_BASE)
     bed = parse_assignments(up.stdout)
-    state = pathlib.Path(bed.get("REAL_ARMADA_STATE", f"/tmp/armada-flyte-real-armada-{LIFECYCLE_BASE}"))
+    assert up.returncode == 0, up.stderr[-4000:]
+    state = pathlib.Path(bed["REAL_ARMADA_STATE"])
     try:
-        assert up.returncode == 0, up.stderr[-4000:]
         assert bed["ARMADA_URL"] == f"127.0.0.1:{LIFECYCLE_BASE + 1}"
         assert bed["ARMADA_EXECUTOR_API"] == f"127.0.0.1:{LIFECYCLE_BASE + 2}"
         redis_before = int((state / "pids" / "redis.pid").read_text())
@@ -111,6 +111,33 @@ def test_down_stops_every_process_it_started_and_frees_the_ports(request: pytest
     assert not [pid for pid in started if pathlib.Path(f"/proc/{pid}").exists()]
     assert not list((state / "pids").glob("*.pid"))
     assert not listening_ports() & set(range(LIFECYCLE_BASE + 1, LIFECYCLE_BASE + 18))
+
+
+@pytest.mark.timeout(2 * UP_TIMEOUT_SECONDS)
+def test_each_up_makes_a_new_private_state_folder_and_drops_the_last_one(request: pytest.FixtureRequest) -> None:
+    """A fixed path in /tmp could be made beforehand by another local user (a link, or a folder of theirs)."""
+    if not uses_real_armada(request.config):
+        pytest.skip("starts beds of its own: run with --armada real")
+    first = state_folder_of_a_bed_at(LIFECYCLE_BASE)
+    assert stat.S_IMODE(first.stat().st_mode) & 0o007 == 0, "other users can enter the state folder"
+    second = state_folder_of_a_bed_at(LIFECYCLE_BASE)
+    assert second != first and not first.exists()
+
+
+def state_folder_of_a_bed_at(base: int) -> pathlib.Path:
+    """Up (no executor) and down a bed at `base`; its state folder, which `down` keeps for its logs."""
+    up = run_script("up", "--no-executor", base=base)
+    down = run_script("down", base=base)
+    assert up.returncode == 0, up.stderr[-4000:]
+    assert down.returncode == 0, down.stderr
+    return pathlib.Path(parse_assignments(up.stdout)["REAL_ARMADA_STATE"])
+
+
+def test_a_state_folder_that_is_a_link_is_refused_before_anything_starts(tmp_path) -> None:
+    link = tmp_path / "state-link"
+    link.symlink_to(tmp_path)
+    result = run_script("up", "--no-executor", base=BUSY_PORT_BASE, REAL_ARMADA_STATE=str(link))
+    assert result.returncode != 0 and "is a symbolic link" in result.stderr
 
 
 def listening_ports() -> set[int]:

@@ -21,6 +21,7 @@ import pytest
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support import held_tasks
+from support.armada_channels import logged_in_to
 from support.c0_service import c0_env, free_port, running_c0
 from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, bed_log_tails, parse_assignments, uses_real_armada
 from support.real_parts import missing_part
@@ -64,14 +65,17 @@ def own_bed(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> I
     status = bed_script("status")
     if status.returncode == 0 and "EXITED" not in status.stdout and "executor" in status.stdout:
         # A bed kept up at BED_BASE (with our executor; scripts/test.sh's, or a developer's): used as it is, left up.
-        logs = status.stdout.rsplit("logs: ", 1)[-1].strip()
-        yield {"ARMADA_URL": f"127.0.0.1:{BED_BASE + 1}", "REAL_ARMADA_LOGS": logs}
+        bed = parse_assignments(status.stdout)
+        with logged_in_to(bed):
+            yield bed
         return
     up = bed_script("up", timeout=UP_TIMEOUT_SECONDS, REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file))
     try:
         if up.returncode != 0:
             missing_part(f"real Armada did not come up at base {BED_BASE}:\n{up.stderr[-4000:]}")
-        yield parse_assignments(up.stdout)
+        bed = parse_assignments(up.stdout)
+        with logged_in_to(bed):
+            yield bed
     finally:
         down = bed_script("down")
         assert down.returncode == 0, f"scripts/real-armada.sh down failed:\n{down.stderr}"

@@ -29,7 +29,6 @@ import time
 import uuid
 from typing import Any, Iterator
 
-import grpc
 import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
@@ -38,6 +37,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
 
+from support.armada_channels import armada_channel, logged_in_to
 from support.armada_templates import python_template
 from support.backend_templates import registered_template
 from support.c0_service import ARMADA_TASKS, c0_env, c0_process
@@ -88,7 +88,7 @@ def armada_logs(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture(scope="module")
 def armada(stack: Any) -> Iterator[ArmadaClient]:
-    channel = grpc.insecure_channel(stack.armada_url)
+    channel = armada_channel(stack.armada_url)
     yield ArmadaClient(channel)
     channel.close()
 
@@ -215,7 +215,9 @@ def bed_losing_executors(request: pytest.FixtureRequest, bed_secrets_file: pathl
     try:
         up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_SECONDS, env=env)
         assert up.returncode == 0, f"scripts/real-armada.sh up failed:\n{up.stderr[-4000:]}"
-        yield parse_assignments(up.stdout)
+        bed = parse_assignments(up.stdout)
+        with logged_in_to(bed):
+            yield bed
     finally:
         down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
         assert down.returncode == 0, down.stderr
@@ -242,7 +244,7 @@ def test_an_executor_gone_past_the_heartbeat_timeout_has_its_run_retried_and_the
         run = f"lost-executor-{uuid.uuid4().hex[:8]}"
         create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(tmp_path))
         seen: list[str] = []
-        channel = grpc.insecure_channel(stack.armada_url)
+        channel = armada_channel(stack.armada_url)
         armada = ArmadaClient(channel)
         try:
             with c0_process(c0_env(stack.armada_url, stack.blob_endpoint), tmp_path / "c0.log") as c0:

@@ -3,23 +3,24 @@
 The embedded server has no authentication; put this before it and the connector talks to an
 Armada that refuses calls without a valid token (UNAUTHENTICATED, as Armada's auth middleware
 answers: internal/common/auth). Messages are forwarded as raw bytes, so every unary method of
-every service works without knowing its types.
+every service works without knowing its types. Turned around (no check, `upstream_authorization`
+given), it logs a client that has no credentials of its own in to an Armada that needs them.
 """
 
 from __future__ import annotations
 
 import contextlib
 from concurrent import futures
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import grpc
 
-_STREAMING = frozenset({"GetJobSetEvents", "Watch"})
+_STREAMING = frozenset({"GetJobSetEvents", "Watch", "GetQueues"})
 """Armada's server-streaming methods (api.Event); every other method is unary."""
 
 
 class AuthFront:
-    def __init__(self, accept: Callable[[str], bool]):
+    def __init__(self, accept: Optional[Callable[[str], bool]]):
         self.accept = accept
         self.seen: list[str] = []
         """Every bearer token presented, in order (valid or not)."""
@@ -27,14 +28,17 @@ class AuthFront:
 
 
 class _Forward(grpc.GenericRpcHandler):
-    def __init__(self, front: AuthFront, upstream: grpc.Channel):
+    def __init__(self, front: AuthFront, upstream: grpc.Channel, upstream_authorization: str):
         self._front, self._upstream = front, upstream
+        self._metadata = (("authorization", upstream_authorization),) if upstream_authorization else None
 
     def service(self, details: grpc.HandlerCallDetails) -> Any:
         method = details.method
         streaming = method.rsplit("/", 1)[-1] in _STREAMING
 
         def check(context: grpc.ServicerContext) -> None:
+            if self._front.accept is None:
+                return
             header = dict(context.invocation_metadata()).get("authorization", "")
             scheme, _, token = header.partition(" ")
             if scheme.lower() == "bearer":
@@ -46,14 +50,18 @@ class _Forward(grpc.GenericRpcHandler):
         def unary(request: bytes, context: grpc.ServicerContext) -> bytes:
             check(context)
             try:
-                return self._upstream.unary_unary(method)(request, timeout=context.time_remaining())
+                return self._upstream.unary_unary(method)(
+                    request, timeout=context.time_remaining(), metadata=self._metadata
+                )
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details())
 
         def stream(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
             check(context)
             try:
-                yield from self._upstream.unary_stream(method)(request, timeout=context.time_remaining())
+                yield from self._upstream.unary_stream(method)(
+                    request, timeout=context.time_remaining(), metadata=self._metadata
+                )
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details())
 
@@ -63,12 +71,20 @@ class _Forward(grpc.GenericRpcHandler):
 
 
 @contextlib.contextmanager
-def auth_front(upstream_url: str, accept: Callable[[str], bool]) -> Iterator[tuple[str, AuthFront]]:
-    """Serve on 127.0.0.1; yields (host:port, the front's record)."""
+def auth_front(
+    upstream_url: str,
+    accept: Optional[Callable[[str], bool]],
+    *,
+    upstream_authorization: str = "",
+    port: int = 0,
+) -> Iterator[tuple[str, AuthFront]]:
+    """Serve on 127.0.0.1 (`port`, or a free one); yields (host:port, the front's record). `accept` None
+    checks nothing; `upstream_authorization` is sent upstream with every call."""
     front = AuthFront(accept)
     channel = grpc.insecure_channel(upstream_url)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=[_Forward(front, channel)])
-    port = server.add_insecure_port("127.0.0.1:0")
+    handler = _Forward(front, channel, upstream_authorization)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=[handler])
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     try:
         yield f"127.0.0.1:{port}", front

@@ -3,7 +3,9 @@
 With `--armada real` the suite runs against real Armada: the endpoint in ARMADA_URL when it is
 set (scripts/test.sh starts the bed itself), else a bed this session starts with
 `scripts/real-armada.sh up` and stops with `down` at the end. A bed that does not come up is a
-test failure under CI and a skip locally (`support.real_parts.missing_part`).
+test failure under CI and a skip locally (`support.real_parts.missing_part`). A bed takes basic auth
+only: its user and password file (ARMADA_FLYTE_AUTH_USERNAME, ARMADA_FLYTE_AUTH_PASSWORD_FILE) are in
+the environment for the session, where the connector, c0 and `support.armada_channels` read them.
 
 The bed's executor holds the Secrets pods read (`bed_secrets`): the file in REAL_ARMADA_SECRETS_FILE
 when set (scripts/test.sh writes one with `write_bed_secrets`), else one this session writes with
@@ -24,6 +26,7 @@ import pytest
 import yaml
 from armada_client.client import ArmadaClient
 
+from support.armada_channels import PASSWORD_FILE_VARIABLE, USERNAME_VARIABLE, armada_channel, bed_credentials
 from support.pods import item, pod, submit_one
 from support.real_parts import missing_part
 from support.waiting import wait_until
@@ -34,7 +37,14 @@ EXECUTORS = {"ours": [], "fake": ["--fake-executor"], "none": ["--no-executor"]}
 # The first build compiles Armada and fetches Pulsar (minutes); later starts take seconds.
 UP_TIMEOUT_SECONDS = 1800
 PROBE_JOB_SET = "queue-ready-probe"
-BED_VARIABLES = ("ARMADA_URL", "ARMADA_EXECUTOR_API", "REAL_ARMADA_LOGS", "REAL_ARMADA_STATE")
+BED_VARIABLES = (
+    "ARMADA_URL",
+    "ARMADA_EXECUTOR_API",
+    "REAL_ARMADA_LOGS",
+    "REAL_ARMADA_STATE",
+    USERNAME_VARIABLE,
+    PASSWORD_FILE_VARIABLE,
+)
 TASK_SECRET_GROUP = "e2e-task-creds"
 """The Secret the e2e project's `secret_tasks` read (keys api_key, token)."""
 
@@ -142,9 +152,13 @@ def real_armada(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) 
     if result.returncode != 0:
         missing_part(f"real Armada did not come up (scripts/real-armada.sh up):\n{result.stderr[-4000:]}")
     bed = parse_assignments(result.stdout)
+    credentials = bed_credentials(bed)
+    os.environ.update(credentials)  # the session's connector, c0 and test clients log in as the bed's user
     try:
         yield bed
     finally:
+        for name in credentials:
+            os.environ.pop(name, None)
         down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, f"scripts/real-armada.sh down failed:\n{down.stderr}"
 
@@ -183,7 +197,7 @@ def bed_log_tails(bed: dict[str, str], components: tuple[str, ...] = ("executor"
 
 def ensure_queues(armada_url: str, queues: tuple[str, ...]) -> None:
     """Create `queues` on real Armada (an upsert) and return once each accepts submits."""
-    channel = grpc.insecure_channel(armada_url)
+    channel = armada_channel(armada_url)
     try:
         client = ArmadaClient(channel)
         for queue in queues:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from support.armada_channels import PASSWORD_FILE_VARIABLE, USERNAME_VARIABLE, bed_authorization
 from support.process_checks import is_alive
 from support.real_parts import missing_part
 
@@ -26,6 +27,7 @@ CLI = pathlib.Path(sys.executable).parent / "armada-flyte"
 DEFAULT_PORT_BASE = "25150"
 """Ports of a bed these tests start (REAL_ARMADA_PORT_BASE), apart from the bed script's default."""
 _BED_ENV = ("ARMADA_URL", "ARMADA_EXECUTOR_API", "REAL_ARMADA_LOGS", "REAL_ARMADA_STATE")
+_CREDENTIALS_ENV = (USERNAME_VARIABLE, PASSWORD_FILE_VARIABLE)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,11 @@ class Bed:
     executor_api: str
     logs: pathlib.Path
     state: pathlib.Path
+    credentials: dict[str, str]
+    """The bed's user and password file, as `up` prints them (ARMADA_FLYTE_AUTH_*)."""
+
+    def authorization(self) -> str:
+        return bed_authorization(self.credentials)
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         return tail(self.logs / f"{component}.log", lines)
@@ -50,7 +57,7 @@ def tail(path: pathlib.Path, lines: int = 40) -> str:
 @contextlib.contextmanager
 def real_armada_bed() -> Iterator[Bed]:
     if all(os.environ.get(name) for name in _BED_ENV):
-        values = {name: os.environ[name] for name in _BED_ENV}
+        values = {name: os.environ[name] for name in (*_BED_ENV, *_CREDENTIALS_ENV) if os.environ.get(name)}
         yield _bed(values)
         return
     if not BED_SCRIPT.is_file():
@@ -61,7 +68,7 @@ def real_armada_bed() -> Iterator[Bed]:
         if up.returncode != 0:
             missing_part(f"real Armada did not come up: {up.stderr[-3000:]}")
         values = dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
-        yield _bed({name: values[name].strip("'\"") for name in _BED_ENV})
+        yield _bed({name: values[name].strip("'\"") for name in (*_BED_ENV, *_CREDENTIALS_ENV) if name in values})
     finally:
         subprocess.run([str(BED_SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
 
@@ -72,6 +79,7 @@ def _bed(values: dict[str, str]) -> Bed:
         values["ARMADA_EXECUTOR_API"],
         pathlib.Path(values["REAL_ARMADA_LOGS"]),
         pathlib.Path(values["REAL_ARMADA_STATE"]),
+        {name: values[name] for name in _CREDENTIALS_ENV if name in values},
     )
 
 
@@ -87,6 +95,9 @@ class OurExecutor:
 
     def start(self) -> None:
         command = [str(CLI), "executor", "--scheduler", self.bed.executor_api, "--lease-interval", "0.5"]
+        if self.bed.credentials:
+            command += ["--auth-username", self.bed.credentials[USERNAME_VARIABLE]]
+            command += ["--auth-password-file", self.bed.credentials[PASSWORD_FILE_VARIABLE]]
         with self.log.open("a") as out:
             self.process = subprocess.Popen(
                 [*command, "--pod-logs", str(self.folder / "pods")],
