@@ -13,6 +13,7 @@ from armada_client.client import ArmadaClient
 
 from support.armada_channels import armada_channel
 from support.executor_parts import require_executor_stubs
+from support.exposure import accepts_connections, descendants, listeners, non_loopback_address
 from support.job_events import failed_event, job_set_events, kind
 from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, gang, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
@@ -97,6 +98,15 @@ def runs_of(client: ArmadaClient, job_id: str) -> list[job_pb2.JobRunDetails]:
 def run_of(client: ArmadaClient, job_id: str) -> job_pb2.JobRunDetails | None:
     runs = runs_of(client, job_id)
     return runs[0] if runs else None
+
+
+def test_the_executor_listens_on_nothing_another_machine_reaches(executor: OurExecutor):
+    """It dials the scheduler; whatever it serves itself (a pod's log or ingress, if any) stays on loopback."""
+    assert executor.process is not None
+    remote = non_loopback_address()
+    served = listeners(descendants(executor.process.pid))
+    assert [listener for listener in served if not listener.loopback_only] == []
+    assert [listener.port for listener in served if accepts_connections(remote, listener.port)] == []
 
 
 def test_a_job_pinned_to_arm64_runs_on_an_arm64_node(client, logs):

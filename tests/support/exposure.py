@@ -24,7 +24,9 @@ class Listener:
 
     @property
     def loopback_only(self) -> bool:
-        return ipaddress.ip_address(self.address.strip("[]").split("%")[0]).is_loopback
+        address = ipaddress.ip_address(self.address.strip("[]").split("%")[0])
+        mapped = getattr(address, "ipv4_mapped", None)  # [::ffff:127.0.0.1]: an IPv4 socket seen from IPv6
+        return (mapped or address).is_loopback
 
 
 def non_loopback_address() -> str:
