@@ -38,8 +38,8 @@ import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.phases import TERMINAL_PHASES
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.poll.phases import TERMINAL_PHASES
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 HERE = pathlib.Path(__file__).parent

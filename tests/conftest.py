@@ -28,7 +28,7 @@ pytest_plugins = [
 @pytest.fixture(autouse=True)
 def _fresh_connector_settings():
     """Each test starts with no settings from `armada_flyte.configure`."""
-    from armada_flyte.connector import settings
+    from armada_flyte.connector.config import settings
 
     settings.reset()
     yield

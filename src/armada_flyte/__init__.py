@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 
 def configure(**settings: object) -> None:
     """Set connector settings in code (highest precedence); applied when the connector next resolves them."""
-    from armada_flyte.connector.settings import configure as _configure
+    from armada_flyte.connector.config.settings import configure as _configure
 
     _configure(**settings)
 

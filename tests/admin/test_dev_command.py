@@ -306,7 +306,7 @@ def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_doe
     from flyteidl2.core.execution_pb2 import TaskExecution
 
     import armada_flyte
-    from armada_flyte.connector.metadata import ArmadaJobMetadata
+    from armada_flyte.connector.model.metadata import ArmadaJobMetadata
     from armada_flyte.connector.service import ArmadaConnector
 
     from support.armada_templates import run

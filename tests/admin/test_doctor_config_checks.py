@@ -13,7 +13,7 @@ from armada_flyte.admin.doctor.config_checks import (
     check_scheduler_config,
 )
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 
 pytestmark = pytest.mark.pure
 

@@ -8,10 +8,10 @@ from flyteidl2.core import tasks_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.plan import plan_job
-from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
 from armada_flyte.errors import AcceleratorNotOffered
 
 from support.armada_templates import python_template, run, wait_for
@@ -48,7 +48,7 @@ def gpu_template(
 
 def plan(template, preset: str = "gke"):
     identity = RunIdentity(project="p", domain="d", run="r1", action="a0", task="t")
-    return plan_job(template, NodeGroups.preset(preset), identity, "s3://b/raw", BlobSettings())
+    return plan_job(template, SubmitSettings(NodeGroups.preset(preset)), ExecutionContext(identity, "s3://b/raw"))
 
 
 @pytest.mark.pure

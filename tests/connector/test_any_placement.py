@@ -5,9 +5,9 @@ import pytest
 
 from armada_flyte import Architecture, ArchitectureConflict, ArchitectureNotOffered, InvalidConfig, NoCommonArchitecture
 from armada_flyte.architecture import ANY
-from armada_flyte.connector.accelerators import AcceleratorRequest
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.placement import ImageArchitectures, placement_for, resolve_architecture
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.submit.accelerators import AcceleratorRequest
+from armada_flyte.connector.submit.placement import ImageArchitectures, placement_for, resolve_architecture
 
 pytestmark = pytest.mark.pure
 

@@ -12,9 +12,9 @@ from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401
-from armada_flyte.connector.armada_api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
-from armada_flyte.connector.phases import PHASE_OF_STATE, phase_of
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.armada.api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.poll.phases import PHASE_OF_STATE, phase_of
 from armada_flyte.errors import SubmissionRefused
 
 

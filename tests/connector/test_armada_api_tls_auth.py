@@ -11,8 +11,8 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 import armada_flyte  # noqa: F401
-from armada_flyte.connector.armada_api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.armada.api import ArmadaApi, ArmadaAuthError, ArmadaUnavailable
+from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
 from support.pods import item, pod, submit_one

@@ -17,9 +17,9 @@ from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
-from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.connector.settings import resolve_settings
 from armada_flyte.errors import ArmadaAuthError, InvalidConfig
 
 from support.armada_templates import execution_metadata, python_template, run, wait_for

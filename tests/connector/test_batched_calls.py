@@ -18,11 +18,11 @@ from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.phases import TERMINAL_PHASES
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.poll.phases import TERMINAL_PHASES
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.connector.settings import resolve_settings
 from armada_flyte.errors import ArmadaFlyteError, ArmadaUnavailable
 
 from support.c0_service import ARMADA_TASKS, get_round, running_c0

@@ -29,8 +29,8 @@ from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.phases import TERMINAL_PHASES
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.poll.phases import TERMINAL_PHASES
 
 from support.armada_channels import armada_channel
 from support.c0_service import ARMADA_TASKS, get_round, running_c0

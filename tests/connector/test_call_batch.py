@@ -10,9 +10,9 @@ import asyncio
 
 import pytest
 
-from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.pod import JobRequest
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.job_request import JobRequest
 from armada_flyte.errors import SubmissionRefused
 
 
@@ -85,7 +85,7 @@ def test_batches_are_per_job_set_and_capped(paused_armada):
 
 @pytest.mark.pure
 def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
-    from armada_flyte.connector.call_batch import CallBatcher
+    from armada_flyte.connector.armada.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -115,7 +115,7 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
 
 @pytest.mark.pure
 def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
-    from armada_flyte.connector.call_batch import CallBatcher
+    from armada_flyte.connector.armada.call_batch import CallBatcher
 
     sent: list[int] = []
     release = asyncio.Event()
@@ -143,7 +143,7 @@ def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
 def test_with_a_max_wait_a_burst_longer_than_the_window_goes_out_as_one_batch():
     """As an abort's deletes: items keep coming, each within the quiet window of the last; the batch waits
     for a quiet window (bounded by max_wait), where a plain window would have sent several."""
-    from armada_flyte.connector.call_batch import CallBatcher
+    from armada_flyte.connector.armada.call_batch import CallBatcher
 
     async def burst(max_wait: float) -> list[int]:
         sent: list[int] = []

@@ -10,10 +10,10 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte import ArchitectureConflict, ArchitectureNotOffered, ArmadaConfig
-from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.connector.settings import resolve_settings
 from armada_flyte.errors import SubmissionRefused
 from armada_flyte.pod_runner.process_tree import is_alive
 

@@ -9,7 +9,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.crash_reasons import BUILD_BOTH, wrong_architecture
+from armada_flyte.connector.poll.crash_reasons import BUILD_BOTH, wrong_architecture
 
 from support.armada_templates import python_template, run, wait_for
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import armada_flyte
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.execution_context import ExecutionContext
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.plan import plan_job
-from armada_flyte.connector.pod import RunIdentity
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.placement import Placement
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
 from armada_flyte.errors import InvalidConfig
 
 from support.armada_templates import execution_metadata, python_template
@@ -22,16 +24,9 @@ IDENTITY = RunIdentity(project="proj", domain="dev", run="r1", action="a0", task
 
 
 def plan(template, metadata=None, namespace_template=None, preset="embedded"):
-    context = ExecutionContext.of(metadata, template) if metadata is not None else None
-    return plan_job(
-        template,
-        NodeGroups.preset(preset),
-        IDENTITY,
-        "s3://b/raw",
-        BlobSettings(),
-        context=context,
-        namespace_template=namespace_template,
-    )
+    context = replace(ExecutionContext.of(metadata, template, "s3://b/raw"), identity=IDENTITY)
+    settings = SubmitSettings(NodeGroups.preset(preset), namespace_template=namespace_template)
+    return plan_job(template, settings, context)
 
 
 def backend(namespace="proj-dev", interruptible=False, service_account=""):
@@ -110,8 +105,6 @@ def test_a_pod_templates_priority_class_is_kept():
     template = python_template("pass")
     job = plan(template, backend(interruptible=True)).job
     spec = dict(job.pod_spec, priorityClassName="armada-resilient")
-    from armada_flyte.connector.placement import Placement
-
     assert Placement(None, None, priority_class="armada-preemptible").apply_to(spec)["priorityClassName"] == (
         "armada-resilient"
     )

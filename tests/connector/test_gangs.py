@@ -1,7 +1,7 @@
 import pytest
 
 from armada_flyte import ArchitectureConflict
-from armada_flyte.connector.gangs import GangArchitectures
+from armada_flyte.connector.submit.gangs import GangArchitectures
 
 pytestmark = pytest.mark.pure
 

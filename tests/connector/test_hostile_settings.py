@@ -14,8 +14,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.settings import FIELDS, resolve_settings
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings import FIELDS, resolve_settings
 from armada_flyte.errors import InvalidConfig
 
 from support.hostile_values import MAX_MESSAGE, alias_bomb, awkward_text, dumpable_values, yaml_documents

@@ -19,7 +19,7 @@ from google.protobuf import json_format
 
 import armada_flyte
 from armada_flyte.admin.cli import main
-from armada_flyte.connector.armada_api import ArmadaApi
+from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import ArmadaFlyteError
@@ -88,7 +88,7 @@ def _exercise(url: str) -> tuple[list[str], str, str]:
             texts.append(json.dumps(resource.custom_info, default=str))
             texts.extend((await connector.get_logs(meta)).body.results)
             await connector.delete(meta)
-        api = ArmadaApi(armada_flyte.connector.settings.resolve_settings())
+        api = ArmadaApi(armada_flyte.connector.config.settings.resolve_settings())
         metadata = api.auth_metadata()
         await api.close()
         return metas, metadata

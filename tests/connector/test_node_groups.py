@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armada_flyte import Architecture, ArchitectureNotOffered, InvalidConfig
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.kube import MAX_INT64
 from armada_flyte.kube_objects import Taint, Toleration
 

@@ -1,9 +1,9 @@
-"""PURE (no server, process or socket): what the connector tells Flyte, as one table.
+"""PURE (no server, process or socket): what the connector tells Flyte about one job, as one table.
 
-`outcome_of` maps (metadata, Armada's state, the run's details, a0's error, Armada's reason) to
-Flyte's phase, message and error. Each row gives its inputs by kind (state x error kind x timeout
-x gang x `any` architecture) and what Flyte must see; a second test checks rules that hold for
-every combination of those kinds.
+`outcome_of`, the last row of the poll's decision (test_poll_decision.py), maps (metadata, Armada's
+state, the run's details, a0's error, Armada's reason) to Flyte's phase, message and error. Each row
+gives its inputs by kind (state x error kind x timeout x gang x `any` architecture) and what Flyte
+must see; a second test checks rules that hold for every combination of those kinds.
 """
 
 from __future__ import annotations
@@ -16,21 +16,13 @@ import pytest
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
-from armada_flyte.connector.armada_api import RunDetails
-from armada_flyte.connector.blob import TaskError
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.outcome import (
-    ERROR_FILE_STATES,
-    Observed,
-    Rules,
-    needs_events_check,
-    needs_reason,
-    needs_run_details,
-    outcome_of,
-    queued_report_max_age,
-)
-from armada_flyte.connector.queued_report import QueuedReport
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.model.run_details import RunDetails
+from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll.decision import needs_run_details, queued_report_max_age
+from armada_flyte.connector.poll.outcome import ERROR_FILE_STATES, Observed, Rules, needs_reason, outcome_of
+from armada_flyte.connector.poll.queued_report import QueuedReport
 
 NOW = 1_800_000_000.0
 WAITED = 100.0
@@ -99,7 +91,7 @@ def _observed(
     previous: Optional[int] = None,
     submitted_long_ago: bool = False,
 ) -> Observed:
-    """What the connector's I/O would gather: only what `needs_*` asks for is given."""
+    """What the connector's I/O would gather: only what the decision asks for is given."""
     details = None
     if needs_run_details(meta, state) and state != JobState.REJECTED:  # a rejected job never ran
         ended = NOW - (90.0 if error == "unreadable-late" else 5.0) if state in TERMINAL_STATES else 0.0
@@ -424,13 +416,6 @@ def test_a_task_create_refused_fails_for_good_without_asking_armada():
         "armada_state": "NOT_SUBMITTED",
         "error": {"code": "ImagePlatformMismatch", "kind": "USER", "recoverable": False, "message": "no arm64 variant"},
     }
-
-
-def test_past_the_ack_window_only_an_unknown_job_has_its_events_read():
-    meta = _meta()
-    assert not needs_events_check(meta, JobState.UNKNOWN, NOW, ack_timeout_seconds=300)  # within the window
-    assert needs_events_check(meta, JobState.UNKNOWN, NOW + 1000, ack_timeout_seconds=300)
-    assert not needs_events_check(meta, JobState.RUNNING, NOW + 1000, ack_timeout_seconds=300)
 
 
 def test_a_job_only_its_events_know_keeps_running_and_says_armadas_query_side_is_behind():

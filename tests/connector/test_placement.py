@@ -1,8 +1,8 @@
 import pytest
 
 from armada_flyte import Architecture, ArchitectureConflict, ArchitectureNotOffered
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.placement import placement_for, resolve_architecture
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.submit.placement import placement_for, resolve_architecture
 
 pytestmark = pytest.mark.pure
 

@@ -1,6 +1,7 @@
-"""`plan_job` keeps what a plain container's template decides (spec, pod, architecture, placement)
-by the template's content without its args: what it hands back is what deciding afresh gives,
-each create keeps its own args and identity, and nothing that raised is kept."""
+"""`plan_job` keeps what a plain container's template decides (spec, pod, architecture, placements,
+secrets, resources) by the template's content without its args: the jobs it builds from them are
+what deciding afresh gives, each create keeps its own args and identity, and nothing that raised is
+kept."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ import pytest
 from flyteidl2.core import tasks_pb2
 
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector import plan as plan_module
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.execution_context import ExecutionContext
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.plan import DECISIONS_CACHED, plan_job
-from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit import decisions
+from armada_flyte.connector.submit.decisions import DECISIONS_CACHED
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
 from armada_flyte.errors import InvalidConfig
 
 from support.armada_templates import python_template
@@ -46,8 +47,18 @@ def identity(n: int) -> RunIdentity:
 
 
 def plan(template, groups, n: int, interruptible: bool = False):
-    context = ExecutionContext(namespace="team", interruptible=interruptible, from_backend=True)
-    return plan_job(template, groups, identity(n), f"s3://b/raw/{n}", BlobSettings(), {"N": str(n)}, context=context)
+    context = ExecutionContext(
+        identity(n), f"s3://b/raw/{n}", {"N": str(n)}, namespace="team", interruptible=interruptible, from_backend=True
+    )
+    return plan_job(template, SubmitSettings(groups), context)
+
+
+def fresh(template, groups, n: int, interruptible: bool = False):
+    """The plan with nothing kept: decided afresh."""
+    decisions._cache.clear()
+    made = plan(template, groups, n, interruptible)
+    decisions._cache.clear()
+    return made
 
 
 TEMPLATES = {
@@ -65,10 +76,11 @@ TEMPLATES = {
 def test_kept_decisions_are_what_deciding_afresh_gives(name, interruptible):
     groups = NodeGroups.preset("gke")
     template = TEMPLATES[name]()
+    afresh = [fresh(template, groups, n, interruptible) for n in range(3)]
     plans = [plan(template, groups, n, interruptible) for n in range(3)]  # the first decides, the others reuse
-    fresh = plan_module._decide(template, template, groups, interruptible, None)  # the whole template, uncached
+    assert len(decisions._cache) == 1 or template.HasField("k8s_pod")
     for n, made in enumerate(plans):
-        assert (made.spec, made.template, made.resolved, made.placement) == fresh[:4]
+        assert made.steps == afresh[n].steps and made.job_set_id == afresh[n].job_set_id
         assert made.job.labels["flyte.org/run"] == f"r{n}"
         assert {"name": "N", "value": str(n)} in made.job.pod_spec["containers"][0]["env"]
     assert plans[1].job == plan(template, groups, 1, interruptible).job
@@ -76,11 +88,11 @@ def test_kept_decisions_are_what_deciding_afresh_gives(name, interruptible):
 
 def test_each_create_keeps_its_own_rendered_args():
     groups = NodeGroups.preset("gke")
-    plan_module._cache.clear()
+    decisions._cache.clear()
     first = a0_template(args=["a0", "--inputs", "s3://b/run-1/in.pb", "--outputs-path", "s3://b/run-1/a0"])
     second = a0_template(args=["a0", "--inputs", "s3://b/run-2/in.pb", "--outputs-path", "s3://b/run-2/a0"])
     one, two = plan(first, groups, 1), plan(second, groups, 2)
-    assert len(plan_module._cache) == 1  # one task: its args differ per run, its decisions don't
+    assert len(decisions._cache) == 1  # one task: its args differ per run, its decisions don't
     assert "s3://b/run-1/in.pb" in one.job.pod_spec["containers"][0]["args"]
     assert "s3://b/run-2/in.pb" in two.job.pod_spec["containers"][0]["args"]
     assert one.job.outputs_path == "s3://b/run-1/a0" and two.job.outputs_path == "s3://b/run-2/a0"
@@ -91,9 +103,8 @@ def test_other_node_groups_decide_again():
     template = a0_template(ArmadaConfig(architecture="arm64"))
     gke, aks = NodeGroups.preset("gke"), NodeGroups.preset("aks")
     on_gke, on_aks = plan(template, gke, 1), plan(template, aks, 1)
-    assert on_gke.placement == plan_module._decide(template, template, gke, False, None)[3]
-    assert on_aks.placement == plan_module._decide(template, template, aks, False, None)[3]
-    assert on_gke.placement != on_aks.placement  # GKE taints its arm64 nodes; AKS doesn't
+    assert on_gke.steps == fresh(template, gke, 1).steps and on_aks.steps == fresh(template, aks, 1).steps
+    assert on_gke.steps[0].placement != on_aks.steps[0].placement  # GKE taints its arm64 nodes; AKS doesn't
 
 
 def test_the_cache_is_bounded():
@@ -102,7 +113,7 @@ def test_the_cache_is_bounded():
         template = a0_template()
         template.id.name = f"task-{n}"
         plan(template, groups, n)
-    assert len(plan_module._cache) == DECISIONS_CACHED
+    assert len(decisions._cache) == DECISIONS_CACHED
 
 
 def test_a_template_that_raised_raises_again():
@@ -117,6 +128,6 @@ def test_a_template_that_raised_raises_again():
 def test_the_capacity_class_decides_again():
     groups, template = NodeGroups.preset("gke"), a0_template()
     steady, spot = plan(template, groups, 1), plan(template, groups, 2, interruptible=True)
-    assert steady.placement == plan_module._decide(template, template, groups, False, None)[3]
-    assert spot.placement == plan_module._decide(template, template, groups, True, None)[3]
-    assert steady.placement != spot.placement
+    assert steady.steps == fresh(template, groups, 1).steps
+    assert spot.steps == fresh(template, groups, 2, interruptible=True).steps
+    assert steady.steps[0].placement != spot.steps[0].placement

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.image_check import ImagePlatformCheck
-from armada_flyte.connector.settings_groups import ImageChecks
+from armada_flyte.connector.config.settings_groups import ImageChecks
+from armada_flyte.connector.submit.image_check import ImagePlatformCheck
 from armada_flyte.errors import (
     ImageNotFound,
     ImagePlatformMismatch,
@@ -104,7 +104,7 @@ def test_a_missing_image_is_refused_even_when_unreachable_registries_only_warn(i
 
 def test_an_unreachable_registry_warns_and_lets_the_job_through(unreachable_host, caplog):
     check = ImagePlatformCheck(settings())
-    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.image_check"):
+    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.submit.image_check"):
         run(check.check(f"{unreachable_host}/app:1", Architecture.arm64, "train"))
     assert "could not check" in caplog.text
     assert "'train'" in caplog.text and unreachable_host in caplog.text
@@ -117,7 +117,7 @@ def test_an_unreachable_registry_blocks_when_the_admin_says_so(unreachable_host)
 
 
 def test_refused_credentials_count_as_could_not_check(basic_registry, caplog):
-    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.image_check"):
+    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.submit.image_check"):
         run(ImagePlatformCheck(settings()).check(basic_registry.amd64_only, Architecture.arm64, "train"))
     assert "could not check" in caplog.text
     with pytest.raises(RegistryAuthFailed):
@@ -208,7 +208,7 @@ def test_an_index_naming_no_platforms_warns_instead_of_refusing(registry, caplog
     finally:
         upload.close()
     image = f"{registry.host}/noplatform:1"
-    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.image_check"):
+    with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.submit.image_check"):
         run(ImagePlatformCheck(settings()).check(image, Architecture.arm64, "train"))
     assert "names no platforms" in caplog.text
     with pytest.raises(ImagePlatformMismatch):
@@ -234,7 +234,7 @@ def test_a_registry_that_misbehaves_warns_and_lets_the_job_through(caplog):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         image = f"127.0.0.1:{server.server_address[1]}/app:1"
-        with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.image_check"):
+        with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.submit.image_check"):
             run(ImagePlatformCheck(settings()).check(image, Architecture.amd64, "train"))
         assert "could not check" in caplog.text
         with pytest.raises(RegistryProtocolError):

@@ -3,17 +3,13 @@ import pytest
 from google.protobuf import json_format
 
 from armada_flyte import ArmadaConfig, InvalidConfig
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.placement import placement_for, resolve_architecture
-from armada_flyte.connector.pod import (
-    BlobSettings,
-    RunIdentity,
-    TemplatePod,
-    build_job_request,
-    label_value,
-    runtime_args,
-)
-from armada_flyte.spec import SubmissionSpec
+from armada_flyte.connector.config.blob import BlobSettings
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
+from armada_flyte.connector.submit.pod import runtime_args
+from armada_flyte.kube import label_value
 
 from support.flyte_metadata import execution_metadata
 
@@ -35,14 +31,8 @@ def metadata(run="run1", action="a3", attempt=1):
 
 
 def build(template, preset="gke", meta=None, blob=BlobSettings()):
-    spec = SubmissionSpec.from_custom(json_format.MessageToDict(template.custom))
-    groups = NodeGroups.preset(preset)
-    resolved = resolve_architecture(spec.architecture, spec.source_of("architecture"), groups)
-    placement = placement_for(resolved, groups)
-    identity = RunIdentity.from_metadata(meta, template.id.name)
-    return build_job_request(
-        TemplatePod.of(template), spec, resolved, placement, identity, "s3://bucket/raw/run1/a3/1", blob
-    )
+    context = ExecutionContext.of(meta, template, "s3://bucket/raw/run1/a3/1")
+    return plan_job(template, SubmitSettings(NodeGroups.preset(preset), blob), context).job
 
 
 def test_pod_wraps_flytes_rendered_container(serialize):
@@ -213,19 +203,7 @@ def test_pod_template_target_keeps_its_constraints(serialize):
     pod.metadata.labels["team"] = "ml"
     template.ClearField("container")
     template.k8s_pod.CopyFrom(pod)
-    spec = SubmissionSpec.from_custom(json_format.MessageToDict(template.custom))
-    groups = NodeGroups.preset("gke")
-    pod_spec = json_format.MessageToDict(template.k8s_pod.pod_spec)
-    resolved = resolve_architecture(spec.architecture, "task", groups, pod_spec)
-    job = build_job_request(
-        TemplatePod.of(template),
-        spec,
-        resolved,
-        placement_for(resolved, groups, pod_spec),
-        RunIdentity(),
-        "s3://b/p",
-        BlobSettings(),
-    )
+    job = plan_job(template, SubmitSettings(NodeGroups.preset("gke")), ExecutionContext(output_prefix="s3://b/p")).job
     assert job.pod_spec["nodeSelector"] == {"disk": "ssd", "kubernetes.io/arch": "arm64"}
     assert job.pod_spec["serviceAccountName"] == "runner"
     assert job.pod_spec["containers"][0]["name"] == "main"

@@ -10,15 +10,16 @@ import pytest
 
 from armada_flyte import Architecture, ArmadaConfig, InvalidConfig, NoCommonArchitecture
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector import preference
-from armada_flyte.connector.armada_api import RunDetails
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.placement import ImageArchitectures, resolve_architecture
-from armada_flyte.connector.plan import plan_job
-from armada_flyte.connector.pod import LABEL_ARCH, RunIdentity
-from armada_flyte.connector.queued_report import gist
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.model.job_request import LABEL_ARCH
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
+from armada_flyte.connector.model.run_details import RunDetails
+from armada_flyte.connector.poll import spill
+from armada_flyte.connector.poll.queued_report import gist
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.placement import ImageArchitectures, resolve_architecture
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
 from armada_flyte.spec import SubmissionSpec
 from armada_flyte.task.project_defaults import env_defaults
 
@@ -117,16 +118,15 @@ def test_the_order_is_kept():
 # ---- the jobs create plans ----
 def planned(config=ArmadaConfig(architecture=["arm64", "amd64"], spill_after=30)):
     identity = RunIdentity(project="p", domain="d", run="r1", action="a1", task="t")
-    return plan_job(
-        python_template("print(1)", config), NodeGroups.preset("embedded"), identity, "s3://b/raw", BlobSettings()
-    )
+    context = ExecutionContext(identity, "s3://b/raw")
+    return plan_job(python_template("print(1)", config), SubmitSettings(NodeGroups.preset("embedded")), context)
 
 
 def test_create_plans_the_first_architecture_and_the_next_one_s_job():
     plan = planned()
-    first, (later,) = plan.job, plan.spill_jobs
+    first, (later,) = plan.job, plan.later_steps
     assert first.pod_spec["nodeSelector"]["kubernetes.io/arch"] == "arm64" and first.labels[LABEL_ARCH] == "arm64"
-    assert later.architecture == AMD and later.node_group == "amd64"
+    assert later.architecture == "amd64" and later.node_group == "amd64"
     assert later.job.pod_spec["nodeSelector"]["kubernetes.io/arch"] == "amd64"
     assert later.job.labels[LABEL_ARCH] == "amd64" and not later.job.pod_spec.get("tolerations")
     assert later.job.client_id != first.client_id and len(later.job.client_id) <= 100
@@ -136,7 +136,7 @@ def test_create_plans_the_first_architecture_and_the_next_one_s_job():
 
 def test_a_gang_s_jobs_share_a_job_set_and_move_to_a_gang_of_the_next_architecture():
     plan = planned(ArmadaConfig(architecture=["arm64", "amd64"], gang_id="g", gang_cardinality=2))
-    (later,) = plan.spill_jobs
+    (later,) = plan.later_steps
     assert plan.job_set_id.endswith(f"-prefer-{plan.job.gang_id}")
     assert later.job.gang_id == f"{plan.job.gang_id}-amd64"
 
@@ -147,7 +147,7 @@ def test_the_platform_default_wait_applies_when_the_task_sets_none():
 
 # ---- the spill-over's answers ----
 def meta_of(plan, submitted_at=1000.0) -> ArmadaJobMetadata:
-    steps = [(s, b"item-" + s.architecture.value.encode()) for s in plan.spill_jobs]
+    steps = [(s.architecture, s.node_group, b"item-" + s.architecture.encode()) for s in plan.later_steps]
     return ArmadaJobMetadata(
         job_id="j0",
         job_set_id=plan.job_set_id,
@@ -156,16 +156,16 @@ def meta_of(plan, submitted_at=1000.0) -> ArmadaJobMetadata:
         node_group="arm64",
         submitted_at=submitted_at,
         spill_after_seconds=plan.spill_after,
-        spill_jobs=preference.encoded_steps(steps),
+        spill_jobs=encoded_steps(steps),
     )
 
 
 def test_the_metadata_holds_every_step_and_survives_its_json():
     meta = ArmadaJobMetadata.decode(meta_of(planned()).encode())
-    steps = preference.steps_of(meta)
+    steps = meta.steps()
     assert [(s.index, s.architecture, s.node_group) for s in steps] == [(0, "arm64", "arm64"), (1, "amd64", "amd64")]
     assert steps[1].item == b"item-amd64"
-    moved = preference.step_meta(meta, steps[1], "j1")
+    moved = meta.for_step(steps[1], "j1")
     assert (moved.job_id, moved.architecture, moved.node_group, moved.submitted_at) == ("j1", "amd64", "amd64", 1030.0)
 
 
@@ -175,24 +175,24 @@ def test_the_metadata_holds_every_step_and_survives_its_json():
 )
 def test_a_spill_is_due_once_the_job_waited_queued_for_spill_after(state, now, due):
     meta = meta_of(planned())
-    steps = preference.steps_of(meta)
-    assert preference.spill_due(meta, steps[0], 1, state, now) is due
-    assert not preference.spill_due(meta, steps[1], 1, JobState.QUEUED, 5000.0)  # the last never spills
+    steps = meta.steps()
+    assert spill.spill_due(meta, steps[0], 1, state, now) is due
+    assert not spill.spill_due(meta, steps[1], 1, JobState.QUEUED, 5000.0)  # the last never spills
 
 
 def test_only_a_job_cancelled_before_any_lease_once_it_waited_spill_after_was_spilled():
     meta = meta_of(planned())
-    first = preference.steps_of(meta)[0]
-    assert preference.was_spilled(meta, first, JobState.CANCELLED, None, 1030.0)
-    assert not preference.was_spilled(meta, first, JobState.CANCELLED, None, 1029.0)  # cancelled by someone else
+    first = meta.steps()[0]
+    assert spill.was_spilled(meta, first, JobState.CANCELLED, None, 1030.0)
+    assert not spill.was_spilled(meta, first, JobState.CANCELLED, None, 1029.0)  # cancelled by someone else
     leased = RunDetails("arm64-0", "c", "CANCELLED", 1.0, 0.0)
-    assert not preference.was_spilled(meta, first, JobState.CANCELLED, leased, 1030.0)
-    assert not preference.was_spilled(meta, first, JobState.RUNNING, None, 1030.0)
+    assert not spill.was_spilled(meta, first, JobState.CANCELLED, leased, 1030.0)
+    assert not spill.was_spilled(meta, first, JobState.RUNNING, None, 1030.0)
 
 
 def test_a_gang_member_is_spilled_by_whichever_member_waited_longest():
     meta = replace(meta_of(planned()), gang_id="g-r1")
-    assert preference.was_spilled(meta, preference.steps_of(meta)[0], JobState.CANCELLED, None, 1001.0)
+    assert spill.was_spilled(meta, meta.steps()[0], JobState.CANCELLED, None, 1001.0)
 
 
 BUSY_ARM = (
@@ -209,19 +209,19 @@ REAL_ARMADA_BUSY = "Excluded nodes:\n\t2:\tinsufficient resources available\n"
     [(BUSY_ARM, True), (REAL_ARMADA_BUSY, True), (TAINTED_ARM, False), ("", False), (BUSY_ARM + TAINTED_ARM, False)],
 )
 def test_only_a_wait_for_room_spills(report, room):
-    assert preference.waits_for_room(gist(report, "", "flyte", "arm64", NodeGroups.preset("embedded"))) is room
-    assert not preference.waits_for_room(None)
+    assert spill.waits_for_room(gist(report, "", "flyte", "arm64", NodeGroups.preset("embedded"))) is room
+    assert not spill.waits_for_room(None)
 
 
 def test_the_messages_say_what_happened():
     meta = meta_of(planned(ArmadaConfig(architecture=["arm64", "amd64"], spill_after=120)))
-    steps = preference.steps_of(meta)
-    assert preference.spilled_message(steps, steps[0], meta) == ""
-    assert preference.spilled_message(steps, steps[1], meta) == (
+    steps = meta.steps()
+    assert spill.spilled_message(steps, steps[0], meta) == ""
+    assert spill.spilled_message(steps, steps[1], meta) == (
         "spilled from arm64 to amd64 after 120 s queued: no arm64 node had room"
     )
-    assert preference.spilling_message(steps, steps[0], meta).startswith("spilling from arm64 to amd64")
-    info = preference.spill_info(steps, steps[1], meta)
+    assert spill.spilling_message(steps, steps[0], meta).startswith("spilling from arm64 to amd64")
+    info = spill.spill_info(steps, steps[1], meta)
     assert info == {
         "architecture_preference": ["arm64", "amd64"],
         "spill_after_seconds": 120.0,
@@ -230,6 +230,6 @@ def test_the_messages_say_what_happened():
 
 
 def test_a_spill_cancel_is_sent_again_only_after_a_pause():
-    cancels = preference.SpillCancels(capacity=2)
+    cancels = spill.SpillCancels(capacity=2)
     assert cancels.due("j0", 100.0) and not cancels.due("j0", 104.0) and cancels.due("j0", 105.5)
     assert cancels.due("j1", 100.0) and cancels.due("j2", 100.0) and cancels.due("j0", 106.0)  # j0 was dropped

@@ -15,8 +15,8 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.queued_report import excluded_nodes, explain_rejection, gist
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.poll.queued_report import excluded_nodes, explain_rejection, gist
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 

@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.job_set_streams import RunFacts, jobs_in, state_after
+from armada_flyte.connector.poll.job_set_streams import RunFacts, jobs_in, state_after
 
 pytestmark = pytest.mark.pure
 

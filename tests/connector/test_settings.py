@@ -6,7 +6,7 @@ import pytest
 
 import armada_flyte
 from armada_flyte import InvalidConfig
-from armada_flyte.connector.settings import check_env_names, resolve_settings
+from armada_flyte.connector.config.settings import check_env_names, resolve_settings
 
 
 @pytest.mark.pure

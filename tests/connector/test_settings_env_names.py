@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from armada_flyte.connector.settings import ENV_NAMES, GROUP_OF, given_settings, resolve_settings
-from armada_flyte.connector.settings_groups import ENV_PREFIX
+from armada_flyte.connector.config.settings import ENV_NAMES, GROUP_OF, given_settings, resolve_settings
+from armada_flyte.connector.config.settings_groups import ENV_PREFIX
 
 ROOT = pathlib.Path(__file__).parents[2]
 SETTING_OF_ENV = {
@@ -46,10 +46,10 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_BLOB_CREDENTIALS_ACCESS_KEY_KEY": ("blob", "blob_credentials_access_key_key"),
     "ARMADA_FLYTE_BLOB_CREDENTIALS_SECRET_KEY_KEY": ("blob", "blob_credentials_secret_key_key"),
     "ARMADA_FLYTE_BLOB_WORKLOAD_IDENTITY": ("blob", "blob_workload_identity"),
-    "ARMADA_FLYTE_NODE_GROUPS_FILE": ("placement", "node_groups_file"),
-    "ARMADA_FLYTE_NODE_GROUPS_PRESET": ("placement", "node_groups_preset"),
-    "ARMADA_FLYTE_NAMESPACE_TEMPLATE": ("placement", "namespace_template"),
-    "ARMADA_FLYTE_SECRET_ENV_VAR_PREFIX": ("placement", "secret_env_var_prefix"),
+    "ARMADA_FLYTE_NODE_GROUPS_FILE": ("targets", "node_groups_file"),
+    "ARMADA_FLYTE_NODE_GROUPS_PRESET": ("targets", "node_groups_preset"),
+    "ARMADA_FLYTE_NAMESPACE_TEMPLATE": ("targets", "namespace_template"),
+    "ARMADA_FLYTE_SECRET_ENV_VAR_PREFIX": ("targets", "secret_env_var_prefix"),
     "ARMADA_FLYTE_POLL_INTERVAL_SECONDS": ("timeouts", "poll_interval_seconds"),
     "ARMADA_FLYTE_FIRST_POLL_SECONDS": ("timeouts", "first_poll_seconds"),
     "ARMADA_FLYTE_STREAM_TASK_LOGS": ("timeouts", "stream_task_logs"),

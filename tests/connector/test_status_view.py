@@ -22,10 +22,10 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.poll.status_view import StatusView
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.connector.settings import resolve_settings
-from armada_flyte.connector.status_view import StatusView
 
 from support.armada_templates import run
 from support.c0_service import ARMADA_TASKS, running_c0
@@ -219,7 +219,7 @@ def test_each_connector_owns_its_view_and_closing_it_ends_the_views_thread(pause
 def test_an_ending_after_a_long_quiet_spell_is_answered_from_memory(paused_armada, monkeypatch):
     """Jobs asked about once, then not for longer than the ended-keep time (a slow resync, a loaded
     machine), then they end: their end stays in memory, so the polls that follow it cost no call."""
-    from armada_flyte.connector import status_view
+    from armada_flyte.connector.poll import status_view
 
     ids = _submit(paused_armada, "quiet", 50)
     later = {"seconds": 0.0}

@@ -10,9 +10,10 @@ import pytest
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf import json_format
 
-from armada_flyte.connector.armada_api import ArmadaApi, _quantities, pod_spec_message
-from armada_flyte.connector.pod import JobRequest
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.armada.submit_items import _quantities, pod_spec_message
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.model.job_request import JobRequest
 from armada_flyte.errors import InvalidConfig
 
 QUANTITY = {"cpu": "10m", "memory": "16Mi"}

@@ -12,10 +12,12 @@ import pytest
 from flyteidl2.core import security_pb2
 
 from armada_flyte import ArmadaConfig, InvalidConfig
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.plan import plan_job
-from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.config.blob import BlobSettings
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
+from armada_flyte.connector.submit.pod import blob_env
 
 pytestmark = pytest.mark.pure
 
@@ -40,14 +42,8 @@ def template_with(serialize, secrets, env_vars=None):
 
 
 def plan(template, blob=BlobSettings(), prefix="_UNION_"):
-    job = plan_job(
-        template,
-        NodeGroups.preset("gke"),
-        RunIdentity(run="r1", action="a1"),
-        "s3://b/raw",
-        blob,
-        secret_env_prefix=prefix,
-    ).job
+    context = ExecutionContext(RunIdentity(run="r1", action="a1"), "s3://b/raw")
+    job = plan_job(template, SubmitSettings(NodeGroups.preset("gke"), blob, prefix), context).job
     [container] = job.pod_spec["containers"]
     return job.pod_spec, container, {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
@@ -94,7 +90,7 @@ def test_a_file_secret_is_a_read_only_secret_volume_under_etc_flyte_secrets(seri
 
 
 def test_a_file_secret_with_an_env_var_name_gets_its_path_in_that_variable():
-    from armada_flyte.connector.secrets import secret_mounts
+    from armada_flyte.connector.submit.secrets import secret_mounts
 
     context = security_pb2.SecurityContext(
         secrets=[security_pb2.Secret(group="g", key="K", mount_requirement=security_pb2.Secret.FILE, env_var="K_PATH")]
@@ -120,7 +116,7 @@ def test_a_secret_replaces_a_same_named_env_var_of_the_task(serialize):
     ],
 )
 def test_what_kubernetes_secrets_cant_express_is_refused_naming_the_secret(secret, field, fix):
-    from armada_flyte.connector.secrets import secret_mounts
+    from armada_flyte.connector.submit.secrets import secret_mounts
 
     with pytest.raises(InvalidConfig, match=fix) as caught:
         secret_mounts(security_pb2.SecurityContext(secrets=[secret]))
@@ -128,7 +124,7 @@ def test_what_kubernetes_secrets_cant_express_is_refused_naming_the_secret(secre
 
 
 def test_oauth_token_requests_are_refused_not_dropped():
-    from armada_flyte.connector.secrets import secret_mounts
+    from armada_flyte.connector.submit.secrets import secret_mounts
 
     context = security_pb2.SecurityContext(tokens=[security_pb2.OAuth2TokenRequest(name="tok")])
     with pytest.raises(InvalidConfig, match="OAuth2"):
@@ -142,7 +138,7 @@ def test_a_secret_may_not_take_over_the_blob_stores_variables(serialize):
 
 
 def test_the_connector_refuses_literal_pod_blob_keys():
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
 
     with pytest.raises(InvalidConfig, match="blob_credentials_secret=.*blob_workload_identity") as caught:
         resolve_settings(blob_endpoint="http://s3:9000", blob_access_key="ak", blob_secret_key="the-secret-key")
@@ -152,7 +148,7 @@ def test_the_connector_refuses_literal_pod_blob_keys():
     with pytest.raises(InvalidConfig, match="Kubernetes Secret"):
         resolve_settings(blob_credentials_secret="Blob_Keys")
     settings = resolve_settings(blob_endpoint="http://s3:9000", blob_access_key="ak", blob_workload_identity=True)
-    assert BlobSettings.from_settings(settings.blob).pod_env() == [
+    assert blob_env(BlobSettings.from_settings(settings.blob)) == [
         {"name": "FLYTE_AWS_ENDPOINT", "value": "http://s3:9000"}
     ]
     assert "the-secret-key" not in repr(BlobSettings("e", "ak", "the-secret-key"))

@@ -13,7 +13,7 @@ from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte import ArmadaConfig
-from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
 
 from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template

@@ -63,6 +63,6 @@ def connector_app() -> ModuleType:
 @pytest.fixture(scope="session")
 def settings_env_names() -> set[str]:
     """Every environment variable name the connector's settings read (upper-cased)."""
-    from armada_flyte.connector.settings import CONFIG_FILE_ENV, ENV_NAMES
+    from armada_flyte.connector.config.settings import CONFIG_FILE_ENV, ENV_NAMES
 
     return {CONFIG_FILE_ENV} | {name for names in ENV_NAMES.values() for name in names}

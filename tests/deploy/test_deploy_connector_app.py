@@ -43,7 +43,7 @@ def test_app_settings_are_connector_settings_names(connector_app, settings_env_n
 
 
 def test_the_settings_the_app_sets_resolve(connector_app, monkeypatch):
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
 
     app = connector_app.connector_environment("armada:50051", armada_tls=True, preset="eks-karpenter", auth="none")
     for name, value in app.env_vars.items():

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.spec import TASK_TYPE
 
 from support.service_links import service_link_env
@@ -209,7 +209,7 @@ def test_the_connector_pod_gets_no_service_links(manifests):
 
 def test_the_services_injected_variables_pass_the_settings_check(manifests, monkeypatch):
     """Where service links stay on (an admin's own manifests), the settings still resolve."""
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
 
     injected = service_link_env(manifests["Service/armada-flyte-connector"])
     assert "ARMADA_FLYTE_CONNECTOR_SERVICE_HOST" in injected
@@ -219,7 +219,7 @@ def test_the_services_injected_variables_pass_the_settings_check(manifests, monk
 
 
 def test_a_typo_still_fails_beside_the_injected_variables(manifests, monkeypatch):
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
     from armada_flyte.errors import InvalidConfig
 
     for name, value in service_link_env(manifests["Service/armada-flyte-connector"]).items():
@@ -233,8 +233,9 @@ def test_a_typo_still_fails_beside_the_injected_variables(manifests, monkeypatch
 def test_job_pods_blob_secret_is_shipped_named_by_the_deployment_with_the_keys_the_connector_reads(
     connector_pod, load_yaml, monkeypatch
 ):
-    from armada_flyte.connector.blob import BlobSettings
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.blob import BlobSettings
+    from armada_flyte.connector.config.settings import resolve_settings
+    from armada_flyte.connector.submit.pod import blob_env
 
     secret = load_yaml("armada/job-blob-credentials.yaml")
     env = {e["name"]: e for e in _connector_container(connector_pod)["env"]}
@@ -243,7 +244,7 @@ def test_job_pods_blob_secret_is_shipped_named_by_the_deployment_with_the_keys_t
         monkeypatch.setenv(name, env[name]["value"])
     monkeypatch.setenv("FLYTE_BLOB_ACCESS_KEY", "connector-key")
     monkeypatch.setenv("FLYTE_BLOB_SECRET_KEY", "connector-secret")
-    pod_env = BlobSettings.from_settings(resolve_settings().blob).pod_env()
+    pod_env = blob_env(BlobSettings.from_settings(resolve_settings().blob))
     referenced = {e["valueFrom"]["secretKeyRef"]["key"] for e in pod_env if "valueFrom" in e}
     assert referenced == set(secret["stringData"])
     assert "connector-secret" not in str(pod_env)

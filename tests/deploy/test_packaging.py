@@ -30,7 +30,7 @@ def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     (wheel,) = tmp_path.glob("armada_flyte-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     presets = {p.name for p in (ROOT / "arch").glob("*.yaml")}
-    assert {f"armada_flyte/connector/presets/{name}" for name in presets} <= names
+    assert {f"armada_flyte/connector/config/presets/{name}" for name in presets} <= names
     assert "armada_flyte/cluster/default_cluster.yaml" in names
     # generated from the .proto at build time (setup.py), never committed
     assert {

@@ -171,8 +171,8 @@ def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
     import flyte
     import workflows
 
-    from armada_flyte.connector.armada_api import ArmadaApi
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.armada.api import ArmadaApi
+    from armada_flyte.connector.config.settings import resolve_settings
 
     pid_file = tmp_path / "pid"
 

@@ -17,7 +17,7 @@ from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.connector.metadata import ArmadaJobMetadata
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
 from armada_flyte.local import journal
 from armada_flyte.local.stack import BLOB_CREDENTIALS_SECRET, SECRET_KEY
 

@@ -242,7 +242,7 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
 
     import armada_flyte
     from armada_flyte import ArmadaConfig
-    from armada_flyte.connector.crash_reasons import BUILD_BOTH
+    from armada_flyte.connector.poll.crash_reasons import BUILD_BOTH
     from armada_flyte.connector.service import ArmadaConnector
     from armada_flyte.pod_runner.docker import DockerPodRunner
 

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.image_check import ImagePlatformCheck
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.submit.image_check import ImagePlatformCheck
 from armada_flyte.errors import RegistryError, RegistryProtocolError, RegistryUnreachable
 from armada_flyte.registry.client import MAX_MANIFEST_BYTES, RegistryClient
 

@@ -24,19 +24,37 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         ),
     ),
     "armada_flyte.connector": (
+        Layers("armada_flyte.connector", ("service", "context", "poll | submit", "armada", "config", "model")),
+    ),
+    "armada_flyte.connector.model": (
+        Layers("armada_flyte.connector.model", ("metadata | identity | job_request | run_details | task_error",)),
+    ),
+    "armada_flyte.connector.armada": (
+        Layers("armada_flyte.connector.armada", ("api", "auth | call_batch | channels | submit_items")),
+    ),
+    "armada_flyte.connector.config": (
+        Layers("armada_flyte.connector.config", ("blob | settings", "settings_groups", "namespaces | node_groups")),
+    ),
+    "armada_flyte.connector.submit": (
         Layers(
-            "armada_flyte.connector",
+            "armada_flyte.connector.submit",
             (
-                "service",
-                "outcome | plan | status_view",
-                "preference",
-                "armada_api | execution_context",
+                "gangs | image_check | plan",
                 "pod",
-                "auth | blob | image_check",
-                "channels | landing | placement | queued_report | settings",
-                "settings_groups",
-                "accelerators | call_batch | crash_reasons | gangs | job_set_streams | metadata | namespaces"
-                " | node_groups | phases | secrets",
+                "decisions | execution_context",
+                "placement | secrets | template_pod",
+                "accelerators",
+            ),
+        ),
+    ),
+    "armada_flyte.connector.poll": (
+        Layers(
+            "armada_flyte.connector.poll",
+            (
+                "gather",
+                "decision | status_view",
+                "error_file | job_set_streams | outcome | spill",
+                "crash_reasons | landing | phases | queued_report",
             ),
         ),
     ),

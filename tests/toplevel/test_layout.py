@@ -15,7 +15,7 @@ SIDES = ("task", "connector", "registry", "pod_runner", "cluster", "embedded", "
 # `armada_flyte.configure(...)` sets the connector's settings.
 ALLOWED_LAZY = {
     ("armada_flyte.task.plugin", "armada_flyte.local.run"),
-    ("armada_flyte", "armada_flyte.connector.settings"),
+    ("armada_flyte", "armada_flyte.connector.config.settings"),
 }
 
 

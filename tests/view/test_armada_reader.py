@@ -7,7 +7,7 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.armada_reader import ArmadaReader, ArmadaReadError
 from armada_flyte.view.snapshot import Gatherer

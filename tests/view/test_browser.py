@@ -23,8 +23,8 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.settings import resolve_settings
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.http_server import ViewServer, serving
 from armada_flyte.view.pages import ARCHITECTURE_COLOURS, STATE_COLOURS

@@ -7,7 +7,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.view.jobs import JobRow, job_row, pod_spec_of, timeline
 from armada_flyte.view.snapshot import node_group_finder
 

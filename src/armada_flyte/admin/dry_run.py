@@ -1,5 +1,6 @@
 """Render the Armada submission a task would make, without submitting: what Airflow's Armada
-operator calls a dry run. Useful to see where a task would land on a given platform."""
+operator calls a dry run. Useful to see where a task would land on a given platform. It is the
+connector's own plan (`submit.plan.plan_job`), so it prints exactly what create submits."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ import importlib
 import pathlib
 import re
 import sys
+from dataclasses import replace
 from typing import Any
 
 from flyte.models import CodeBundle, SerializationContext
 from google.protobuf import json_format
 
-from armada_flyte.connector.armada_api import submit_request
-from armada_flyte.connector.blob import BlobSettings
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.plan import plan_job
-from armada_flyte.connector.pod import RunIdentity
+from armada_flyte.connector.armada.submit_items import submit_request
+from armada_flyte.connector.model.identity import RunIdentity
+from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.task.flyte_internals import get_proto_task
 
@@ -49,8 +50,10 @@ def load_task(reference: str, root_dir: pathlib.Path) -> Any:
     return task
 
 
-def render_submission(task: Any, node_groups: NodeGroups, root_dir: pathlib.Path) -> dict[str, Any]:
-    """The JobSubmitRequest (as Armada's JSON) for one run of `task`, placed with `node_groups`."""
+def render_submission(task: Any, settings: SubmitSettings, root_dir: pathlib.Path) -> dict[str, Any]:
+    """The JobSubmitRequest (as Armada's JSON) create makes for one run of `task`. For an architecture
+    preference, `{"create": <that request>, "later_steps": [...]}`: each later architecture's request,
+    submitted only once the step before waited `spill_after_seconds` queued for room."""
     sctx = SerializationContext(
         project="project",
         domain="development",
@@ -60,6 +63,18 @@ def render_submission(task: Any, node_groups: NodeGroups, root_dir: pathlib.Path
     )
     template = get_proto_task(task, sctx)
     identity = RunIdentity(project="project", domain="development", run="dry-run", action="a0", task=template.id.name)
-    plan = plan_job(template, node_groups, identity, _PLACEHOLDER_OUTPUTS, BlobSettings())
-    request = submit_request(plan.spec.queue, plan.spec.job_set_id or "flyte-dry-run", [plan.job])
-    return json_format.MessageToDict(request)
+    context = replace(ExecutionContext.of(None, template, _PLACEHOLDER_OUTPUTS), identity=identity)
+    plan = plan_job(template, settings, context)
+    create = json_format.MessageToDict(submit_request(plan.queue, plan.job_set_id, [plan.job]))
+    if not plan.later_steps:
+        return create
+    later = [
+        {
+            "architecture": step.architecture,
+            "node_group": step.node_group,
+            "spill_after_seconds": plan.spill_after,
+            "request": json_format.MessageToDict(submit_request(plan.queue, plan.job_set_id, [step.job])),
+        }
+        for step in plan.later_steps
+    ]
+    return {"create": create, "later_steps": later}

@@ -13,9 +13,10 @@ def register(subparsers: Any) -> None:
         "dry-run",
         help="print the Armada job a task would submit (pod spec, placement), without submitting",
         description=(
-            "Serialise a task as `flyte run` would, apply project defaults and the node groups, and print "
-            "the SubmitJobs request the connector would send: node selector, tolerations, affinity, "
-            "resources, labels and annotations. Nothing is submitted."
+            "Serialise a task as `flyte run` would, apply project defaults, the node groups and the connector's "
+            "settings, and print the SubmitJobs request the connector would send: node selector, tolerations, "
+            "affinity, resources, labels and annotations (for an architecture preference, the request of each "
+            "step: create's, then each later architecture's). Nothing is submitted."
         ),
     )
     parser.add_argument(
@@ -34,13 +35,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.admin.dry_run import load_task, render_submission
-    from armada_flyte.connector.node_groups import NodeGroups
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.node_groups import NodeGroups
+    from armada_flyte.connector.config.settings import resolve_settings
+    from armada_flyte.connector.submit.plan import SubmitSettings
 
+    root = args.root.resolve()
+    task = load_task(args.task, root)
+    settings = resolve_settings()
     if args.node_groups is None and args.preset is None:
-        groups = resolve_settings().node_groups()
+        groups = settings.node_groups()
     else:
         groups = NodeGroups.load(args.node_groups, args.preset)
-    root = args.root.resolve()
-    print(json.dumps(render_submission(load_task(args.task, root), groups, root), indent=2))
+    submission = render_submission(task, SubmitSettings.of(settings, groups), root)
+    print(json.dumps(submission, indent=2))
     return 0

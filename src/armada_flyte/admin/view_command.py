@@ -66,8 +66,8 @@ def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from armada_flyte.connector.node_groups import NodeGroups
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.node_groups import NodeGroups
+    from armada_flyte.connector.config.settings import resolve_settings
     from armada_flyte.view.http_server import serving
 
     job_sets = [_job_set(text) for text in args.job_set]
@@ -104,7 +104,7 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
     if args.no_view:
         yield None
         return
-    from armada_flyte.connector.settings import settings_from
+    from armada_flyte.connector.config.settings import settings_from
     from armada_flyte.local.stack import stack_view
 
     settings = settings_from(

@@ -38,7 +38,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
-from armada_flyte.connector.phases import state_name
+from armada_flyte.connector.poll.phases import state_name
 from armada_flyte.local import inflight
 from armada_flyte.local.journal import JobRecord, architecture_label, outcome_label, record
 from armada_flyte.local.task_logs import TaskLogFollower

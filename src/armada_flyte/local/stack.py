@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
-from armada_flyte.connector import settings as connector_settings
+from armada_flyte.connector.config import settings as connector_settings
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def stack_view(
     """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
 
     `settings` say how to reach the server when it needs TLS or credentials."""
-    from armada_flyte.connector.node_groups import NodeGroups
+    from armada_flyte.connector.config.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
     settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)

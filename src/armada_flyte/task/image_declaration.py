@@ -1,7 +1,7 @@
 """The serialisation-time image check: a `flyte.Image` Flyte builds says which platforms it has.
 
 Task side, no I/O: a prebuilt reference is checked later, against its registry, by the
-connector's opt-in submission check (`armada_flyte.connector.image_check`).
+connector's opt-in submission check (`armada_flyte.connector.submit.image_check`).
 """
 
 from __future__ import annotations

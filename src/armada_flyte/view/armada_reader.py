@@ -24,9 +24,9 @@ from armada_client.armada import (
     submit_pb2_grpc,
 )
 
-from armada_flyte.connector.auth import credentials_for
-from armada_flyte.connector.channels import authorization_metadata, id_chunks, open_channel
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.armada.auth import credentials_for
+from armada_flyte.connector.armada.channels import authorization_metadata, id_chunks, open_channel
+from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote, urlsplit
 
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.view.armada_reader import ArmadaReader
 from armada_flyte.view.pages import job_html, overview_html

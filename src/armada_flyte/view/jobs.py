@@ -16,7 +16,7 @@ from armada_client.armada import job_pb2
 from google.protobuf import json_format
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.pod import (
+from armada_flyte.connector.model.job_request import (
     ANNOTATION_ANY_OF,
     ANNOTATION_ARCH_SOURCE,
     ANNOTATION_NODE_GROUP,

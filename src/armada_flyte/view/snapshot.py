@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, TypeVar
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.queued_report import gist
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.poll.queued_report import gist
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.view.armada_reader import ArmadaReader
 from armada_flyte.view.jobs import JobRow, NodeGroupOf, Timeline, job_row, no_node_groups, pod_spec_of, timeline

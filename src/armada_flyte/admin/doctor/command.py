@@ -103,7 +103,7 @@ def collect(args: argparse.Namespace) -> list[Finding]:
 
 
 def _live(url: Optional[str], queue: str) -> list[Finding]:
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
 
     try:
         settings = resolve_settings(**({"armada_url": url} if url else {}))
@@ -122,7 +122,7 @@ def _live(url: Optional[str], queue: str) -> list[Finding]:
 
 def _image_architectures(image: str) -> tuple[Optional[frozenset[Architecture]], Optional[Finding]]:
     """The architectures `image` has, per its registry, or a finding saying why they can't be read."""
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
     from armada_flyte.errors import RegistryError
     from armada_flyte.registry.client import image_platforms
 

@@ -16,8 +16,8 @@ from typing import Any, Iterable, Mapping, Optional
 
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.accelerators import GPU_RESOURCE
-from armada_flyte.connector.node_groups import Accelerator, Constraints, NodeGroup, NodeGroups
+from armada_flyte.connector.config.node_groups import Accelerator, Constraints, NodeGroup, NodeGroups
+from armada_flyte.connector.submit.accelerators import GPU_RESOURCE
 from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.kube_objects import Taint, Toleration
 

@@ -15,7 +15,7 @@ import yaml
 from armada_flyte.admin.doctor.config_checks import describe
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
 from armada_flyte.config_file import MAX_FILE_BYTES, load_bounded
-from armada_flyte.connector.node_groups import PRESETS_DIR, NodeGroups
+from armada_flyte.connector.config.node_groups import PRESETS_DIR, NodeGroups
 from armada_flyte.errors import InvalidConfig
 
 _PRESETS = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
@@ -85,12 +85,12 @@ def load_yaml_mapping(path: pathlib.Path, check: str, what: str) -> tuple[Option
 
 
 def _from_connector_settings() -> tuple[str, Any]:
-    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.connector.config.settings import resolve_settings
 
     settings = resolve_settings()
-    if settings.placement.node_groups_file is not None:
-        path = settings.placement.node_groups_file
+    if settings.targets.node_groups_file is not None:
+        path = settings.targets.node_groups_file
         return f"{path} (ARMADA_FLYTE_NODE_GROUPS_FILE)", lambda: NodeGroups.from_yaml(path)
-    name = settings.placement.node_groups_preset or "generic"
-    source = "ARMADA_FLYTE_NODE_GROUPS_PRESET" if settings.placement.node_groups_preset else "the connector's default"
+    name = settings.targets.node_groups_preset or "generic"
+    source = "ARMADA_FLYTE_NODE_GROUPS_PRESET" if settings.targets.node_groups_preset else "the connector's default"
     return f"preset {name} ({source})", lambda: NodeGroups.preset(name)

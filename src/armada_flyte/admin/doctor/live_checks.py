@@ -14,9 +14,9 @@ from armada_client.armada import health_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
-from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.channels import open_channel
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.armada.channels import open_channel
+from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaAuthError
 
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)

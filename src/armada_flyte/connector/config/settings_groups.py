@@ -20,8 +20,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import NoDecode
 
 from armada_flyte.addresses import is_loopback
-from armada_flyte.connector.namespaces import check_namespace_template
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.namespaces import check_namespace_template
+from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.kube import secret_key_problem, secret_name_problem
 
 ENV_PREFIX = "ARMADA_FLYTE_"
@@ -221,8 +221,10 @@ class BlobStore(_Group):
         return self
 
 
-class Placement(_Group):
-    """Where jobs go and what their pods are given: node groups, the namespace, task secrets' env names."""
+class JobTargets(_Group):
+    """Where jobs go and what their pods are given: node groups, the namespace, task secrets' env names.
+
+    (Named `Placement` before; `submit.placement.Placement` is one pod's scheduling constraints.)"""
 
     node_groups_file: Optional[pathlib.Path] = None
     """The platform admin's node-group YAML."""
@@ -237,7 +239,7 @@ class Placement(_Group):
     """Prefix of task secrets' env vars (`<prefix><GROUP>_<KEY>`): your Flyte webhook's secretEnvVarPrefix."""
 
     @model_validator(mode="after")
-    def _check(self) -> Placement:
+    def _check(self) -> JobTargets:
         if self.node_groups_file is not None and self.node_groups_preset is not None:
             raise ValueError("set node_groups_file or node_groups_preset, not both")
         if self.namespace_template is not None:

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.errors import ArmadaFlyteError
 
 log = logging.getLogger(__name__)

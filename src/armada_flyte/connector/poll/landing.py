@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from armada_flyte.architecture import Architecture
-from armada_flyte.connector.node_groups import NodeGroups
+from armada_flyte.connector.config.node_groups import NodeGroups
 
 
 @dataclass(frozen=True)

@@ -1,85 +1,19 @@
-"""The blob store as the pods and the connector use it: its settings, and reading a0's error.pb,
-the only place a failed user function shows up (a0 exits 0 anyway)."""
+"""Reading a0's error.pb, the only place a failed user function shows up (a0 exits 0 anyway), with
+the connector's own blob-store keys, within a time bound."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 from urllib.parse import urlparse
 
-from armada_flyte.connector.secrets import secret_key_ref
-from armada_flyte.connector.settings_groups import BlobStore
+from armada_flyte.connector.config.blob import BlobSettings
+from armada_flyte.connector.model.task_error import TaskError
 
 log = logging.getLogger(__name__)
 
 ERROR_FILE = "error.pb"
-BLOB_ENV = ("FLYTE_AWS_ENDPOINT", "FLYTE_AWS_ACCESS_KEY_ID", "FLYTE_AWS_SECRET_ACCESS_KEY")
-"""What a0 reads the S3 endpoint and keys from."""
-
-
-@dataclass(frozen=True)
-class BlobSettings:
-    """The blob store as the pods reach it, and the connector's own keys for reading error.pb.
-
-    The pods never get the keys as values: with `credentials_secret` their env takes the keys from
-    that Kubernetes Secret (in the job's namespace) by `secretKeyRef`; with `workload_identity`
-    they get no credentials at all and the pod's service account grants access. An empty endpoint
-    injects nothing.
-    """
-
-    endpoint: str = ""
-    access_key: str = ""
-    secret_key: str = field(default="", repr=False)
-    region: str = "us-east-1"
-    credentials_secret: str = ""
-    access_key_key: str = "access_key_id"
-    secret_key_key: str = "secret_access_key"
-    workload_identity: bool = False
-
-    def pod_env(self) -> list[dict[str, Any]]:
-        if not self.endpoint:
-            return []
-        env: list[dict[str, Any]] = [{"name": BLOB_ENV[0], "value": self.endpoint}]
-        if self.workload_identity or not self.credentials_secret:
-            return env
-        for name, key in zip(BLOB_ENV[1:], (self.access_key_key, self.secret_key_key)):
-            env.append({"name": name, "valueFrom": secret_key_ref(self.credentials_secret, key)})
-        return env
-
-    @classmethod
-    def from_settings(cls, store: BlobStore) -> BlobSettings:
-        """The blob store the pods are told to use (and the connector reads error.pb with)."""
-        return cls(
-            store.blob_endpoint,
-            store.blob_access_key,
-            store.blob_secret_key.get_secret_value(),
-            store.blob_region,
-            store.blob_credentials_secret,
-            store.blob_credentials_access_key_key,
-            store.blob_credentials_secret_key_key,
-            store.blob_workload_identity,
-        )
-
-
-@dataclass(frozen=True)
-class TaskError:
-    """What a0 recorded: the user's exception type name (`code`), its message, its kind (`user`,
-    `system` or `unknown`), and whether a retry can help (a0 marks every error recoverable except
-    `flyte.errors.NonRecoverableError`)."""
-
-    code: str
-    message: str
-    kind: str
-    recoverable: bool = False
-
-    def describe(self) -> str:
-        return self.message if self.message.startswith(self.code) else f"{self.code}: {self.message}"
-
-    def as_info(self) -> dict[str, object]:
-        """The error as the `error` entry of the connector Resource's custom_info."""
-        return {"code": self.code, "kind": self.kind.upper(), "recoverable": self.recoverable, "message": self.message}
 
 
 class ErrorFileUnreadable(Exception):

@@ -41,18 +41,27 @@ _ANY, _ENV_VAR, _FILE = 0, 1, 2
 _VOLUME_PREFIX = "flyte-secret-"
 
 
-@dataclass
+@dataclass(frozen=True)
 class SecretMounts:
     """What a task's secrets add to its pod: env entries, secret volumes and their mounts (all as
     dicts in the JSON shape of Armada's Kubernetes proto, which spells out `localObjectReference` and
     `volumeSource`)."""
 
-    env: list[dict[str, Any]] = field(default_factory=list)
-    volumes: list[dict[str, Any]] = field(default_factory=list)
-    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
+    env: tuple[dict[str, Any], ...] = ()
+    volumes: tuple[dict[str, Any], ...] = ()
+    volume_mounts: tuple[dict[str, Any], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.env or self.volumes)
+
+
+@dataclass
+class _Collected:
+    """The mounts while a template's secrets are read, one at a time."""
+
+    env: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
 
     def add_env(self, entry: dict[str, Any]) -> None:
         self.env = [e for e in self.env if e["name"] != entry["name"]] + [entry]
@@ -88,9 +97,8 @@ def secret_mounts(security_context: Any, env_prefix: str = DEFAULT_ENV_PREFIX) -
     Anything Kubernetes Secrets can't express raises InvalidConfig naming the secret: a secret is
     mounted as asked or the task is refused, never dropped.
     """
-    mounts = SecretMounts()
     if security_context is None:
-        return mounts
+        return SecretMounts()
     if len(security_context.tokens):
         raise InvalidConfig(
             "security_context.tokens",
@@ -98,12 +106,13 @@ def secret_mounts(security_context: Any, env_prefix: str = DEFAULT_ENV_PREFIX) -
             "OAuth2 token requests can't be mounted into an Armada pod; remove them, or pass the token as a "
             "flyte.Secret",
         )
+    mounts = _Collected()
     for secret in security_context.secrets:
         _add(mounts, secret, env_prefix)
-    return mounts
+    return SecretMounts(tuple(mounts.env), tuple(mounts.volumes), tuple(mounts.volume_mounts))
 
 
-def _add(mounts: SecretMounts, secret: Any, env_prefix: str) -> None:
+def _add(mounts: _Collected, secret: Any, env_prefix: str) -> None:
     described = f"flyte.Secret(key={secret.key!r}, group={secret.group!r})"
     if not secret.key:
         raise InvalidConfig("flyte.Secret.key", "", "a secret needs a key: the key's name inside its Kubernetes Secret")
@@ -147,27 +156,23 @@ def _add(mounts: SecretMounts, secret: Any, env_prefix: str) -> None:
         )
 
 
-def apply_secret_mounts(pod_spec: dict[str, Any], mounts: SecretMounts, reserved_env: Iterable[str] = ()) -> None:
-    """Add the mounts to the pod's one container and its volumes, in place.
-
-    A secret env var replaces a same-named one the task set (Flyte's injector does the same); one
-    that would replace what a0 needs (`reserved_env`), or a secret mount path the pod already uses,
-    is refused.
-    """
+def check_secret_mounts(
+    mounts: SecretMounts, env: Iterable[str], volume_mounts: Iterable[Any], volumes: Iterable[Any]
+) -> None:
+    """Refuse a secret env var that would replace what a0 needs (`env`: the blob store's names), and a
+    secret mount path or volume name the pod already uses. A secret env var replacing another the task
+    set is fine (Flyte's injector does the same)."""
     if not mounts:
         return
-    [container] = pod_spec["containers"]
-    reserved = set(reserved_env)
-    names = {entry["name"] for entry in mounts.env}
-    clash = sorted(names & reserved)
+    clash = sorted({entry["name"] for entry in mounts.env} & set(env))
     if clash:
         raise InvalidConfig(
             "flyte.Secret.as_env_var",
             clash[0],
             "that variable carries the blob store's settings to a0; mount the secret under another name",
         )
-    taken_paths = {m.get("mountPath") for m in container.get("volumeMounts") or []}
-    taken_volumes = {v.get("name") for v in pod_spec.get("volumes") or []}
+    taken_paths = {m.get("mountPath") for m in volume_mounts}
+    taken_volumes = {v.get("name") for v in volumes}
     for mount in mounts.volume_mounts:
         if mount["mountPath"] in taken_paths or mount["name"] in taken_volumes:
             raise InvalidConfig(
@@ -175,7 +180,3 @@ def apply_secret_mounts(pod_spec: dict[str, Any], mounts: SecretMounts, reserved
                 mount["mountPath"],
                 "Flyte's file secrets are mounted there; move the pod template's own volume elsewhere",
             )
-    container["env"] = [e for e in container.get("env") or [] if e["name"] not in names] + mounts.env
-    if mounts.volumes:
-        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts.volume_mounts]
-        pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), *mounts.volumes]

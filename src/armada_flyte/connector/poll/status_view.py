@@ -38,9 +38,9 @@ from typing import Optional
 from armada_client.armada import event_pb2
 
 from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
-from armada_flyte.connector.armada_api import ArmadaApi
-from armada_flyte.connector.job_set_streams import RunFacts, StreamEvent, StreamMode, job_event_of, jobs_in
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.config.settings import ConnectorConfig
+from armada_flyte.connector.poll.job_set_streams import RunFacts, StreamEvent, StreamMode, job_event_of, jobs_in
 
 log = logging.getLogger(__name__)
 

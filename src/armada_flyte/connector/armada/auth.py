@@ -19,7 +19,7 @@ from typing import Optional, Protocol
 import httpx
 
 from armada_flyte.authorization import basic_header, bearer_header, read_secret_file
-from armada_flyte.connector.settings_groups import ArmadaConnection
+from armada_flyte.connector.config.settings_groups import ArmadaConnection
 from armada_flyte.errors import ArmadaAuthError, InvalidConfig
 from armada_flyte.registry.bounded_http import BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_request
 

@@ -1,12 +1,10 @@
-"""What the connector tells Flyte about a job: a pure function of what one poll gathered.
+"""What the connector tells Flyte about one job: a pure function of what a poll gathered about it.
 
 `outcome_of(metadata, observed, rules)` maps Armada's state, the latest run's details, a0's error
-and Armada's reason to Flyte's phase, message and `custom_info`. No I/O happens here: `service.py`
-gathers the inputs (asking `needs_*` what to fetch), calls it, and carries out what it asks for
-(`JobOutcome.cancel`). That keeps every answer testable as one table, without a server.
-
-Just over 400 lines on purpose: every answer and the message it words stay in one file, so the table
-test (tests/connector/test_outcome_table.py) and the code can be read side by side.
+and Armada's reason to Flyte's phase, message and `custom_info`. It is the last row of the poll's
+decision (`decision.py`, which says what to gather first and what to carry out after); every answer
+and the message it words stay in this one file, so the table test (tests/connector/test_outcome_table.py)
+and the code can be read side by side.
 """
 
 from __future__ import annotations
@@ -18,14 +16,14 @@ from typing import Any, Optional
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
-from armada_flyte.connector.armada_api import RunDetails
-from armada_flyte.connector.blob import TaskError
-from armada_flyte.connector.crash_reasons import WrongArchitecture, wrong_architecture
-from armada_flyte.connector.landing import landing_of
-from armada_flyte.connector.metadata import ArmadaJobMetadata
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.phases import TERMINAL_PHASES, phase_of, state_name
-from armada_flyte.connector.queued_report import QueuedReport, explain_rejection
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.model.run_details import RunDetails
+from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll.crash_reasons import WrongArchitecture, wrong_architecture
+from armada_flyte.connector.poll.landing import landing_of
+from armada_flyte.connector.poll.phases import TERMINAL_PHASES, phase_of, state_name
+from armada_flyte.connector.poll.queued_report import QueuedReport, explain_rejection
 
 OOM_KILLED = "OOMKilled"
 """The container status reason of a container killed over its memory limit; Armada's reason names it."""
@@ -129,34 +127,15 @@ class Observed:
 
 @dataclass(frozen=True)
 class Rules:
-    """The settings and node groups the decision depends on."""
+    """The settings and node groups the poll's decision depends on."""
 
     ack_timeout_seconds: float
     error_read_grace_seconds: float
     node_groups: Optional[NodeGroups] = None
-
-
-def needs_queued_report(meta: ArmadaJobMetadata, state: int, now: float, after_seconds: float) -> bool:
-    """Whether to ask Armada's scheduler why the job waits: it is QUEUED and has waited long enough."""
-    return state == JobState.QUEUED and bool(meta.submitted_at) and now - meta.submitted_at >= after_seconds
-
-
-def queued_report_max_age(meta: ArmadaJobMetadata, now: float, refresh_seconds: float) -> float:
-    """How old a kept scheduling report may be: none at all once the queued timeout has passed, since
-    that report is the failure's last word (one kept from the job's first second may predate every
-    scheduling round that considered it)."""
-    return 0.0 if _over(meta.queued_timeout_seconds, meta.submitted_at, now) else refresh_seconds
-
-
-def needs_run_details(meta: ArmadaJobMetadata, state: int) -> bool:
-    """Whether the run's node and times matter: a job that ended, or one running under a timeout or for `any`."""
-    return state in TERMINAL_STATES or (state in RUN_STATES and (meta.timeout_seconds > 0 or bool(meta.any_of)))
-
-
-def needs_events_check(meta: ArmadaJobMetadata, state: int, now: float, ack_timeout_seconds: float) -> bool:
-    """Whether to read the job set's events before trusting an UNKNOWN: the ack window has passed, and the
-    job status API (fed by Armada's lookout ingester) can lag while the events (fed apart) know the job."""
-    return state == JobState.UNKNOWN and bool(meta.submitted_at) and now - meta.submitted_at > ack_timeout_seconds
+    queued_report_after_seconds: float = 60.0
+    """How long a job may wait queued before Armada's scheduler is asked why."""
+    queued_report_refresh_seconds: float = 30.0
+    """How old a kept scheduling report may be."""
 
 
 def needs_reason(state: int, task_error: Optional[TaskError], error_unreadable: str) -> bool:
@@ -196,10 +175,10 @@ def _decided(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcom
         "architecture": meta.architecture,
         "node_group": meta.node_group,
     }
-    if state in QUEUED_STATES and _over(meta.queued_timeout_seconds, meta.submitted_at, now):
+    if state in QUEUED_STATES and over_limit(meta.queued_timeout_seconds, meta.submitted_at, now):
         why = _why_queued(seen.queued_report, facts) if state == JobState.QUEUED else ""
         return _timed_out(meta, state, facts, now, meta.queued_timeout_seconds, "waiting to start", why)
-    if state in RUN_STATES and details and _over(meta.timeout_seconds, details.started_at, now):
+    if state in RUN_STATES and details and over_limit(meta.timeout_seconds, details.started_at, now):
         return _timed_out(meta, state, facts, now, meta.timeout_seconds, "running")
     if state == JobState.UNKNOWN:
         return _not_visible(meta, facts, now, rules.ack_timeout_seconds, seen.events_unreadable)
@@ -400,7 +379,7 @@ def _explained(crash: WrongArchitecture, message: str, facts: dict[str, Any]) ->
     return f"{crash.says()}: {message.rstrip()}\nTo fix: {crash.fix()}"
 
 
-def _over(limit: float, since: float, now: float) -> bool:
+def over_limit(limit: float, since: float, now: float) -> bool:
     """More than `limit` seconds have passed since `since` (either 0: no limit, or not known)."""
     return limit > 0 and since > 0 and now - since > limit
 

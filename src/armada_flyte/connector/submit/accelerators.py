@@ -1,5 +1,5 @@
 """What a task asks of accelerators: the GPU model, count and MIG partition Flyte serialised, and the
-memory-backed /dev/shm it wants. Pure: read from the template, applied to pod-spec dicts.
+memory-backed /dev/shm it wants. Pure: read from the template; the pod-spec entries they become.
 
 Flyte writes `flyte.Resources(gpu="A100:1")` as a GPU count in the container's resources plus
 `extended_resources.gpu_accelerator` (device `nvidia-tesla-a100`, optional partition); `shm=` becomes
@@ -75,13 +75,11 @@ def shared_memory(task_template: Any) -> Optional[SharedMemory]:
     return SharedMemory(shm.mount_path or "/dev/shm", shm.mount_name or "flyte-shm", shm.size_limit)
 
 
-def with_shared_memory(pod_spec: dict[str, Any], shm: Optional[SharedMemory]) -> dict[str, Any]:
-    """A copy of `pod_spec` with the memory-backed volume mounted in its (one) container."""
-    if shm is None:
-        return pod_spec
-    volumes = list(pod_spec.get("volumes") or [])
-    container = dict(pod_spec["containers"][0])
-    mounts = list(container.get("volumeMounts") or [])
+def shared_memory_entries(
+    shm: SharedMemory, volumes: list[dict[str, Any]], mounts: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The memory-backed volume and its mount, refused when the pod already has a volume of its name or a
+    mount at its path (`volumes`, `mounts`: the pod's others)."""
     if any(v.get("name") == shm.mount_name for v in volumes):
         raise InvalidConfig(
             "pod_template.volumes", shm.mount_name, "a volume already has the shared-memory volume's name; rename it"
@@ -95,24 +93,17 @@ def with_shared_memory(pod_spec: dict[str, Any], shm: Optional[SharedMemory]) ->
     empty_dir: dict[str, Any] = {"medium": "Memory"}
     if shm.size_limit:
         empty_dir["sizeLimit"] = {"string": shm.size_limit}
-    volumes.append({"name": shm.mount_name, "volumeSource": {"emptyDir": empty_dir}})
-    mounts.append({"name": shm.mount_name, "mountPath": shm.mount_path})
-    container["volumeMounts"] = mounts
-    return {**pod_spec, "volumes": volumes, "containers": [container, *pod_spec["containers"][1:]]}
+    volume = {"name": shm.mount_name, "volumeSource": {"emptyDir": empty_dir}}
+    return volume, {"name": shm.mount_name, "mountPath": shm.mount_path}
 
 
-def with_accelerator_resource(pod_spec: dict[str, Any], resource: str) -> dict[str, Any]:
-    """Count the GPUs in `resource` (amd.com/gpu, google.com/tpu, ...) instead of nvidia.com/gpu."""
-    if resource == GPU_RESOURCE:
-        return pod_spec
-    containers = []
-    for container in pod_spec["containers"]:
-        resources = {
-            kind: {(resource if name == GPU_RESOURCE else name): value for name, value in values.items()}
-            for kind, values in (container.get("resources") or {}).items()
-        }
-        containers.append({**container, "resources": resources})
-    return {**pod_spec, "containers": containers}
+def counted_in(resources: dict[str, dict[str, str]], resource: str) -> dict[str, dict[str, str]]:
+    """The container's resources with the GPUs counted in `resource` (amd.com/gpu, google.com/tpu, ...)
+    instead of nvidia.com/gpu; fresh dicts either way."""
+    return {
+        kind: {(resource if name == GPU_RESOURCE else name): value for name, value in values.items()}
+        for kind, values in resources.items()
+    }
 
 
 def _positive(count: str) -> bool:

@@ -14,8 +14,8 @@ import time
 from typing import Callable, Optional
 
 from armada_flyte.architecture import Architecture, sorted_architectures
-from armada_flyte.connector.placement import ImageArchitectures
-from armada_flyte.connector.settings_groups import ImageChecks
+from armada_flyte.connector.config.settings_groups import ImageChecks
+from armada_flyte.connector.submit.placement import ImageArchitectures
 from armada_flyte.errors import ImageNotFound, ImagePlatformMismatch, InvalidImageReference, RegistryError
 from armada_flyte.registry.client import RegistryClient
 from armada_flyte.registry.platforms import ImagePlatforms
@@ -48,6 +48,16 @@ class ImagePlatformCheck:
         self._lookup = lookup
         self._clock = clock
         self._cache: dict[str, tuple[float, ImagePlatforms]] = {}
+
+    async def answer(
+        self, image: str, architecture: Optional[Architecture], task_name: str
+    ) -> Optional[ImageArchitectures]:
+        """What the registry says before planning: for a task pinned to `architecture`, `check` (None after);
+        for `any` or a preference (None), the image's `architectures`."""
+        if architecture is None:
+            return await self.architectures(image, task_name)
+        await self.check(image, architecture, task_name)
+        return None
 
     async def check(self, image: str, architecture: Architecture, task_name: str) -> None:
         """Return when `image` has a linux/`architecture` platform, or the registry can't tell us.

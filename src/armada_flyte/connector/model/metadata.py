@@ -1,15 +1,16 @@
 """What Flyte persists for one Armada job (the connector's `ResourceMeta`), and how it is read back.
 
-Its own module because both sides of a poll use it: the I/O in `service.py` and the pure decision
-in `outcome.py`; and because its JSON is a contract across connector versions.
+Both sides meet here: create writes it (`submit.plan.JobPlan.metadata`), every poll reads it (the pure
+decision in `poll.decision`, the I/O in `service.py`); its JSON is a contract across connector versions.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import Any, Iterable
 
 from flyte.connectors import ResourceMeta
 
@@ -53,10 +54,34 @@ class ArmadaJobMetadata(ResourceMeta):
     spill_jobs: str = ""
     """For an architecture preference: the jobs of the later architectures, in order, as JSON (each one's
     architecture, node group and serialised request item). GetTask can't return new metadata, so every
-    step is decided at create; `preference.py` says how any replica finds the current one."""
+    step is decided at create; `poll.decision` says how any replica finds the current one."""
     refusal_code: str = ""
     """Set when create refused the task for good (no job was submitted): the error's type name."""
     refusal: str = ""
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every step of the task, first (the job create submitted) to last; one when it has no preference."""
+        first = Step(0, self.architecture, self.node_group)
+        if not self.spill_jobs:
+            return (first,)
+        later = json.loads(self.spill_jobs)
+        return (first,) + tuple(
+            Step(n + 1, s["architecture"], s["node_group"], base64.b64decode(s["item"])) for n, s in enumerate(later)
+        )
+
+    def for_step(self, step: Step, job_id: str) -> ArmadaJobMetadata:
+        """The metadata of a step's job, as if create had submitted it: its id, architecture and node group,
+        submitted no earlier than `spill_after` after the step before."""
+        if step.index == 0:
+            return self
+        return replace(
+            self,
+            job_id=job_id,
+            architecture=step.architecture,
+            node_group=step.node_group,
+            submitted_at=self.submitted_at + step.index * self.spill_after_seconds,
+            spill_jobs="",
+        )
 
     def encode(self) -> bytes:
         """The JSON Flyte persists: what the SDK's `json.dumps(asdict(self))` writes, without asdict's
@@ -85,6 +110,27 @@ class ArmadaJobMetadata(ResourceMeta):
             ignored = sorted(set(raw) - set(_FIELD_NAMES))
             log.debug("job %s: ignoring metadata fields of another connector version: %s", raw.get("job_id"), ignored)
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a task's architecture preference, as its metadata describes it."""
+
+    index: int
+    architecture: str
+    node_group: str
+    item: bytes = b""
+    """The serialised request item to submit (empty for step 0, submitted at create)."""
+
+
+def encoded_steps(later: Iterable[tuple[str, str, bytes]]) -> str:
+    """`spill_jobs` for the steps after the first: (architecture, node group, serialised request item) each."""
+    return json.dumps(
+        [
+            {"architecture": architecture, "node_group": node_group, "item": base64.b64encode(item).decode()}
+            for architecture, node_group, item in later
+        ]
+    )
 
 
 _FIELD_DEFAULTS = tuple((f.name, f.default) for f in fields(ArmadaJobMetadata))

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL
-from armada_flyte.connector.settings_groups import ArmadaConnection
+from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
 MAX_RECEIVE_BYTES = 64 * 1024 * 1024
 

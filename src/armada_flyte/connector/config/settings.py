@@ -26,14 +26,14 @@ from pydantic_settings import (
 )
 
 from armada_flyte.config_file import read_yaml
-from armada_flyte.connector.node_groups import NodeGroups
-from armada_flyte.connector.settings_groups import (
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings_groups import (
     ENV_PREFIX,
     ArmadaConnection,
     BlobStore,
     ImageChecks,
+    JobTargets,
     Limits,
-    Placement,
     Timeouts,
     env_names,
 )
@@ -45,7 +45,7 @@ CONFIG_FILE_ENV = "ARMADA_FLYTE_CONFIG_FILE"
 GROUPS = {
     "connection": ArmadaConnection,
     "blob": BlobStore,
-    "placement": Placement,
+    "targets": JobTargets,
     "timeouts": Timeouts,
     "limits": Limits,
     "images": ImageChecks,
@@ -69,7 +69,7 @@ class ConnectorConfig:
 
     connection: ArmadaConnection = field(default_factory=ArmadaConnection)
     blob: BlobStore = field(default_factory=BlobStore)
-    placement: Placement = field(default_factory=Placement)
+    targets: JobTargets = field(default_factory=JobTargets)
     timeouts: Timeouts = field(default_factory=Timeouts)
     limits: Limits = field(default_factory=Limits)
     images: ImageChecks = field(default_factory=ImageChecks)
@@ -80,9 +80,14 @@ class ConnectorConfig:
             raise AttributeError(f"{type(self).__name__} has no setting {name!r}")
         return getattr(getattr(self, group), name)
 
+    @property
+    def placement(self) -> JobTargets:
+        """The old name of `targets` (kept for code written against it)."""
+        return self.targets
+
     def node_groups(self) -> NodeGroups:
         """The node groups this connector places pods with."""
-        return self.placement.node_groups()
+        return self.targets.node_groups()
 
 
 class _SafeYamlSource(YamlConfigSettingsSource):

@@ -1,10 +1,9 @@
 """Every gRPC call to Armada, in one place: channels, auth, TLS, bounded retries, batching.
 
 Async throughout (grpc.aio), so a poll never blocks the event loop. An aio channel belongs to
-the event loop that made it, so one channel is kept per loop.
-
-Over 400 lines on purpose: keeping every Armada call, its retry and its error translation in this
-one module is what lets the rest of the connector stay free of gRPC.
+the event loop that made it, so one channel is kept per loop. Keeping every Armada call, its retry
+and its error translation here is what lets the rest of the connector stay free of gRPC (the
+request items a job becomes are built in `submit_items`).
 """
 
 from __future__ import annotations
@@ -27,20 +26,19 @@ from armada_client.armada import (
     submit_pb2,
     submit_pb2_grpc,
 )
-from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
-from google.protobuf import json_format
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
-from armada_flyte.connector.auth import credentials_for
-from armada_flyte.connector.call_batch import CallBatcher
-from armada_flyte.connector.channels import authorization_metadata, id_chunks, open_channel
-from armada_flyte.connector.pod import JobRequest
-from armada_flyte.connector.settings import ConnectorConfig
+from armada_flyte.connector.armada.auth import credentials_for
+from armada_flyte.connector.armada.call_batch import CallBatcher
+from armada_flyte.connector.armada.channels import authorization_metadata, id_chunks, open_channel
+from armada_flyte.connector.armada.submit_items import submit_item
+from armada_flyte.connector.config.settings import ConnectorConfig
+from armada_flyte.connector.model.job_request import JobRequest
+from armada_flyte.connector.model.run_details import RunDetails
 from armada_flyte.errors import (
     ArmadaAuthError,
     ArmadaFlyteError,
     ArmadaUnavailable,
-    InvalidConfig,
     SubmissionRefused,
 )
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
@@ -53,19 +51,6 @@ _TRANSIENT = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, gr
 T = TypeVar("T")
 ALL_JOB_SETS = ("", "")
 """The one batch key of lookups by id: GetJobDetails and GetJobErrors take ids of any job sets."""
-
-
-@dataclass(frozen=True)
-class RunDetails:
-    """Where a job's latest run went."""
-
-    node: str
-    cluster: str
-    state: str
-    finished_at: float
-    """When the run ended, seconds since the epoch (0: not ended, or not reported)."""
-    started_at: float = 0.0
-    """When its container started (else when its pod was pending or leased); 0: not reported."""
 
 
 @dataclass
@@ -364,62 +349,6 @@ def _seconds(run: Any, name: str) -> float:
 def _refused_cancel(exc: BaseException) -> bool:
     """A cancel Armada answered with an error of its own (not unreachable): try each id alone."""
     return isinstance(exc, ArmadaFlyteError) and not isinstance(exc, ArmadaUnavailable)
-
-
-def submit_request(queue: str, job_set_id: str, jobs: Iterable[JobRequest]) -> submit_pb2.JobSubmitRequest:
-    """The SubmitJobs request for `jobs`, exactly as sent (also what a dry run prints)."""
-    return submit_pb2.JobSubmitRequest(
-        queue=queue, job_set_id=job_set_id, job_request_items=[submit_item(job) for job in jobs]
-    )
-
-
-def submit_item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
-    """One job as Armada's request item. Raises `InvalidConfig` for a pod spec Kubernetes' PodSpec can't hold."""
-    return submit_pb2.JobSubmitRequestItem(
-        priority=job.priority,
-        namespace=job.namespace,
-        client_id=job.client_id,
-        labels=job.labels,
-        annotations=job.annotations,
-        pod_spec=pod_spec_message(job.pod_spec),
-        external_job_uri=job.external_job_uri,
-    )
-
-
-def pod_spec_message(pod_spec: dict[str, Any]) -> core_v1.PodSpec:
-    """The pod spec (Kubernetes' JSON field names) as the PodSpec proto.
-
-    The message constructor builds it in C, about 15x faster than json_format, and where both accept
-    the dict they build the same message. The constructor is the stricter: no whole float for an int
-    field (a pod template's JSON holds numbers as floats), no int as a string; for those json_format
-    decides, as it always did."""
-    values = _quantities(pod_spec)
-    try:
-        return core_v1.PodSpec(**values)
-    except Exception:  # any refusal: json_format gives the answer, or the error
-        pass
-    try:
-        return json_format.ParseDict(values, core_v1.PodSpec())
-    except json_format.ParseError as exc:
-        raise InvalidConfig(
-            "pod_template",
-            str(exc).split(" Available Fields")[0],
-            "Kubernetes' PodSpec has no such field or takes no such value; fix the task's pod template",
-        ) from None
-
-
-def _quantities(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """Kubernetes' proto keeps quantities as {"string": "2"}; wrap plain resource values."""
-
-    def wrap(values: dict[str, Any]) -> dict[str, Any]:
-        return {k: v if isinstance(v, dict) else {"string": str(v)} for k, v in values.items()}
-
-    containers = []
-    for container in pod_spec.get("containers", []):
-        resources = container.get("resources") or {}
-        container = {**container, "resources": {k: wrap(v) for k, v in resources.items()}}
-        containers.append(container)
-    return {**pod_spec, "containers": containers}
 
 
 def _translate(what: str, exc: grpc.aio.AioRpcError, url: str) -> ArmadaFlyteError:

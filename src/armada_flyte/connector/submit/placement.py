@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from armada_flyte.architecture import ANY, Architecture, ArchitectureRequest, is_preference, sorted_architectures
-from armada_flyte.connector.accelerators import GPU_RESOURCE, AcceleratorRequest
-from armada_flyte.connector.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroup, NodeGroups
+from armada_flyte.connector.config.node_groups import DEVICE_CLASS_RESOURCES, Constraints, NodeGroup, NodeGroups
+from armada_flyte.connector.submit.accelerators import GPU_RESOURCE, AcceleratorRequest
 from armada_flyte.errors import (
     AcceleratorNotOffered,
     ArchitectureConflict,

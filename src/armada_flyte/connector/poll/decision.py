@@ -1,0 +1,267 @@
+"""What a poll does: one pure function from what is known of a task's jobs to Flyte's answer and the
+actions to take.
+
+`decide(known, rules)` answers either what to learn first (`Decision.fetch`: a job's state, its job
+set's events, its run's details, a0's error file, Armada's reason, the scheduler's report, a later
+step's job) or Flyte's outcome with the actions to carry out (`Decision.actions`: cancel a job over its
+time limit, spill a job that waits for room). `service.py` fetches what it asks for (`gather.py`) and
+asks again, then carries out the actions; nothing here does I/O. Everything it reads comes from the
+metadata Flyte persists and from Armada, so any replica can answer any poll.
+
+A task has one job per step of its architecture preference (one step without a preference). The
+current step is the first whose job the task did not move on from (`_moved_on`: one row per way to move
+on); `get_logs` asks `current_job` the same. The current job's facts come in rounds (`_wanted`): its
+state; the job set's events when the job status API does not know it past the ack window; then the
+scheduler's report, the run's details and a0's error file, each only when the answer depends on it;
+then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Optional, Union
+
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata, Step
+from armada_flyte.connector.model.run_details import RunDetails
+from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll import spill
+from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.outcome import (
+    ERROR_FILE_STATES,
+    RUN_STATES,
+    JobOutcome,
+    Observed,
+    Rules,
+    needs_reason,
+    outcome_of,
+    over_limit,
+    refused,
+)
+from armada_flyte.connector.poll.queued_report import QueuedReport
+
+TIMEOUT_REASON = "task timeout exceeded"
+"""The reason sent with the cancel of a job over its time limit."""
+
+
+class Fact(Enum):
+    """What a poll can learn about one step's job."""
+
+    STATE = "state"
+    """Armada's state (the status view: memory, or a bulk call shared with other polls), and what the job
+    set's events said of its run."""
+    EVENTS = "events"
+    """The job set's events: for a job the job status API does not know past the ack window."""
+    JOB = "job"
+    """A later step's job id: its submit, which Armada answers with the job it has for a step submitted
+    before (by this replica or another: the step's client id is fixed at create)."""
+    DETAILS = "details"
+    """Where and when the job's latest run went."""
+    ERROR_FILE = "error file"
+    """a0's error.pb."""
+    REASON = "reason"
+    """Armada's error for the job."""
+    REPORT = "report"
+    """The scheduler's report of why the job waits."""
+
+
+@dataclass(frozen=True)
+class Fetch:
+    step: int
+    fact: Fact
+    max_age: float = 0.0
+    """For a report: how old a kept one may be."""
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What is known of one step's job; each fact None (or not read) until fetched."""
+
+    job_id: str = ""
+    state: Optional[int] = None
+    run: Optional[RunFacts] = None
+    """What the job set's events said of its latest run (None: the status view holds none)."""
+    events_read: bool = False
+    from_events: bool = False
+    """The state (and run) are the job set's events', the job status API not knowing the job."""
+    events_unreadable: str = ""
+    details_read: bool = False
+    details: Optional[RunDetails] = None
+    error_read: bool = False
+    task_error: Optional[TaskError] = None
+    error_unreadable: str = ""
+    reason: Optional[str] = None
+    report: Optional[QueuedReport] = None
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a poll knows so far: the metadata, its time, each step's job reached so far (the first is the
+    one create submitted) and the phase this process last reported for the task."""
+
+    meta: ArmadaJobMetadata
+    now: float
+    steps: tuple[Step, ...]
+    jobs: tuple[JobFacts, ...]
+    previous_phase: Optional[int] = None
+
+    @classmethod
+    def of(cls, meta: ArmadaJobMetadata, now: float, previous_phase: Optional[int] = None) -> Known:
+        """Nothing learnt yet."""
+        return cls(meta, now, meta.steps(), (JobFacts(meta.job_id),), previous_phase)
+
+    def learnt(self, step: int, facts: JobFacts) -> Known:
+        """These facts of the step's job (a step just reached adds its job)."""
+        jobs = self.jobs[:step] + (facts,) + self.jobs[step + 1 :]
+        return replace(self, jobs=jobs)
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Cancel one job."""
+
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Spill:
+    """Cancel the queued jobs of the task's job set (its own), so the step that waits for room is moved on
+    from once Armada says CANCELLED."""
+
+    job_id: str
+    """The job that waits (a spill's cancel is sent again only after a pause: `spill.SpillCancels`)."""
+    reason: str = spill.SPILL_REASON
+
+
+Action = Union[Cancel, Spill]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The current step and its job; then either what to fetch, or Flyte's answer and what to carry out."""
+
+    step: int = 0
+    job_id: str = ""
+    fetch: tuple[Fetch, ...] = ()
+    outcome: Optional[JobOutcome] = None
+    actions: tuple[Action, ...] = ()
+
+
+def decide(known: Known, rules: Rules) -> Decision:
+    """The poll's next move: the facts to fetch, or Flyte's answer and the actions it takes."""
+    meta = known.meta
+    if meta.refusal_code or not meta.job_id:
+        return Decision(outcome=refused(meta))
+    where = current_job(known)
+    if where.fetch:
+        return where
+    step, job = known.steps[where.step], known.jobs[where.step]
+    if job.state is None:
+        return replace(where, fetch=(Fetch(where.step, Fact.STATE),))
+    job_meta = meta.for_step(step, job.job_id)
+    last = len(known.steps) - 1
+    due = spill.spill_due(meta, step, last, job.state, known.now)
+    wanted = _wanted(where.step, job_meta, job, known.now, rules, report_wanted=due)
+    if wanted:
+        return replace(where, fetch=wanted)
+    outcome = replace(outcome_of(job_meta, _observed(job, known), rules), report=job.report)
+    actions: tuple[Action, ...] = (Cancel(job.job_id, TIMEOUT_REASON),) if outcome.cancel else ()
+    if last:
+        message = spill.spilled_message(known.steps, step, meta)
+        if due and spill.waits_for_room(job.report) and outcome.state == JobState.QUEUED:
+            message = spill.spilling_message(known.steps, step, meta)
+            actions += (Spill(job.job_id),)
+        outcome = replace(
+            outcome,
+            message=f"{message}; {outcome.message}" if message else outcome.message,
+            facts={**outcome.facts, **spill.spill_info(known.steps, step, meta)},
+        )
+    return replace(where, outcome=outcome, actions=actions)
+
+
+def current_job(known: Known) -> Decision:
+    """The step the task has reached and its job (or what to fetch to tell): past every step it moved on from."""
+    for index in range(len(known.steps) - 1):
+        job = known.jobs[index]
+        if job.state is None:
+            return Decision(index, job.job_id, fetch=(Fetch(index, Fact.STATE),))
+        moved = _moved_on(known.meta, known.steps[index], job, known.now)
+        if isinstance(moved, Fact):
+            return Decision(index, job.job_id, fetch=(Fetch(index, moved),))
+        if not moved:
+            return Decision(index, job.job_id)
+        if len(known.jobs) <= index + 1:
+            return Decision(index + 1, "", fetch=(Fetch(index + 1, Fact.JOB),))
+    last = len(known.steps) - 1
+    return Decision(last, known.jobs[last].job_id)
+
+
+def _moved_on(meta: ArmadaJobMetadata, step: Step, job: JobFacts, now: float) -> Union[bool, Fact]:
+    """Whether the task moved on from this step's job to the next step's (or the fact to learn first).
+
+    One row so far: the job was spilled (cancelled while queued, never leased, once it could have been).
+    A new way to move on (a rejection, a crash for the wrong architecture) is one more row here."""
+    if job.state == JobState.CANCELLED:
+        if not job.details_read:
+            return Fact.DETAILS
+        return spill.was_spilled(meta, step, JobState.CANCELLED, job.details, now)
+    return False
+
+
+def _wanted(
+    step: int, meta: ArmadaJobMetadata, job: JobFacts, now: float, rules: Rules, *, report_wanted: bool
+) -> tuple[Fetch, ...]:
+    """What the answer for the step's job (state known) still depends on, in rounds: the events first, for a
+    job the status API doesn't know past the ack window; then what the state calls for; then Armada's reason."""
+    state = job.state
+    waited = now - meta.submitted_at if meta.submitted_at else 0.0
+    if state == JobState.UNKNOWN and not job.events_read and meta.submitted_at and waited > rules.ack_timeout_seconds:
+        # The job status API (fed by Armada's lookout ingester) can lag while the events (fed apart) know the job.
+        return (Fetch(step, Fact.EVENTS),)
+    wanted = []
+    if job.report is None and state == JobState.QUEUED:
+        if report_wanted or (meta.submitted_at and waited >= rules.queued_report_after_seconds):
+            max_age = queued_report_max_age(meta, now, rules.queued_report_refresh_seconds)
+            wanted.append(Fetch(step, Fact.REPORT, max_age))
+    if not job.details_read and needs_run_details(meta, state):
+        wanted.append(Fetch(step, Fact.DETAILS))
+    if not job.error_read and state in ERROR_FILE_STATES:
+        wanted.append(Fetch(step, Fact.ERROR_FILE))
+    if wanted:
+        return tuple(wanted)
+    if job.reason is None and needs_reason(state, job.task_error, job.error_unreadable):
+        return (Fetch(step, Fact.REASON),)
+    return ()
+
+
+def needs_run_details(meta: ArmadaJobMetadata, state: Optional[int]) -> bool:
+    """Whether the run's node and times matter: a job that ended, or one running under a timeout or for `any`."""
+    return state in TERMINAL_STATES or (state in RUN_STATES and (meta.timeout_seconds > 0 or bool(meta.any_of)))
+
+
+def queued_report_max_age(meta: ArmadaJobMetadata, now: float, refresh_seconds: float) -> float:
+    """How old a kept scheduling report may be: none at all once the queued timeout has passed, since
+    that report is the failure's last word (one kept from the job's first second may predate every
+    scheduling round that considered it)."""
+    return 0.0 if over_limit(meta.queued_timeout_seconds, meta.submitted_at, now) else refresh_seconds
+
+
+def _observed(job: JobFacts, known: Known) -> Observed:
+    """The job's facts as `outcome_of` reads them."""
+    state = job.state if job.state is not None else JobState.UNKNOWN
+    covered = job.run is not None and job.run.covers(state)
+    return Observed(
+        state,
+        known.now,
+        job.details,
+        job.task_error,
+        job.error_unreadable,
+        job.reason or "",
+        job.report,
+        known.previous_phase,
+        dict(job.run.exit_codes) if covered and job.run is not None else {},
+        job.from_events,
+        job.events_unreadable,
+    )
