@@ -1,0 +1,374 @@
+"""PURE (no server, process or socket): the poll's one decision, as one table.
+
+`decide(known, rules)` says what to fetch (in rounds), then what Flyte sees and which actions the
+service carries out. Each row is a world (what Armada, the blob store and the scheduler would answer
+for each job) and what the poll must do in it: the facts it fetches, in order, Flyte's phase, words of
+its message, the actions, and the step it reached. The fetching here is a dict lookup, so the rows also
+pin down that a poll asks for nothing it does not need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional, Union
+
+import pytest
+from flyteidl2.core.execution_pb2 import TaskExecution
+
+from armada_flyte.armada_names import JobState
+from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
+from armada_flyte.connector.model.run_details import RunDetails
+from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll.decision import (
+    TIMEOUT_REASON,
+    Cancel,
+    Decision,
+    Fact,
+    JobFacts,
+    Known,
+    Spill,
+    current_job,
+    decide,
+)
+from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.outcome import Rules
+from armada_flyte.connector.poll.queued_report import QueuedReport
+from armada_flyte.connector.poll.spill import SPILL_REASON
+
+pytestmark = pytest.mark.pure
+
+NOW = 1_800_000_000.0
+RULES = Rules(
+    ack_timeout_seconds=300,
+    error_read_grace_seconds=60,
+    node_groups=NodeGroups.preset("embedded"),
+    queued_report_after_seconds=60,
+    queued_report_refresh_seconds=30,
+)
+Q, RUN, OK, FAIL, ABORT = (
+    TaskExecution.QUEUED,
+    TaskExecution.RUNNING,
+    TaskExecution.SUCCEEDED,
+    TaskExecution.FAILED,
+    TaskExecution.ABORTED,
+)
+RETRY = TaskExecution.RETRYABLE_FAILED
+BUSY = QueuedReport("2 nodes of group arm64 are busy", {"n": 1}, NOW, waits_for_room=True)
+TAINTED = QueuedReport("the arm64 group's taint is not tolerated", {"n": 2}, NOW, waits_for_room=False)
+USER_ERROR = TaskError("ValueError", "ValueError: bad input", "user", True)
+
+
+def meta(waited: float = 10.0, **fields) -> ArmadaJobMetadata:
+    """A task's metadata, its job submitted `waited` seconds before the poll."""
+    base = dict(
+        job_id="j0",
+        job_set_id="s",
+        queue="q",
+        architecture="amd64",
+        node_group="amd64",
+        submitted_at=NOW - waited,
+        task="t",
+        outputs_path="s3://b/out",
+    )
+    return ArmadaJobMetadata(**{**base, **fields})
+
+
+def preferring(waited: float, gang: bool = False) -> ArmadaJobMetadata:
+    """arm64 first, amd64 after 120 s queued; its later step's job is `j1` once submitted."""
+    later = encoded_steps([("amd64", "amd64", b"item-amd64")])
+    return meta(
+        waited,
+        architecture="arm64",
+        node_group="arm64",
+        spill_after_seconds=120,
+        spill_jobs=later,
+        gang_id="g-r1" if gang else "",
+        gang_cardinality=2 if gang else 0,
+    )
+
+
+@dataclass(frozen=True)
+class World:
+    """What each job's sources answer; a job not named is one Armada doesn't know (UNKNOWN)."""
+
+    states: dict[str, int] = field(default_factory=dict)
+    details: dict[str, RunDetails] = field(default_factory=dict)
+    errors: dict[str, Union[TaskError, str]] = field(default_factory=dict)
+    """a0's error file: a TaskError, or why it could not be read."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    reports: dict[str, QueuedReport] = field(default_factory=dict)
+    events: dict[str, Union[tuple[int, RunFacts], str]] = field(default_factory=dict)
+    """What the job set's events say of a job: (state, run), or why they could not be read."""
+    step_jobs: tuple[str, ...] = ("j0", "j1")
+
+
+def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
+    """One fact, as the service's gathering would fetch it, from the world."""
+    if fact is Fact.JOB:
+        return known.learnt(step, JobFacts(world.step_jobs[step]))
+    job = known.jobs[step]
+    job_id = job.job_id
+    if fact is Fact.STATE:
+        job = replace(job, state=world.states.get(job_id, JobState.UNKNOWN))
+    elif fact is Fact.EVENTS:
+        said = world.events.get(job_id)
+        if isinstance(said, str):
+            job = replace(job, events_read=True, events_unreadable=said)
+        elif said is not None:
+            job = replace(job, events_read=True, state=said[0], run=said[1], from_events=True)
+        else:
+            job = replace(job, events_read=True)
+    elif fact is Fact.DETAILS:
+        job = replace(job, details_read=True, details=world.details.get(job_id))
+    elif fact is Fact.ERROR_FILE:
+        error = world.errors.get(job_id)
+        unreadable = error if isinstance(error, str) else ""
+        job = replace(job, error_read=True, task_error=None if unreadable else error, error_unreadable=unreadable)
+    elif fact is Fact.REASON:
+        job = replace(job, reason=world.reasons.get(job_id, ""))
+    elif fact is Fact.REPORT:
+        job = replace(job, report=world.reports.get(job_id, QueuedReport("the latest round did not consider it")))
+    return known.learnt(step, job)
+
+
+def polled(task: ArmadaJobMetadata, world: World, previous: Optional[int] = None) -> tuple[Decision, list[str]]:
+    """The decision a poll ends with, and the facts it fetched on the way (`fact@step`)."""
+    known, asked = Known.of(task, NOW, previous), []
+    decision = decide(known, RULES)
+    while decision.fetch:
+        for fetch in decision.fetch:
+            asked.append(f"{fetch.fact.value}@{fetch.step}")
+            known = fetched(world, known, fetch.step, fetch.fact)
+        decision = decide(known, RULES)
+    return decision, asked
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    task: ArmadaJobMetadata
+    world: World
+    asks: tuple[str, ...]
+    phase: int
+    says: tuple[str, ...] = ()
+    actions: tuple[Union[Cancel, Spill], ...] = ()
+    step: int = 0
+    previous: Optional[int] = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+RAN = RunDetails("amd64-0", "c", "", NOW - 5, NOW - 50)
+NEVER_LEASED = RunDetails("", "", "CANCELLED", NOW - 5)
+LEASED_ARM = RunDetails("arm64-0", "c", "CANCELLED", NOW - 5, NOW - 50)
+
+CASES = [
+    # ---- one job: only what the answer depends on is fetched ----
+    Case("running", meta(), World({"j0": JobState.RUNNING}), ("state@0",), RUN, ("Armada job j0 is RUNNING",)),
+    Case(
+        "running under a timeout reads the run's start",
+        meta(timeout_seconds=600),
+        World({"j0": JobState.RUNNING}, {"j0": RAN}),
+        ("state@0", "details@0"),
+        RUN,
+    ),
+    Case(
+        "running over its timeout is cancelled",
+        meta(timeout_seconds=30),
+        World({"j0": JobState.RUNNING}, {"j0": RAN}),
+        ("state@0", "details@0"),
+        RETRY,
+        ("TaskTimeout", "exceeded the task's timeout of 30s running"),
+        (Cancel("j0", TIMEOUT_REASON),),
+    ),
+    Case("queued a moment", meta(), World({"j0": JobState.QUEUED}), ("state@0",), Q, ("is QUEUED",)),
+    Case(
+        "queued a while asks the scheduler why",
+        meta(waited=90),
+        World({"j0": JobState.QUEUED}, reports={"j0": TAINTED}),
+        ("state@0", "report@0"),
+        Q,
+        ("is QUEUED; why: the arm64 group's taint",),
+    ),
+    Case(
+        "queued past its queued timeout is cancelled, saying why it waited",
+        meta(waited=90, queued_timeout_seconds=60),
+        World({"j0": JobState.QUEUED}, reports={"j0": TAINTED}),
+        ("state@0", "report@0"),
+        RETRY,
+        ("exceeded the task's timeout of 60s waiting to start", "why: the arm64 group's taint"),
+        (Cancel("j0", TIMEOUT_REASON),),
+    ),
+    Case("not visible yet", meta(), World(), ("state@0",), Q, ("not visible yet",)),
+    Case(
+        "unknown past the ack window, its events know it",
+        meta(waited=400),
+        World(events={"j0": (JobState.RUNNING, RunFacts(node="amd64-0", started_at=NOW - 60))}),
+        ("state@0", "events@0"),
+        RUN,
+        ("is RUNNING by its job set's events",),
+    ),
+    Case(
+        "unknown past the ack window, events unreadable: still waiting",
+        meta(waited=400),
+        World(events={"j0": "Armada at a:1 is unavailable"}),
+        ("state@0", "events@0"),
+        Q,
+        ("could not be read to tell whether it was lost",),
+    ),
+    Case(
+        "unknown past the ack window, the events neither: lost",
+        meta(waited=400),
+        World(),
+        ("state@0", "events@0"),
+        FAIL,
+        ("has not acknowledged job j0",),
+    ),
+    Case(
+        "succeeded: the run and a0's error file",
+        meta(),
+        World({"j0": JobState.SUCCEEDED}, {"j0": RAN}),
+        ("state@0", "details@0", "error file@0"),
+        OK,
+        ("on node amd64-0 succeeded",),
+    ),
+    Case(
+        "failed, a0 says why: no reason asked",
+        meta(),
+        World({"j0": JobState.FAILED}, {"j0": RAN}, {"j0": USER_ERROR}),
+        ("state@0", "details@0", "error file@0"),
+        RETRY,
+        ("ValueError: bad input (USER error",),
+    ),
+    Case(
+        "failed, a0 silent: Armada's reason",
+        meta(),
+        World({"j0": JobState.FAILED}, {"j0": RAN}, reasons={"j0": "Container main failed with exit code 1"}),
+        ("state@0", "details@0", "error file@0", "reason@0"),
+        FAIL,
+        ("failed: Container main failed with exit code 1",),
+    ),
+    Case(
+        "ended, the blob store unreadable: waits for the grace period",
+        meta(),
+        World({"j0": JobState.SUCCEEDED}, {"j0": RAN}, {"j0": "timed out reading error.pb"}),
+        ("state@0", "details@0", "error file@0"),
+        RUN,
+        ("ended; timed out reading error.pb; retrying",),
+    ),
+    Case(
+        "rejected: no error file, Armada's reason",
+        meta(waited=60),
+        World({"j0": JobState.REJECTED}, reasons={"j0": "job is too big"}),
+        ("state@0", "details@0", "reason@0"),
+        FAIL,
+        ("was rejected by Armada: job is too big",),
+    ),
+    Case(
+        "a phase never goes back",
+        meta(),
+        World({"j0": JobState.QUEUED}),
+        ("state@0",),
+        RUN,
+        previous=RUN,
+    ),
+    Case("refused at create: nothing asked", meta(job_id="", refusal_code="InvalidConfig"), World(), (), FAIL),
+    # ---- an architecture preference: the step reached, then its job ----
+    Case(
+        "first step queued within spill_after",
+        preferring(waited=60),
+        World({"j0": JobState.QUEUED}, reports={"j0": BUSY}),
+        ("state@0", "report@0"),
+        Q,
+        ("is QUEUED",),
+    ),
+    Case(
+        "first step waited for room past spill_after: spilled",
+        preferring(waited=130),
+        World({"j0": JobState.QUEUED}, reports={"j0": BUSY}),
+        ("state@0", "report@0"),
+        Q,
+        ("spilling from arm64 to amd64: queued over 120 s",),
+        (Spill("j0", SPILL_REASON),),
+    ),
+    Case(
+        "first step waits for something no other architecture fixes: kept",
+        preferring(waited=130),
+        World({"j0": JobState.QUEUED}, reports={"j0": TAINTED}),
+        ("state@0", "report@0"),
+        Q,
+        ("is QUEUED; why: the arm64 group's taint",),
+    ),
+    Case(
+        "first step spilled: the next step's job is submitted and polled",
+        preferring(waited=130),
+        World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": NEVER_LEASED}),
+        ("state@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("spilled from arm64 to amd64 after 120 s queued: no arm64 node had room", "Armada job j1 is QUEUED"),
+        step=1,
+    ),
+    Case(
+        "the last step never spills",
+        preferring(waited=400),
+        World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": NEVER_LEASED}, reports={"j1": BUSY}),
+        ("state@0", "details@0", "job@1", "state@1", "report@1"),
+        Q,
+        ("spilled from arm64",),
+        step=1,
+    ),
+    Case(
+        "first step cancelled after a lease: not a spill, the task was cancelled",
+        preferring(waited=130),
+        World({"j0": JobState.CANCELLED}, {"j0": LEASED_ARM}),
+        ("state@0", "details@0"),
+        ABORT,
+        ("was cancelled",),
+    ),
+    Case(
+        "first step cancelled before spill_after: someone else's cancel",
+        preferring(waited=60),
+        World({"j0": JobState.CANCELLED}, {"j0": NEVER_LEASED}),
+        ("state@0", "details@0"),
+        ABORT,
+    ),
+    Case(
+        "a gang member moves on whenever its gang was spilled",
+        preferring(waited=5, gang=True),
+        World({"j0": JobState.CANCELLED, "j1": JobState.RUNNING}, {"j0": NEVER_LEASED}),
+        ("state@0", "details@0", "job@1", "state@1"),
+        RUN,
+        ("spilled from arm64 to amd64",),
+        step=1,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_what_a_poll_fetches_answers_and_does(case: Case):
+    decision, asked = polled(case.task, case.world, case.previous)
+    assert tuple(asked) == case.asks
+    assert decision.outcome is not None
+    outcome = decision.outcome
+    assert TaskExecution.Phase.Name(outcome.phase) == TaskExecution.Phase.Name(case.phase), outcome.message
+    for part in case.says:
+        assert part in outcome.message, outcome.message
+    assert decision.actions == case.actions
+    assert decision.step == case.step
+    if case.task.spill_jobs:
+        assert outcome.info["architecture_preference"] == ["arm64", "amd64"]
+        assert ("spilled_from" in outcome.info) == (case.step > 0)
+
+
+def test_the_job_that_is_current_is_what_the_poll_answers_for():
+    """get_logs asks `current_job` alone: the same walk, without the current job's own facts."""
+    world = World({"j0": JobState.CANCELLED, "j1": JobState.RUNNING}, {"j0": NEVER_LEASED})
+    known = Known.of(preferring(waited=130), NOW)
+    while (where := current_job(known)).fetch:
+        for fetch in where.fetch:
+            known = fetched(world, known, fetch.step, fetch.fact)
+    decision, _ = polled(preferring(waited=130), world)
+    assert (where.step, where.job_id) == (decision.step, decision.job_id) == (1, "j1")
+    assert current_job(Known.of(meta(), NOW)) == Decision(0, "j0")
