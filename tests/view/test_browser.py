@@ -48,7 +48,7 @@ def chromium() -> str:
 
 
 def _job(spec, task: str, architecture: str, source: str) -> submit_pb2.JobSubmitRequestItem:
-    """A request item carrying the metadata the connector writes (connector/pod.py)."""
+    """A request item carrying the metadata the connector writes (connector/model/job_request.py)."""
     return submit_pb2.JobSubmitRequestItem(
         priority=1,
         namespace="default",

@@ -1,7 +1,7 @@
 """What the page says about each job, and the timeline's lanes: pure functions of Armada's answers.
 
 A job's task, architecture and where that came from are the annotations and labels the connector
-writes on every job (`connector/pod.py`); a job submitted some other way is read from its pod
+writes on every job (`connector/model/job_request.py`); a job submitted some other way is read from its pod
 spec's `kubernetes.io/arch` node selector. Its node and times are its latest run's, from
 Jobs.GetJobDetails. Its outcome is Armada's job state, with GetJobErrors' text when there is one:
 the page says what Armada says, nothing more.

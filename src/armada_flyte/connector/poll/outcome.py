@@ -84,7 +84,7 @@ class JobOutcome:
     """`custom_info` apart from the error: Armada's state, the architecture, the node, reports, fixes."""
     error: Optional[ErrorInfo] = None
     cancel: bool = False
-    """The job is over its time limit: the connector cancels it before answering."""
+    """The job is over its time limit: the poll's decision adds the action that cancels it."""
     report: Optional[QueuedReport] = None
     """The scheduling report this answer read, if any (a preference spills only when it says the job waits
     for room)."""
