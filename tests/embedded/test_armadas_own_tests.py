@@ -217,6 +217,17 @@ def armada_under_test(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue("dev_server")
 
 
+@pytest.fixture(scope="module")
+def python_client_url(armada_under_test: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Where Armada's Python client examples and integration tests dial: they build plaintext channels with no
+    credentials, so on real Armada (basic auth only) a front logs their calls in as the bed's user."""
+    if not on_real_armada(request.config):
+        yield armada_under_test
+        return
+    with auth_front(armada_under_test, None, upstream_authorization=bed_authorization()) as (url, _):
+        yield url
+
+
 def _selected_folders() -> list[str]:
     """ARMADA_TESTSUITE_FOLDERS (space-separated, e.g. "basic queue"): run only these folders; unset: all."""
     return os.environ.get("ARMADA_TESTSUITE_FOLDERS", "").split()
@@ -279,13 +290,15 @@ def _python_client_env(url: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("example", sorted(set(PYTHON_CLIENT_EXAMPLES) - {"binoculars"}))
-def test_armadas_python_client_example(example, armada_tools, armada_under_test, request, record_property):
+def test_armadas_python_client_example(
+    example, armada_tools, armada_under_test, python_client_url, request, record_property
+):
     script = pathlib.Path(armada_tools["ARMADA_PYTHON_CLIENT"], "examples", f"{example}.py")
     if on_real_armada(request.config) and example in EXAMPLE_QUEUES:
         _create_and_wait_for_queue(armada_under_test, EXAMPLE_QUEUES[example])
     run = subprocess.run(
         [sys.executable, str(script)],
-        env=_python_client_env(armada_under_test),
+        env=_python_client_env(python_client_url),
         capture_output=True,
         text=True,
         timeout=300,
@@ -296,11 +309,11 @@ def test_armadas_python_client_example(example, armada_tools, armada_under_test,
     _assert_holds_to(expected, example, output[-3000:] if failed else "", record_property)
 
 
-def test_armadas_python_client_integration_tests(armada_tools, armada_under_test, record_property):
+def test_armadas_python_client_integration_tests(armada_tools, python_client_url, record_property):
     tests = pathlib.Path(armada_tools["ARMADA_PYTHON_CLIENT"], "integration")
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tests), str(tests)],
-        env=_python_client_env(armada_under_test),
+        env=_python_client_env(python_client_url),
         capture_output=True,
         text=True,
         timeout=600,
