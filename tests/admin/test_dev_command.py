@@ -16,7 +16,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.store.persistence import saved_job_states
+from armada_flyte.embedded.store.state_file import saved_job_states
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one

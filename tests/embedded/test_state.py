@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+
 import grpc
 import pytest
 from armada_client.armada import submit_pb2
@@ -12,11 +15,12 @@ from armada_client.client import ArmadaClient
 from armada_client.log_client import JobLogClient
 
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+from armada_flyte.embedded.store import state_file
 from armada_flyte.embedded.store.persistence import SqliteStore, StateDirInUse
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
-from support.waiting import job_error, wait_for_state
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -100,6 +104,37 @@ def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tm
         assert store.read_log(run_id) == []
     finally:
         store.close()
+
+
+def test_a_pod_log_counts_as_saved_only_once_its_write_went_through(tmp_path, monkeypatch) -> None:
+    """The writes fail (as on a full disk: `tests/embedded/test_state_full_disk.py` fills a real one) until
+    a failed batch has carried the ended run's log; the batch written after them must carry it again."""
+    write, failing, tried = state_file.write, threading.Event(), []
+
+    def failing_write(db: sqlite3.Connection, rows: state_file.Rows) -> None:
+        if failing.is_set():
+            tried.extend(run_id for run_id, _, _ in rows.logs)
+            raise sqlite3.OperationalError("database or disk is full")
+        write(db, rows)
+
+    monkeypatch.setattr(state_file, "write", failing_write)
+    server, channel = restartable(tmp_path)
+    client = ArmadaClient(channel)
+    failing.set()
+    done = submit_one(client, "flyte", "js", item(pod(python("print('written late')"))))
+    wait_for_state(client, done, submit_pb2.SUCCEEDED)
+    run_id = server.plane.queries.find_job(done).latest_run.id
+    wait_until(lambda: run_id in tried, what="a failed write with the run's log")
+    failing.clear()
+    channel.close()
+    server.stop()
+
+    server, channel = restartable(tmp_path)
+    try:
+        assert [line.line for line in JobLogClient(server.url, done, disable_ssl=True).logs()] == ["written late"]
+    finally:
+        channel.close()
+        server.stop()
 
 
 def test_one_server_per_state_folder(tmp_path) -> None:

@@ -112,7 +112,10 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         Layers("armada_flyte.embedded.scheduling", ("reports | scheduler", "gang_fit | matching")),
     ),
     "armada_flyte.embedded.store": (
-        Layers("armada_flyte.embedded.store", ("event_log | job_index | queues", "persistence", "rows", "jobs")),
+        Layers(
+            "armada_flyte.embedded.store",
+            ("event_log | job_index | queues", "persistence", "state_file | write_health", "rows", "jobs"),
+        ),
     ),
     "armada_flyte.embedded.rules": (
         Layers("armada_flyte.embedded.rules", ("submit_validation", "defaults | job_sets | retries")),
