@@ -14,7 +14,8 @@ from google.protobuf import empty_pb2
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.model.refusals import Refusal, as_status
-from armada_flyte.embedded.services.auth import Credentials, requestor
+from armada_flyte.embedded.services.auth import requestor
+from armada_flyte.server_credentials import Credentials
 
 
 class _QueueMethods:
