@@ -94,7 +94,11 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.kube_api": (
         Layers(
             "armada_flyte.embedded.kube_api",
-            ("server", "cluster_objects | label_selector | pod_logs | tables", "job_services | kubeconfig"),
+            (
+                "server",
+                "cluster_objects | label_selector | pod_logs | tables",
+                "job_services | kubeconfig | serving_cert",
+            ),
         ),
     ),
     "armada_flyte.embedded.control_plane": (
