@@ -59,7 +59,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "cli",
                 "dev_command | doctor | dry_run_command | executor_command | image_command",
                 "image_build | view_command",
-                "dry_run | image_preflight",
+                "auth_sources | dry_run | image_preflight",
             ),
         ),
     ),
