@@ -28,12 +28,6 @@ class ClientCredential:
     user: str = ""
     password: str = field(default="", repr=False)
 
-    def header(self) -> str:
-        """The `authorization` header's value that presents it."""
-        if self.token:
-            return f"Bearer {self.token}"
-        return "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
-
 
 @dataclass(frozen=True)
 class Credentials:

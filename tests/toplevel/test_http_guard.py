@@ -102,5 +102,5 @@ def test_no_credential_shows_in_a_repr():
 
 
 def test_one_credential_for_our_own_clients_is_a_token_when_there_is_one():
-    assert ACCEPTED.one().header() == "Bearer tok-1"
-    assert Credentials.parse(["basic:ann:pw-1"]).one().header() == basic("ann", "pw-1")
+    assert ACCEPTED.one() == ClientCredential(token="tok-1")
+    assert Credentials.parse(["basic:ann:pw-1"]).one() == ClientCredential(user="ann", password="pw-1")
