@@ -59,7 +59,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
                 "cli",
                 "dev_command | doctor | dry_run_command | executor_command | image_command",
                 "image_build | view_command",
-                "dry_run | image_preflight",
+                "auth_sources | dry_run | image_preflight",
             ),
         ),
     ),
@@ -94,7 +94,11 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.kube_api": (
         Layers(
             "armada_flyte.embedded.kube_api",
-            ("server", "cluster_objects | label_selector | pod_logs | tables", "job_services | kubeconfig"),
+            (
+                "server",
+                "cluster_objects | label_selector | pod_logs | tables",
+                "job_services | kubeconfig | serving_cert",
+            ),
         ),
     ),
     "armada_flyte.embedded.control_plane": (

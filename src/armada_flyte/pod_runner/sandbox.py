@@ -174,8 +174,9 @@ def place_service_account(sandbox: Sandbox, namespace: str, kubeconfig: str | No
     if kubeconfig is not None:
         config = sandbox.home / ".kube" / "config"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(kubeconfig)
+        config.touch(mode=0o600)  # private before a token is written into it
         config.chmod(0o600)
+        config.write_text(kubeconfig)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:

@@ -21,7 +21,7 @@ from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_gr
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
-from armada_flyte.embedded.services.auth import Credentials, RequireAuth
+from armada_flyte.embedded.services.auth import RequireAuth
 from armada_flyte.embedded.services.binoculars import BinocularsServicer
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.events import EventServicer
@@ -32,6 +32,7 @@ from armada_flyte.embedded.services.submit import QueueServicer, SubmitServicer
 from armada_flyte.embedded.store.write_health import WriteFailure
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.protos import node_pb2_grpc, scheduler_reporting_pb2_grpc
+from armada_flyte.server_credentials import Credentials
 
 HOST = "127.0.0.1"
 WORKER_THREADS = 64

@@ -14,9 +14,10 @@ from google.protobuf import empty_pb2
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.model.refusals import Refusal, as_status
-from armada_flyte.embedded.services.auth import Credentials, requestor
+from armada_flyte.embedded.services.auth import requestor
 from armada_flyte.embedded.store.write_health import FIX
 from armada_flyte.health_reasons import as_metadata
+from armada_flyte.server_credentials import Credentials
 
 
 class _QueueMethods:
