@@ -199,7 +199,7 @@ LOST_EXECUTOR_BASE = 29150
 EXECUTOR_TIMEOUT = "10s"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # not module-wide: its credentials are the environment's only while its one test runs
 def bed_losing_executors(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> Iterator[dict[str, str]]:
     """A bed of its own whose scheduler expires an executor's runs after EXECUTOR_TIMEOUT of silence and retries
     them (Armada 0.22's retry engine, a policy for lease-expired runs): the session's bed keeps Armada's hour."""
