@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import time
 import uuid
@@ -44,11 +42,10 @@ from support.c0_service import ARMADA_TASKS, c0_env, c0_process
 from support.flyte_backend import TERMINAL
 from support.flyte_metadata import execution_metadata
 from support.real_armada import (
-    SCRIPT,
     UP_TIMEOUT_SECONDS,
     bed_log_tails,
+    bed_of_its_own,
     ensure_queues,
-    parse_assignments,
     uses_real_armada,
 )
 from support.real_armada_executor import kill_component, start_component
@@ -194,8 +191,6 @@ def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it
     wait_for_state(armada, job_id, submit_pb2.SUCCEEDED, timeout=30)
 
 
-LOST_EXECUTOR_BASE = 29150
-"""Ports of the bed with a short executorTimeout (away from the session's bed, 24150, and the other tests' beds)."""
 EXECUTOR_TIMEOUT = "10s"
 
 
@@ -205,22 +200,15 @@ def bed_losing_executors(request: pytest.FixtureRequest, bed_secrets_file: pathl
     them (Armada 0.22's retry engine, a policy for lease-expired runs): the session's bed keeps Armada's hour."""
     if not uses_real_armada(request.config) or request.config.getoption("--real-armada-executor") != "ours":
         pytest.skip("starts a real-Armada bed with our executor: run with --armada real")
-    env = {name: value for name, value in os.environ.items() if name not in ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS")}
-    env.update(
-        REAL_ARMADA_PORT_BASE=str(LOST_EXECUTOR_BASE),
-        REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file),
-        REAL_ARMADA_EXECUTOR_TIMEOUT=EXECUTOR_TIMEOUT,
-        REAL_ARMADA_RETRY_POLICY="retry-lost-runs",
-    )
-    try:
-        up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_SECONDS, env=env)
-        assert up.returncode == 0, f"scripts/real-armada.sh up failed:\n{up.stderr[-4000:]}"
-        bed = parse_assignments(up.stdout)
-        with logged_in_to(bed):
-            yield bed
-    finally:
-        down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
-        assert down.returncode == 0, down.stderr
+    with (
+        bed_of_its_own(
+            REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file),
+            REAL_ARMADA_EXECUTOR_TIMEOUT=EXECUTOR_TIMEOUT,
+            REAL_ARMADA_RETRY_POLICY="retry-lost-runs",
+        ) as bed,
+        logged_in_to(bed),
+    ):
+        yield bed
 
 
 @pytest.mark.timeout(UP_TIMEOUT_SECONDS + 600)
