@@ -166,7 +166,7 @@ def test_flyte_routes_task_type_armada_to_the_connector_service(load_yaml, manif
     service = manifests["Service/armada-flyte-connector"]
     [port] = [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
     assert deployment["endpoint"] == f"dns:///{service['metadata']['name']}.{namespace}.svc.cluster.local:{port}"
-    assert deployment["insecure"] is True
+    assert deployment["insecure"] is False, "armada-flyte-c0 serves TLS only"
     assert set(deployment["timeouts"]) <= {"CreateTask", "GetTask", "DeleteTask", "ListConnectors", "GetTaskLogs"}
 
 
