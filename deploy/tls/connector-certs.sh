@@ -13,7 +13,7 @@
 # then prints the two kubectl commands that load them: the Secret the connector mounts
 # (armada-flyte-connector-tls) and the ConfigMap with only the CA (armada-flyte-connector-ca).
 # Renew before --days runs out: run it again with the same CA (it reuses OUT_DIR/ca.*) and replace
-# the Secret; armada-flyte-c0 reads the renewed files without a restart.
+# the Secret; armada-flyte c0 reads the renewed files without a restart.
 set -euo pipefail
 
 usage() { sed -n '2,17p' "$0"; exit "${1:-0}"; }

@@ -1,4 +1,4 @@
-"""The connector service behind its door: `armada-flyte-c0` as the Deployment runs it (TLS from the
+"""The connector service behind its door: `armada-flyte c0` as the Deployment runs it (TLS from the
 documented openssl recipe, a read-only home and working folder, one writable TMPDIR, the image's uid),
 against the embedded Armada over TLS, reached as Flyte's backend reaches it."""
 

@@ -1,10 +1,11 @@
-"""`armada-flyte-c0`'s command line: TLS unless told otherwise, and a wrong file refused at start, naming its option."""
+"""`armada-flyte c0`'s command line: TLS unless told otherwise, and a wrong file refused at start, naming its option."""
 
 from __future__ import annotations
 
 import pytest
 
-from armada_flyte.c0_tls import ServingTls, build_parser, options_from
+from armada_flyte.admin.c0_command import ServingTls, options_from
+from armada_flyte.admin.cli import build_parser
 from armada_flyte.errors import InvalidConfig
 
 from support.tls_files import self_signed
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.pure
 
 
 def _options(*argv: str):
-    return options_from(build_parser().parse_args(list(argv)))
+    return options_from(build_parser().parse_args(["c0", *argv]))
 
 
 def test_without_tls_files_it_refuses_to_start_unless_told_plaintext():

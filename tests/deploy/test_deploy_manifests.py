@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import pathlib
@@ -52,26 +53,33 @@ def _mount_of_volume(container, pod, **source):
     return pathlib.PurePosixPath(mount["mountPath"]), volume
 
 
-def test_connector_runs_armada_flyte_c0_with_the_certificate_of_the_mounted_secret(connector_pod):
-    from armada_flyte.c0_tls import build_parser, options_from
+def _c0_options(container):
+    from armada_flyte.admin.c0_command import options_from
+    from armada_flyte.admin.cli import build_parser
 
+    assert container["command"] == ["armada-flyte", "c0"]
+    return options_from(build_parser().parse_args(container["command"][1:] + container["args"]))
+
+
+def test_connector_runs_armada_flyte_c0_with_the_certificate_of_the_mounted_secret(connector_pod):
     container = _connector_container(connector_pod)
-    assert container["command"] == ["armada-flyte-c0"]
-    [script] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "armada-flyte-c0"]
-    assert script.value == "armada_flyte.c0_tls:main"
-    options = options_from(build_parser().parse_args(container["args"]))
+    [script] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "armada-flyte"]
+    assert script.value == "armada_flyte.admin.cli:main"
+    options = _c0_options(container)
     folder, _ = _mount_of_volume(container, connector_pod, secret={"secretName": "armada-flyte-connector-tls"})
     assert options.tls is not None and options.tls.client_ca is None  # Flyte's backend sends no client certificate
     assert {options.tls.cert, options.tls.key} == {folder / "tls.crt", folder / "tls.key"}  # a kubernetes.io/tls Secret
 
 
-def test_armada_flyte_c0_keeps_c0s_own_options(connector_pod):
+def test_armada_flyte_c0_keeps_c0s_own_options():
     from flyte._bin.connect import main
 
-    from armada_flyte.c0_tls import build_parser
+    from armada_flyte.admin import c0_command
 
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    c0_command.register(subparsers)
+    ours = {opt for action in subparsers.choices["c0"]._actions for opt in action.option_strings}
     c0_options = {opt for param in main.params for opt in param.opts}
-    ours = {opt for action in build_parser()._actions for opt in action.option_strings}
     assert c0_options - {"--timeout"} <= ours  # --timeout is c0's "for testing only"
 
 
@@ -135,11 +143,9 @@ def test_probes_ask_the_connector_services_own_grpc_health_on_the_plaintext_heal
     """The kubelet's gRPC probes speak no TLS: they go to the health port, which serves health alone."""
     from flyteidl2.connector import service_pb2
 
-    from armada_flyte.c0_tls import build_parser, options_from
-
     container = _connector_container(connector_pod)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    options = options_from(build_parser().parse_args(container["args"]))
+    options = _c0_options(container)
     assert (options.port, options.health_port, options.prometheus_port) == (
         ports["grpc"],
         ports["health"],
@@ -227,14 +233,14 @@ def test_flyte_routes_task_type_armada_to_the_connector_service(load_yaml, manif
     service = manifests["Service/armada-flyte-connector"]
     [port] = [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
     assert deployment["endpoint"] == f"dns:///{service['metadata']['name']}.{namespace}.svc.cluster.local:{port}"
-    assert deployment["insecure"] is False, "armada-flyte-c0 serves TLS only"
+    assert deployment["insecure"] is False, "armada-flyte c0 serves TLS only"
     assert set(deployment["timeouts"]) <= {"CreateTask", "GetTask", "DeleteTask", "ListConnectors", "GetTaskLogs"}
 
 
 def test_connector_image_installs_the_connector_extra_and_runs_armada_flyte_c0(deploy_dir):
     dockerfile = (deploy_dir / "connector" / "Dockerfile").read_text()
     assert re.search(r'pip install "\.\[connector\]"', dockerfile)
-    assert 'ENTRYPOINT ["armada-flyte-c0"]' in dockerfile
+    assert 'ENTRYPOINT ["armada-flyte", "c0"]' in dockerfile
     assert "USER 10001" in dockerfile
     assert "PYTHONDONTWRITEBYTECODE=1" in dockerfile  # nothing to write beside the code on a read-only root
     for needed in ("pyproject.toml", "src", "arch"):

@@ -1,4 +1,4 @@
-"""`armada-flyte-c0` started as the Deployment starts it: TLS from a Secret-like folder, a home and working
+"""`armada-flyte c0` started as the Deployment starts it: TLS from a Secret-like folder, a home and working
 folder it cannot write, one writable TMPDIR (the pod's emptyDir on /tmp), and, when the tests run as root,
 the image's uid 10001, so the read-only places are read-only for it too."""
 
@@ -103,7 +103,7 @@ def _walk(place: pathlib.Path, skip: pathlib.Path) -> Iterator[pathlib.Path]:
 
 @dataclass
 class DoorC0:
-    """A running `armada-flyte-c0` and its ports."""
+    """A running `armada-flyte c0` and its ports."""
 
     process: subprocess.Popen
     port: int
@@ -128,8 +128,8 @@ def _health(port: int) -> int:
 def running_door_c0(
     layout: PodLayout, args: Sequence[str], env: Mapping[str, str], log: pathlib.Path
 ) -> Iterator[DoorC0]:
-    """`armada-flyte-c0 ARGS` with `env`, as the service user, in the read-only home; until it serves health."""
-    program = pathlib.Path(sys.executable).parent / "armada-flyte-c0"
+    """`armada-flyte c0 ARGS` with `env`, as the service user, in the read-only home; until it serves health."""
+    program = pathlib.Path(sys.executable).parent / "armada-flyte"
     as_user = [
         shutil.which("setpriv") or "setpriv",
         f"--reuid={SERVICE_UID}",
@@ -137,7 +137,7 @@ def running_door_c0(
         "--clear-groups",
     ]
     port, health_port = free_port(), free_port()
-    command = [*(as_user if as_root() else []), str(program), f"--port={port}", f"--health-port={health_port}"]
+    command = [*(as_user if as_root() else []), str(program), "c0", f"--port={port}", f"--health-port={health_port}"]
     command += [f"--prometheus_port={free_port()}", *args]
     pod_env = {
         "PATH": os.environ["PATH"],
@@ -154,9 +154,9 @@ def running_door_c0(
         wait_until(
             lambda: process.poll() is not None or _health(health_port) == health_pb2.HealthCheckResponse.SERVING,
             timeout=START_SECONDS,
-            what="armada-flyte-c0 to serve health",
+            what="armada-flyte c0 to serve health",
         )
-        assert process.poll() is None, f"armada-flyte-c0 exited {process.returncode}:\n{c0.tail()}"
+        assert process.poll() is None, f"armada-flyte c0 exited {process.returncode}:\n{c0.tail()}"
         yield c0
     finally:
         if process.poll() is None:

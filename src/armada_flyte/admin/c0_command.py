@@ -1,4 +1,4 @@
-"""`armada-flyte-c0`: Flyte's connector service, as `c0` serves it, behind TLS.
+"""`armada-flyte c0`: Flyte's connector service, as `c0` serves it, behind TLS.
 
 Flyte's `c0` (flyte 2.12.1, `flyte/connectors/utils.py`, `_start_grpc_server`) binds its port with
 `add_insecure_port` and has no TLS option: whoever reaches the port can create and delete tasks. This
@@ -16,14 +16,13 @@ import logging
 import pathlib
 import signal
 import ssl
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional
 
 import grpc
 
-from armada_flyte.errors import ArmadaFlyteError, InvalidConfig
+from armada_flyte.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class _WatchedFiles:
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """Where `armada-flyte-c0` listens and how; `tls` None serves plaintext, as `c0` does."""
+    """Where `armada-flyte c0` listens and how; `tls` None serves plaintext, as `c0` does."""
 
     port: int = 8000
     health_port: int = 8001
@@ -153,7 +152,7 @@ async def serve(options: ServeOptions, stop: Optional[asyncio.Event] = None) -> 
     flyte_internals.print_connector_metadata()
     transport = "TLS" + (" with client certificates" if options.tls and options.tls.client_ca else "")
     print(
-        f"armada-flyte-c0: connectors on port {options.port} "
+        f"armada-flyte c0: connectors on port {options.port} "
         f"({transport if options.tls else 'plaintext'}), health on {options.health_port} (plaintext), "
         f"metrics on {options.prometheus_port}",
         flush=True,
@@ -168,12 +167,17 @@ async def serve(options: ServeOptions, stop: Optional[asyncio.Event] = None) -> 
     await probes.stop(None)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="armada-flyte-c0",
-        description="Flyte's connector service (what `c0` serves) over TLS, with gRPC health on a plaintext port.",
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "c0",
+        help="serve the connectors as Flyte's c0 does, over TLS, with gRPC health on a plaintext port",
+        description=(
+            "Flyte's connector service (what `c0` serves: the connectors of the flyte.connectors entry points) "
+            "over TLS, reloading a renewed certificate without a restart; gRPC health alone, in plaintext, on "
+            "--health-port for the kubelet's probes. Stops on SIGTERM, letting calls under way finish."
+        ),
     )
-    # c0's own options, spelt as c0 spells them, so swapping `c0` for `armada-flyte-c0` keeps them.
+    # c0's own options, spelt as c0 spells them, so swapping `c0` for `armada-flyte c0` keeps them.
     parser.add_argument("--port", type=int, default=8000, help="the connectors' gRPC port (TLS)")
     parser.add_argument("--prometheus_port", type=int, default=9090, help="Prometheus metrics (plain HTTP)")
     parser.add_argument("--worker", type=int, default=10, help="as c0's --worker (its coroutines do not use it)")
@@ -190,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--plaintext", action="store_true", help="serve the connectors without TLS, as c0 does (e.g. inside a mesh)"
     )
-    return parser
+    parser.set_defaults(func=run)
 
 
 def options_from(args: argparse.Namespace) -> ServeOptions:
@@ -216,16 +220,7 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
     )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO)
-    try:
-        asyncio.run(serve(options_from(args)))  # a wrong TLS file stops it before any port opens
-    except ArmadaFlyteError as exc:
-        print(f"armada-flyte-c0: {exc}", file=sys.stderr)
-        return 2
+    asyncio.run(serve(options_from(args)))  # a wrong TLS file stops it before any port opens
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
