@@ -1,11 +1,12 @@
 """`armada-flyte c0` started as the Deployment starts it: TLS from a Secret-like folder, a home and working
 folder it cannot write, one writable TMPDIR (the pod's emptyDir on /tmp), and, when the tests run as root,
-the image's uid 10001, so the read-only places are read-only for it too."""
+the image's uid 10001, so the read-only places are read-only for it too (`as_service_user`)."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import os
 import pathlib
 import shutil
@@ -40,13 +41,33 @@ def service_folder() -> Iterator[pathlib.Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def as_root() -> bool:
-    return os.geteuid() == 0
+def _as_user() -> list[str]:
+    return [shutil.which("setpriv") or "setpriv", f"--reuid={SERVICE_UID}", f"--regid={SERVICE_UID}", "--clear-groups"]
+
+
+@functools.cache
+def as_service_user() -> bool:
+    """Run as the image's uid: when the tests run as root and that uid can import the package from here.
+
+    A checkout in a folder only root may enter (a CI clone made by mktemp -d, say) leaves it out: the
+    process then runs as us, and only its home is checked for writes (in /tmp, others' files look alike)."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        tried = subprocess.run(
+            [*_as_user(), sys.executable, "-c", "import armada_flyte.admin.cli"],
+            cwd="/",
+            capture_output=True,
+            timeout=120,
+        )
+    except FileNotFoundError:  # no setpriv
+        return False
+    return tried.returncode == 0
 
 
 def hand_to_service_user(path: pathlib.Path, mode: int) -> None:
     """`path` with `mode`, owned by the service user when the tests run as root (else by us, as it is)."""
-    if as_root():
+    if as_service_user():
         os.chown(path, SERVICE_UID, SERVICE_UID)
     path.chmod(mode)
 
@@ -87,9 +108,9 @@ class PodLayout:
         for place in (self.home, pathlib.Path("/tmp"), pathlib.Path("/var/tmp"), pathlib.Path("/dev/shm")):
             for path in _walk(place, skip=self.tmp):
                 with contextlib.suppress(OSError):
-                    stat = path.lstat()
-                    ours = stat.st_uid == SERVICE_UID if as_root() else place == self.home
-                    if ours and stat.st_mtime >= since:
+                    status = path.lstat()
+                    ours = status.st_uid == SERVICE_UID if as_service_user() else place == self.home
+                    if ours and status.st_mtime >= since:
                         found.append(str(path))
         return found
 
@@ -130,14 +151,14 @@ def running_door_c0(
 ) -> Iterator[DoorC0]:
     """`armada-flyte c0 ARGS` with `env`, as the service user, in the read-only home; until it serves health."""
     program = pathlib.Path(sys.executable).parent / "armada-flyte"
-    as_user = [
-        shutil.which("setpriv") or "setpriv",
-        f"--reuid={SERVICE_UID}",
-        f"--regid={SERVICE_UID}",
-        "--clear-groups",
-    ]
     port, health_port = free_port(), free_port()
-    command = [*(as_user if as_root() else []), str(program), "c0", f"--port={port}", f"--health-port={health_port}"]
+    command = [
+        *(_as_user() if as_service_user() else []),
+        str(program),
+        "c0",
+        f"--port={port}",
+        f"--health-port={health_port}",
+    ]
     command += [f"--prometheus_port={free_port()}", *args]
     pod_env = {
         "PATH": os.environ["PATH"],
