@@ -167,6 +167,7 @@ def _routing() -> dict:
     return document["plugins"]["connector-service"]["connectors"]["armada"]
 
 
+@pytest.mark.timeout(1200)  # the first build of the Go stand-in
 def test_flytes_backend_client_reaches_it_when_the_ca_is_in_its_ssl_cert_dir(door, certs, backend_dial, tmp_path):
     """The shipped routing (`insecure: false`, round_robin) and the CA recipe of
     deploy/flyte/backend-trusts-connector-ca.yaml, through the backend's own client behaviour."""
