@@ -57,7 +57,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.admin",
             (
                 "cli",
-                "dev_command | doctor | dry_run_command | executor_command | image_command",
+                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command",
                 "image_build | view_command",
                 "auth_sources | dry_run | image_preflight",
             ),
