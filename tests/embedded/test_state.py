@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import sqlite3
+import stat
 import threading
 
 import grpc
@@ -148,3 +149,27 @@ def test_servers_without_a_state_folder_share_nothing() -> None:
         first.create_queue("only-here")
     with EmbeddedArmada() as second:
         assert "only-here" not in second.plane.queues
+
+
+def test_a_new_state_folder_and_its_files_are_for_their_owner_alone(tmp_path) -> None:
+    """The folder holds every job's spec, events and pod logs: other users of the machine read none of it."""
+    folder = tmp_path / "state"
+    server, channel = restartable(folder)
+    try:
+        client = ArmadaClient(channel)
+        wait_for_state(client, submit_one(client, "flyte", "js", item(pod(python("print('x')")))), submit_pb2.SUCCEEDED)
+    finally:
+        channel.close()
+        server.stop()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    shared = {
+        path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in folder.iterdir() if path.stat().st_mode & 0o077
+    }
+    assert not shared, f"files other users can read: {shared}"
+
+
+def test_a_state_file_left_readable_by_an_older_version_is_narrowed(tmp_path) -> None:
+    (tmp_path / "state.sqlite3").touch(mode=0o644)
+    store = SqliteStore(tmp_path)
+    store.close()
+    assert stat.S_IMODE((tmp_path / "state.sqlite3").stat().st_mode) == 0o600

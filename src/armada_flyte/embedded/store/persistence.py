@@ -151,14 +151,31 @@ class _Changes:
         self.jobs = {**failed.jobs, **self.jobs}
 
 
+def _private_folder(folder: pathlib.Path) -> None:
+    """The state folder, made 0700: it holds every job's spec, events and pod logs (tasks print what they
+    print). One the user made is left as it is, with a warning when other users can read it."""
+    if not folder.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+    elif folder.stat().st_mode & 0o077:
+        log.warning("the state folder %s can be read by other users of this machine: chmod 700 it", folder)
+
+
+def _private_file(path: pathlib.Path) -> None:
+    """`path` exists and only its owner reads it (made 0600, or narrowed to it)."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+
+
 class SqliteStore:
     """The state in `<folder>/state.sqlite3`, written behind by one thread; the folder is locked while open."""
 
     def __init__(self, folder: str | pathlib.Path, retention_seconds: float = RETENTION_SECONDS):
         self.folder = pathlib.Path(folder).expanduser()
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._lock_file = open(self.folder / "lock", "w")
+            _private_folder(self.folder)
+            self._lock_file = os.fdopen(os.open(self.folder / "lock", os.O_CREAT | os.O_WRONLY, 0o600), "w")
         except OSError as exc:
             raise StateDirUnwritable(self.folder, exc) from None
         try:
@@ -169,6 +186,7 @@ class SqliteStore:
         self.path = self.folder / "state.sqlite3"
         self._retention = retention_seconds
         try:
+            _private_file(self.path)  # SQLite gives its -wal and -shm files the database's mode
             self._db = state_file.connect(self.path)
             state_file.create_tables(self._db)
         except sqlite3.Error as exc:
