@@ -123,7 +123,7 @@ class EmbeddedArmada:
         if not isinstance(executor, str):
             return executor
         if executor != "process":
-            return make_pod_runner(executor)
+            return make_pod_runner(executor, fence=self.cluster.pod_fence)
         options = {
             "sandbox_root": self.config.sandbox_root,
             "private_prefixes": self.config.private_prefixes,
