@@ -23,7 +23,7 @@ import pod_shim
 
 limit = 8 * 2**20
 baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * pod_shim.MAXRSS_UNIT
-watch = pod_shim.MemoryWatch(limit, [])
+watch = pod_shim.ContainerWatch(limit, [])
 watch.main_ended(types.SimpleNamespace(ru_maxrss=baseline // pod_shim.MAXRSS_UNIT), baseline)
 print(watch.over_limit())
 watch.main_ended(types.SimpleNamespace(ru_maxrss=(baseline + limit) // pod_shim.MAXRSS_UNIT + 1), baseline)

@@ -288,12 +288,12 @@ def trivial_task(run: str, number: int, go: pathlib.Path) -> connector_pb2.Creat
 
 
 def test_c0_killed_with_500_tasks_in_flight_and_started_again_ends_every_task_from_its_metadata(
-    stack, armada, armada_logs, tmp_path
+    stack, armada, armada_logs, tmp_path, pods_tmp_path
 ):
     """The backend keeps the metadata each CreateTask returned and polls a new c0 with it, as it does
     after a c0 pod restarts: each task ends once, with its own phase, and no job is submitted twice.
     The pods wait for the test's go-ahead, so all 500 are in flight (32 running, the rest queued) when c0 goes."""
-    run, go = f"c0-restart-{uuid.uuid4().hex[:8]}", tmp_path / "go"
+    run, go = f"c0-restart-{uuid.uuid4().hex[:8]}", pods_tmp_path / "go"
     env = c0_env(stack.armada_url, stack.blob_endpoint)
     log = tmp_path / "c0.log"
     began = time.monotonic()

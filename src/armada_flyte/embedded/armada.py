@@ -129,6 +129,7 @@ class EmbeddedArmada:
             "private_prefixes": self.config.private_prefixes,
             "images": self.cluster.images,
             "cpu_shares": self.cluster.cpu_shares,
+            "fence": self.cluster.pod_fence,
         }
         return make_pod_runner(executor, **options)
 

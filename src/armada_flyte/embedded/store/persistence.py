@@ -145,7 +145,9 @@ class SqliteStore:
 
     def __init__(self, folder: str | pathlib.Path, retention_seconds: float = RETENTION_SECONDS):
         self.folder = pathlib.Path(folder).expanduser()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.folder.stat().st_uid == os.geteuid():
+            self.folder.chmod(0o700)  # jobs' specs and logs: the server's user's only (pods run as other uids)
         self._lock_file = open(self.folder / "lock", "w")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
