@@ -19,7 +19,7 @@ from typing import Any, Optional
 from armada_flyte.errors import InvalidConfig
 
 DEFAULT_PIDS_LIMIT = 1024
-"""Processes and threads a pod may have: tasks use tens; a fork bomb reaches it in milliseconds."""
+"""Processes and threads a pod may have: an a0 task ran as 1 process of 2 threads; a fork bomb reaches it in ms."""
 DEFAULT_FILE_SIZE_LIMIT = 8 * 2**30
 """The largest file a container may write (RLIMIT_FSIZE): 8Gi, the ephemeral storage Armada gives a
 container that asks for none (a container asking for less gets that)."""

@@ -392,10 +392,14 @@ def set_limit(kind, value):
 
 def show_only(hidden, shown):
     """In a mount namespace of the container's own, each hidden folder is an empty tmpfs and each shown
-    (folder, writable), inside one, is bound back into it as it is (read-only unless writable)."""
+    (folder, writable), inside one, is bound back into it as it is (read-only unless writable). Without a
+    namespace (no CAP_SYS_ADMIN: a root server in a container) the hidden folders' own modes fence them, unless
+    the pod needs something inside them."""
     cwd = os.getcwd()
     if _libc.unshare(CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "no mount namespace for the pod's view of the host (unshare)")
+        if not shown:
+            return
+        raise OSError(ctypes.get_errno(), "no mount namespace to show the pod the server's files it needs (unshare)")
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     # Opened in the new namespace (a bind mount's source must be in it), before the tmpfs covers them.
     sources = [(folder, writable, os.open(folder, os.O_PATH | os.O_CLOEXEC)) for folder, writable in shown]
