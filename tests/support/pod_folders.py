@@ -19,3 +19,11 @@ def folder_pods_can_use() -> Iterator[pathlib.Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def file_pods_share(path: pathlib.Path) -> pathlib.Path:
+    """An empty file at `path` that every uid may write: pods of two runs of one job, each its own uid,
+    append to it."""
+    path.touch()
+    path.chmod(0o666)
+    return path
