@@ -10,11 +10,13 @@ A test marked `pure` may not open a socket, start a process or a gRPC server or 
 from __future__ import annotations
 
 import pathlib
+from typing import Iterator
 
 import pytest
 
 import armada_flyte  # noqa: F401  (first: it aliases armada_client's vendored google.api protos)
 
+from support.pod_folders import folder_pods_can_use
 from support.real_parts import UNDER_CI, missing_part  # noqa: F401  (the rule, for tests that import it from here)
 
 TESTS = pathlib.Path(__file__).parent
@@ -65,6 +67,13 @@ def _fresh_connector_settings():
     settings.reset()
     yield
     settings.reset()
+
+
+@pytest.fixture
+def pods_tmp_path() -> Iterator[pathlib.Path]:
+    """A temporary folder process pods can read and write (tmp_path is one they can't enter)."""
+    with folder_pods_can_use() as folder:
+        yield folder
 
 
 def real_tier_group(path: pathlib.Path) -> str | None:

@@ -90,10 +90,12 @@ def running_batch(
 
 # ---- Armada's server restarted ----
 @pytest.mark.timeout(1800)
-def test_a_server_restart_while_50_tasks_run_ends_each_task_once_and_right(own_bed, real_stack, tmp_path):
+def test_a_server_restart_while_50_tasks_run_ends_each_task_once_and_right(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     logs = lambda: bed_log_tails(own_bed)  # noqa: E731
     with running_c0(c0_env_of(real_stack), tmp_path / "c0.log") as c0:
-        tasks = running_batch(c0, real_stack, MANY, "server-restart", tmp_path, logs)
+        tasks = running_batch(c0, real_stack, MANY, "server-restart", pods_tmp_path, logs)
         act(own_bed, "restart", "server")
         tasks.open_gate()
         endings = held_tasks.poll_to_the_end(c0, tasks, TASK_SECONDS, logs)
@@ -112,14 +114,16 @@ def embedded_stack(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> It
 
 
 @pytest.mark.timeout(1800)
-def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(embedded_stack, tmp_path):
+def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(
+    embedded_stack, tmp_path, pods_tmp_path
+):
     """The embedded server runs its pods: they die with it, and after the restart Armada ends their jobs
     as its executor ends runs whose pods vanished. Each task then fails once with that reason, never
     as lost (the task's retries start it again, as for a node that went). SOME tasks, not MANY: this
     test runs in every suite run, on the default tier."""
     logs = lambda: ""  # noqa: E731
     with running_c0(c0_env_of(embedded_stack), tmp_path / "c0.log") as c0:
-        tasks = running_batch(c0, embedded_stack, SOME, "embedded-restart", tmp_path, logs)
+        tasks = running_batch(c0, embedded_stack, SOME, "embedded-restart", pods_tmp_path, logs)
         embedded_stack.server.stop()
         embedded_stack.server.start()
         tasks.open_gate()
@@ -135,14 +139,16 @@ def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(
 
 # ---- Pulsar restarted ----
 @pytest.mark.timeout(1800)
-def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(own_bed, real_stack, tmp_path):
+def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     """Creates made while Pulsar is down fail and are retried until it is back. Armada v0.22.7 may start
     extra jobs for such a create (docs/troubleshooting.md, "Armada's parts go away"); each task follows
     the job its create returned, and ends once."""
     logs = lambda: bed_log_tails(own_bed, ("executor", "scheduler", "server", "pulsar"))  # noqa: E731
     with running_c0(c0_env_of(real_stack), tmp_path / "c0.log") as c0:
-        running = running_batch(c0, real_stack, SOME // 2, "pulsar-before", tmp_path, logs)
-        later = held_tasks.prepare(real_stack, SOME // 2, "pulsar-across", tmp_path)
+        running = running_batch(c0, real_stack, SOME // 2, "pulsar-before", pods_tmp_path, logs)
+        later = held_tasks.prepare(real_stack, SOME // 2, "pulsar-across", pods_tmp_path)
         act(own_bed, "stop", "pulsar")
         creating = threading.Thread(target=held_tasks.create_all, args=(c0, later, COMPONENT_SECONDS), daemon=True)
         creating.start()
@@ -158,12 +164,12 @@ def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(ow
 # ---- Redis restarted ----
 @pytest.mark.timeout(1800)
 def test_a_redis_restart_breaks_the_event_streams_and_tasks_end_right_through_bulk_and_back(
-    own_bed, real_stack, tmp_path
+    own_bed, real_stack, tmp_path, pods_tmp_path
 ):
     logs = lambda: bed_log_tails(own_bed, ("executor", "eventingester", "server", "redis"))  # noqa: E731
     c0_log = tmp_path / "c0.log"
     with running_c0(c0_env_of(real_stack), c0_log) as c0:
-        tasks = running_batch(c0, real_stack, SOME, "redis-restart", tmp_path, logs)
+        tasks = running_batch(c0, real_stack, SOME, "redis-restart", pods_tmp_path, logs)
         act(own_bed, "restart", "redis")
         tasks.open_gate()
         endings = held_tasks.poll_to_the_end(c0, tasks, TASK_SECONDS, logs)
@@ -179,7 +185,9 @@ ACK_SECONDS = 15
 
 
 @pytest.mark.timeout(1800)
-def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed_as_lost(own_bed, real_stack, tmp_path):
+def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed_as_lost(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     """GetJobStatus (fed by the lookout ingester) answers UNKNOWN for every job created while it is
     stopped; the job sets' events still know them. Tasks past the stream cap (3) are polled in bulk,
     so they see only the UNKNOWN: the connector asks their events before calling them lost."""
@@ -189,7 +197,7 @@ def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed
     try:
         with running_c0(env, tmp_path / "c0.log") as c0:
             # A bulk-polled task reads RUNNING only once its events were asked: past the ack window.
-            tasks = running_batch(c0, real_stack, SOME, "no-lookout", tmp_path, logs)
+            tasks = running_batch(c0, real_stack, SOME, "no-lookout", pods_tmp_path, logs)
             messages = [held_tasks.get(c0, meta).message for meta in tasks.metas]
             told = [m for m in messages if "Armada's job status API (GetJobStatus) does not know it" in m]
             assert len(told) >= SOME - 3 and all("lookout ingester" in m for m in told), messages

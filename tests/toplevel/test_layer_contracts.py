@@ -133,7 +133,8 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             (
                 "docker | process",
                 "pod_threads | sandbox",
-                "container_env | cpu_pins | cpu_shares | images | pod_shim | process_tree",
+                "container_env | cpu_pins | cpu_shares | host_view | images | pod_fence | pod_shim | process_tree"
+                " | shim_report",
                 "model",
                 "pod_log | pod_secrets",
             ),

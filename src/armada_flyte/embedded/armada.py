@@ -126,12 +126,13 @@ class EmbeddedArmada:
         if not isinstance(executor, str):
             return executor
         if executor != "process":
-            return make_pod_runner(executor)
+            return make_pod_runner(executor, fence=self.cluster.pod_fence)
         options = {
             "sandbox_root": self.config.sandbox_root,
             "private_prefixes": self.config.private_prefixes,
             "images": self.cluster.images,
             "cpu_shares": self.cluster.cpu_shares,
+            "fence": self.cluster.pod_fence,
         }
         return make_pod_runner(executor, **options)
 

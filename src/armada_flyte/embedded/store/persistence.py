@@ -152,11 +152,14 @@ class _Changes:
 
 
 def _private_folder(folder: pathlib.Path) -> None:
-    """The state folder, made 0700: it holds every job's spec, events and pod logs (tasks print what they
-    print). One the user made is left as it is, with a warning when other users can read it."""
+    """The state folder, 0700: it holds every job's spec, events and pod logs (tasks print what they print),
+    and the pods of a root server run as uids of their own. One of the server's user is narrowed to 0700;
+    one of another user's is left as it is, with a warning when others can read it."""
     if not folder.exists():
         folder.parent.mkdir(parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid == os.geteuid():
+        folder.chmod(0o700)
     elif folder.stat().st_mode & 0o077:
         log.warning("the state folder %s can be read by other users of this machine: chmod 700 it", folder)
 
