@@ -46,7 +46,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             (
                 "docker_platforms",
                 "client",
-                "credentials",
+                "credentials | destinations",
                 "bounded_http | platforms | reference",
             ),
         ),
