@@ -8,7 +8,7 @@ It runs `pytest tests/embedded` twice, once per server, with a JUnit report each
 and tests/embedded/test_armadas_own_tests.py (Armada's testsuite cases, its e2e armadactl tests, the
 Python client's examples and integration tests), whose tests record each case's own outcome and, where
 a case must fail, why. Real Armada is ARMADA_URL when set (a bed already up), else the suite's own bed
-(scripts/real-armada.sh up with our executor; REAL_ARMADA_PORT_BASE picks its ports). Every difference
+(scripts/real-armada.sh up with our executor, on ports it finds free). Every difference
 needs a cause, found in the reports: the reason a test skips or is an xfail on one server
 (`embedded_only`, DIFFERS_ON_REAL_ARMADA in tests/support/real_armada.py), or the pinned reason of an
 Armada case. A difference without one is listed as UNEXPLAINED and the script exits 1.

@@ -4,12 +4,10 @@
 # module (scripts/real-armada/build.sh, cached per version), config files of our own
 # (scripts/real-armada/configs.sh), the migrations and the queues e2e-test-queue, flyte, conformance.
 #
-#   eval "$(scripts/real-armada.sh up)"          # + our executor (armada-flyte executor)
-#   eval "$(scripts/real-armada.sh up --no-executor)"
-#   eval "$(scripts/real-armada.sh up --fake-executor)"   # Armada's simulated executor instead
-#   scripts/real-armada.sh status
-#   scripts/real-armada.sh down
-#   scripts/real-armada.sh stop COMPONENT | start COMPONENT | restart COMPONENT
+#   set -a; eval "$(scripts/real-armada.sh up)"; set +a      # + our executor (armada-flyte executor)
+#   scripts/real-armada.sh up --no-executor | --fake-executor   # Armada only | Armada's simulated executor
+#   REAL_ARMADA_STATE=... scripts/real-armada.sh status | down   # the bed `up` printed (its handle)
+#   REAL_ARMADA_STATE=... scripts/real-armada.sh stop COMPONENT | start COMPONENT | restart COMPONENT
 #
 # stop/start/restart act on one part of a running bed in place (a fault and its recovery), with the
 # command, config and ports `up` gave it; `start` waits until it is ready again. COMPONENT is one of
@@ -17,12 +15,13 @@
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
 # REAL_ARMADA_STATE, and the bed's credentials: ARMADA_FLYTE_AUTH_USERNAME and
-# ARMADA_FLYTE_AUTH_PASSWORD_FILE, a 0600 file, never the password); progress goes to stderr. Ports derive
-# from REAL_ARMADA_PORT_BASE (default 24150: server gRPC base+1, executor API base+2, the rest up to
-# base+17; see docs/real-armada.md), so beds with different bases run side by side. State (data, pid
-# files, logs, the passwords) lives in REAL_ARMADA_STATE, by default a new 0700 folder from mktemp in
-# ${TMPDIR:-/tmp}, recorded per base (in ~/.cache/armada-flyte/real-armada-beds/) so that `down` and the
-# other verbs find it without REAL_ARMADA_STATE; `up` wipes the base's previous one.
+# ARMADA_FLYTE_AUTH_PASSWORD_FILE, a 0600 file, never the password); progress goes to stderr.
+# REAL_ARMADA_STATE is the bed's handle: its state folder (data, pid files, logs, the passwords, its base),
+# by default a new 0700 folder from mktemp in ${TMPDIR:-/tmp}; the other verbs take it. Ports derive from
+# a base (server gRPC base+1, executor API base+2, the rest up to base+17; docs/real-armada.md): `up` finds
+# a free one itself (so beds of several checkouts or tests run side by side), or takes
+# REAL_ARMADA_PORT_BASE; each base's bed is recorded (~/.cache/armada-flyte/real-armada-beds/), so the
+# verbs also find it by REAL_ARMADA_PORT_BASE, and an `up` at that base removes its previous folder.
 #
 # Safe by default (docs/security.md): Armada's Go components listen on every address, so the public API,
 # its REST gateway and the executor API need the bed's basic-auth user and its random password;
@@ -47,19 +46,34 @@ ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester ser
 say() { echo "real-armada: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-case "$BASE" in '' | *[!0-9]*) die "REAL_ARMADA_PORT_BASE must be a number, got '$BASE'" ;; esac
-[ "$BASE" -ge 1024 ] && [ "$BASE" -le 65500 ] || die "REAL_ARMADA_PORT_BASE must be within 1024..65500, got $BASE"
-ports_from_base "$BASE"
 BED_USER=armada-flyte
 bed_index="${ARMADA_FLYTE_CACHE:-${HOME:-/root}/.cache/armada-flyte}/real-armada-beds"
 recorded_state() { [ -f "$bed_index/$BASE" ] && cat "$bed_index/$BASE"; }
-state="${REAL_ARMADA_STATE:-$(recorded_state || true)}"
-logs="$state/logs"
-pids="$state/pids"
-commands="$state/commands"
-auth="$state/auth"
+# Where `up` looks for a free base when none is given: 20000..31900 in steps of 100, below Linux's ephemeral
+# ports (32768 up), whose outgoing connections could take a bed's port for a moment.
+FREE_BASE_FIRST=20000 FREE_BASE_STEP=100 FREE_BASE_COUNT=120
 
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+use_base() { # base: the bed's ports, and the bed recorded for it (unless REAL_ARMADA_STATE names one)
+  BASE=$1
+  case "$BASE" in '' | *[!0-9]*) die "REAL_ARMADA_PORT_BASE must be a number, got '$BASE'" ;; esac
+  [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65500 ] || die "REAL_ARMADA_PORT_BASE must be within 1024..65500, got $BASE"
+  ports_from_base "$BASE"
+  set_state "${REAL_ARMADA_STATE:-$(recorded_state || true)}"
+}
+
+set_state() { # folder: the bed's state folder and the paths inside it
+  state=$1 logs="$1/logs" pids="$1/pids" commands="$1/commands" auth="$1/auth"
+}
+
+# Which bed: REAL_ARMADA_STATE (what `up` prints; its base is in its `base` file), else the one recorded for
+# REAL_ARMADA_PORT_BASE; `up` with neither finds a free base itself (cmd_up).
+BASE="${REAL_ARMADA_PORT_BASE:-}"
+if [ -z "$BASE" ] && [ -n "${REAL_ARMADA_STATE:-}" ] && [ -f "$REAL_ARMADA_STATE/base" ]; then
+  BASE="$(cat "$REAL_ARMADA_STATE/base")"
+fi
+if [ -n "$BASE" ]; then use_base "$BASE"; else set_state "${REAL_ARMADA_STATE:-}"; fi
+
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -389,6 +403,10 @@ cmd_up() {
     esac
     shift
   done
+  if [ -z "$BASE" ]; then
+    use_base "$(reserve_free_base)"
+    trap 'rm -f "$bed_index/$BASE.up"' EXIT
+  fi
   local name
   for name in "${ORDER[@]}"; do
     [ -z "$state" ] || ! is_running "$name" \
@@ -432,10 +450,6 @@ print_bed() { # the assignments a client of the bed needs: its addresses, folder
   printf 'ARMADA_FLYTE_AUTH_USERNAME=%s\nARMADA_FLYTE_AUTH_PASSWORD_FILE=%q\n' "$BED_USER" "$auth/armada-password"
 }
 
-set_state() { # folder: the bed's state folder and the paths inside it
-  state=$1 logs="$1/logs" pids="$1/pids" commands="$1/commands" auth="$1/auth"
-}
-
 check_given_state() { # REAL_ARMADA_STATE, when given, is a folder of ours (another user may have made a link)
   [ -n "${REAL_ARMADA_STATE:-}" ] || return 0
   [ ! -L "$state" ] || die "REAL_ARMADA_STATE=$state is a symbolic link: name a folder of your own"
@@ -461,8 +475,33 @@ make_state() { # REAL_ARMADA_STATE (emptied) or a new folder from mktemp; 0700, 
     chmod 700 "$state"
   fi
   mkdir -p "$logs" "$pids" "$commands"
+  printf '%s\n' "$BASE" >"$state/base"
   mkdir -p -m 700 "$bed_index"
   printf '%s\n' "$state" >"$bed_index/$BASE"
+}
+
+reserve_free_base() { # a base no bed holds, whose ports are all free; kept for this `up` until it ends
+  mkdir -p -m 700 "$bed_index"
+  exec 8>"$bed_index/.lock"
+  flock 8 # one `up` at a time chooses, so two started together take different bases
+  local n candidate
+  for n in $(shuf -i "0-$((FREE_BASE_COUNT - 1))"); do
+    candidate=$((FREE_BASE_FIRST + n * FREE_BASE_STEP))
+    base_taken "$candidate" && continue
+    printf '%s\n' "$$" >"$bed_index/$candidate.up" # the reservation: this `up` (its pid), while it runs
+    echo "$candidate"
+    return 0
+  done
+  die "no free base among $FREE_BASE_COUNT from $FREE_BASE_FIRST: stop some beds, or give REAL_ARMADA_PORT_BASE"
+}
+
+base_taken() { # base: held by an `up` still running, by a recorded bed still running, or any of its ports in use
+  local reservation="$bed_index/$1.up" previous offset
+  [ -f "$reservation" ] && kill -0 "$(cat "$reservation")" 2>/dev/null && return 0
+  previous="$(cat "$bed_index/$1" 2>/dev/null || true)"
+  [ -n "$previous" ] && compgen -G "$previous/pids/*.pid" >/dev/null && return 0
+  for offset in $(seq 1 17); do port_in_use $(($1 + offset)) && return 0; done
+  return 1
 }
 
 forget_recorded_bed() { # the previous bed of this base: its state folder goes (its logs were kept until now)
@@ -516,8 +555,10 @@ cmd_status() {
 where_the_bed_is() { # for messages: the state folder, or the base no bed is recorded for
   if [ -n "$state" ]; then
     echo "in $state (no bed there, or one up without it)"
-  else
+  elif [ -n "$BASE" ]; then
     echo "for REAL_ARMADA_PORT_BASE=$BASE (no bed is recorded in $bed_index; REAL_ARMADA_STATE names one)"
+  else
+    echo "(none is named: set REAL_ARMADA_STATE to the folder \`up\` printed, or REAL_ARMADA_PORT_BASE to its base)"
   fi
 }
 

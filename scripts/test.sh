@@ -7,9 +7,10 @@
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
-# runs with --armada real, in five groups side by side, each on a bed of its own: the conformance
-# suite with Armada's own cases (tests/embedded), the connector's production-path tests (tests/e2e,
-# tests/connector) in two and the fault tests (tests/real_armada) in two; then it stops the beds;
+# runs with --armada real, in five groups side by side, each on a bed of its own with ports it finds free:
+# the conformance suite with Armada's own cases, the connector's production path in two (its runs; the
+# connector service's tests) and the fault tests in two (Armada's parts; the rest); a group is its pytest
+# marker (REAL_TIER_GROUPS in tests/conftest.py); then it stops the beds;
 # scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
 # `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
@@ -67,15 +68,6 @@ fi
 if "$real_tier"; then
   wait_for_build "$real_armada_build" "$build_logs/real-armada.log"
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite, the production path and the faults with --armada real)"
-  # The connector's production-path tests: the same tests as on the embedded server (docs/real-armada.md),
-  # in two groups: the runs (local and through the backend's stand-in) and the connector service's own.
-  PRODUCTION_PATH_RUNS=(tests/e2e/test_backend_path.py tests/e2e/test_local_runs.py tests/e2e/test_task_secrets.py
-    tests/e2e/test_interrupted_runs.py tests/e2e/test_multiarch_example.py)
-  PRODUCTION_PATH_CONNECTOR=(tests/connector/test_c0_service.py tests/connector/test_connector.py
-    tests/connector/test_any_architecture.py tests/connector/test_architecture_preference.py
-    tests/connector/test_timeouts_and_metadata.py
-    tests/connector/test_failure_kinds.py tests/connector/test_c0_execution_context.py
-    tests/connector/test_crash_reasons.py tests/connector/test_batched_calls_at_a_proxy.py)
   REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
   cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
   export REAL_ARMADA_SECRETS_FILE
@@ -89,31 +81,28 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     none) executor_option=(--no-executor) ;;
     *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
   esac
-  # Five groups side by side, each on a bed of its own (one after the other they took 18 minutes; each
-  # group's tests run one after another, and most of them wait on Armada more than they compute):
-  # the conformance suite and Armada's own cases; the production path's runs; the connector service's
-  # tests; the faults of Armada's parts, on the bed at the base their module strikes (28150), which it
-  # then uses as it is; the other fault tests (tests/real_armada), which start more beds of their own.
-  PARTS_FAULTS=tests/real_armada/test_faults_of_armadas_parts.py
-  declare -A group_base=([conformance]=24150 [production-path-runs]=31150 [production-path-connector]=23150
-    [faults-of-armadas-parts]=28150 [faults]=30150)
-  declare -A group_tests=([conformance]="tests/embedded" [production-path-runs]="${PRODUCTION_PATH_RUNS[*]}"
-    [production-path-connector]="${PRODUCTION_PATH_CONNECTOR[*]}" [faults-of-armadas-parts]="$PARTS_FAULTS"
-    [faults]="tests/real_armada --ignore=$PARTS_FAULTS")
-  groups=(conformance production-path-runs production-path-connector faults-of-armadas-parts faults)
+  # Five groups side by side, each on a bed of its own (one after the other they took 18 minutes; each group's
+  # tests run one after another, and most of them wait on Armada more than they compute). Which tests make a
+  # group: its marker, from REAL_TIER_GROUPS in tests/conftest.py. Each bed finds free ports itself.
+  groups=(conformance production_path_runs production_path_connector faults_of_armadas_parts faults)
   # With Armada's fake executor, or none, the production path's pods cannot really run.
-  [ "$executor" = ours ] || groups=(conformance faults-of-armadas-parts faults)
+  [ "$executor" = ours ] || groups=(conformance faults_of_armadas_parts faults)
   beds="$(mktemp -d -t armada-flyte-beds.XXXXXX)"
-  # `up` and `down` at a base of their own: without a bed's state folder from the environment.
-  at_base() { env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS REAL_ARMADA_PORT_BASE="$1" "${@:2}"; }
+  # A group's bed by its handle (the state folder `up` printed), without the environment's other beds.
+  bed_down() {
+    local state
+    state="$(sed -n 's/^REAL_ARMADA_STATE=//p' "$1" 2>/dev/null)"
+    [ -z "$state" ] || env -u REAL_ARMADA_PORT_BASE REAL_ARMADA_STATE="$state" scripts/real-armada.sh down
+  }
   for group in "${groups[@]}"; do
-    cleanups=("at_base ${group_base[$group]} scripts/real-armada.sh down" "${cleanups[@]}")
+    cleanups=("bed_down $beds/$group.env" "${cleanups[@]}")
   done
   cleanups+=("rm -rf $beds")
   tier_start=$SECONDS
   ups=()
   for group in "${groups[@]}"; do
-    at_base "${group_base[$group]}" scripts/real-armada.sh up "${executor_option[@]}" >"$beds/$group.env" &
+    env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS -u REAL_ARMADA_PORT_BASE \
+      scripts/real-armada.sh up "${executor_option[@]}" >"$beds/$group.env" &
     ups+=($!)
   done
   up_status=0
@@ -123,14 +112,13 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   declare -A group_pid
   for group in "${groups[@]}"; do
     # Its own process group; SIGINT back to its default (a background job starts with it ignored).
-    # shellcheck disable=SC2086 # the group's test paths are words
     (
       eval "$(cat "$beds/$group.env")"
       # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
       export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
       export ARMADA_FLYTE_AUTH_USERNAME ARMADA_FLYTE_AUTH_PASSWORD_FILE
       exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
-        --armada real --real-armada-executor "$executor" ${group_tests[$group]}
+        --armada real --real-armada-executor "$executor" -m "$group" tests
     ) >"$beds/$group.log" 2>&1 &
     group_pid[$group]=$!
   done
@@ -145,7 +133,7 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     wait "${group_pid[$group]}" || failed_groups+=("$group")
   done
   for group in "${groups[@]}"; do
-    echo "==> real Armada, $group: ${group_tests[$group]}"
+    echo "==> real Armada, $group (pytest -m $group)"
     cat "$beds/$group.log"
   done
   echo "==> real Armada: the tier took $((SECONDS - tier_start)) s (the beds up, then the groups side by side)"

@@ -16,7 +16,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.store.persistence import saved_job_states
+from armada_flyte.embedded.store.state_file import saved_job_states
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
@@ -185,7 +185,8 @@ DETACHED_CHILD = (  # each pid file appears whole (written aside, then renamed),
 )
 
 
-def test_no_pod_process_survives_a_sigkill_of_the_server(tmp_path) -> None:
+def test_no_pod_process_survives_a_sigkill_of_the_server(pods_tmp_path) -> None:
+    tmp_path = pods_tmp_path  # the pod writes its pids there
     process = subprocess.Popen(
         [*CLI, "--port", "0", "--queue", "cli", "--no-blob-store"],
         stdout=subprocess.PIPE,
@@ -298,7 +299,7 @@ def _job_events(client, job_set: str, job_id: str) -> list[tuple[str, str]]:
     return [(m.id, kind(m)) for m in job_set_events(client, "cli", job_set) if job_of(m) == job_id]
 
 
-def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_does(tmp_path) -> None:
+def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_does(tmp_path, pods_tmp_path) -> None:
     """kill -9 with a pod running: no pod process survives, and the server started again on the same
     state folder still has the queues, the job that had succeeded (with its events and log), and
     fails the job whose pod died with it as Armada's executor reports a vanished pod
@@ -312,8 +313,7 @@ def test_after_a_sigkill_a_restart_on_its_state_ends_the_lost_jobs_as_armada_doe
     from support.armada_templates import run
 
     state_dir = tmp_path / "state"
-    pod_dir = tmp_path / "pod"
-    pod_dir.mkdir()
+    pod_dir = pods_tmp_path  # the pod writes its pids there
     process, url = _start_persistent(state_dir)
     try:
         with grpc.insecure_channel(url) as channel:

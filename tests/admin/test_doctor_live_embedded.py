@@ -81,3 +81,25 @@ def test_table_output_shows_the_live_rows(doctor, armada):
     assert "ok       armada.reachable" in out
     assert "PROBLEM  armada.queue" in out
     assert "fix: create it (armadactl create queue ml)" in out
+
+
+@pytest.fixture
+def refusing(tmp_path):
+    from support.full_disk import refusing_server
+
+    with refusing_server(tmp_path) as server:
+        yield server
+
+
+def test_a_server_whose_state_cannot_be_written_is_a_problem_with_the_fix(doctor_json, refusing):
+    code, report = doctor_json("--preset", "embedded", "--armada-url", refusing.url, "--queue", "cli")
+    assert code == 1
+    found = _by_check(report)
+    assert found["armada.reachable"]["message"] == f"Armada at {refusing.url} (plaintext) answered: NOT_SERVING"
+    serving = found["armada.serving"]
+    assert not serving["ok"]
+    assert serving["message"].startswith(
+        f"Armada at {refusing.url} reports NOT_SERVING: the embedded server cannot write its state folder "
+    )
+    assert serving["fix"].startswith("free space on that disk")
+    assert found["armada.queue"]["ok"]  # reads go on, so the later checks still run

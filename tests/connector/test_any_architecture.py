@@ -32,8 +32,8 @@ async def any_jobs(connector, run_name: str, count: int, config: ArmadaConfig = 
 
 
 @pytest.mark.parametrize("full, free", [("arm64", "amd64"), ("amd64", "arm64")])
-def test_any_jobs_land_on_the_architecture_with_room(connector, tmp_path, full, free):
-    stop = tmp_path / "stop"
+def test_any_jobs_land_on_the_architecture_with_room(connector, pods_tmp_path, full, free):
+    stop = pods_tmp_path / "stop"
 
     async def scenario():
         blockers = await fill(connector, full, stop, f"fill-{full}")
@@ -52,8 +52,8 @@ def test_any_jobs_land_on_the_architecture_with_room(connector, tmp_path, full, 
         assert f"on {free} (node {free}-" in resource.message
 
 
-def test_a_running_any_job_says_where_it_runs(connector, tmp_path):
-    stop = tmp_path / "stop"
+def test_a_running_any_job_says_where_it_runs(connector, pods_tmp_path):
+    stop = pods_tmp_path / "stop"
 
     async def scenario():
         template = python_template(blocker_code(stop), ArmadaConfig(architecture="any"))
@@ -69,10 +69,10 @@ def test_a_running_any_job_says_where_it_runs(connector, tmp_path):
     assert done.custom_info["architecture"] == architecture
 
 
-def test_a_gang_of_any_members_lands_on_one_architecture(connector, tmp_path):
+def test_a_gang_of_any_members_lands_on_one_architecture(connector, pods_tmp_path):
     """amd64 keeps room for one 2-CPU member only, so a gang of three could only start there by splitting
     across architectures; the kubernetes.io/arch uniformity label sends it whole to arm64 instead."""
-    stop = tmp_path / "stop"
+    stop = pods_tmp_path / "stop"
     gang = ArmadaConfig(architecture="any", gang_id="trainers", gang_cardinality=3)
 
     async def scenario():
@@ -111,9 +111,9 @@ def test_a_gang_mixing_any_and_a_pinned_member_is_refused_at_create(connector):
     assert resource.phase == TaskExecution.FAILED and "any of amd64,arm64" in resource.message
 
 
-def test_any_lands_where_there_is_room_through_c0(c0, connector, tmp_path):
+def test_any_lands_where_there_is_room_through_c0(c0, connector, pods_tmp_path):
     """The production path: a Flyte backend's CreateTask / GetTask over gRPC to a real c0 process."""
-    stop = tmp_path / "stop"
+    stop = pods_tmp_path / "stop"
 
     async def block():
         return await fill(connector, "arm64", stop, "c0-fill")

@@ -98,8 +98,8 @@ def test_a_preference_with_room_runs_on_the_first_architecture(connector):
     assert (meta.architecture, meta.node_group) == ("arm64", "arm64")
 
 
-def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(connector, armada, tmp_path):
-    stop = tmp_path / "stop"
+def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(connector, armada, pods_tmp_path):
+    stop = pods_tmp_path / "stop"
 
     async def scenario():
         blockers = await fill(connector, "arm64", stop, fresh("spill-fill"))
@@ -127,8 +127,8 @@ def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(conne
 
 
 @pytest.mark.embedded_only  # the log service (Binoculars) is the embedded server's
-def test_the_logs_of_a_spilled_task_are_its_running_job_s(connector, tmp_path):
-    stop = tmp_path / "stop"
+def test_the_logs_of_a_spilled_task_are_its_running_job_s(connector, pods_tmp_path):
+    stop = pods_tmp_path / "stop"
 
     async def scenario():
         blockers = await fill(connector, "arm64", stop, fresh("spill-logs-fill"))
@@ -161,8 +161,8 @@ def test_a_wait_another_architecture_would_not_end_does_not_spill(connector, arm
     assert not seen[-1].custom_info["queued_report"]["waits_for_room"]
 
 
-def test_an_image_lacking_the_next_architecture_does_not_spill_to_it(connector, armada, tmp_path):
-    stop = tmp_path / "stop"
+def test_an_image_lacking_the_next_architecture_does_not_spill_to_it(connector, armada, pods_tmp_path):
+    stop = pods_tmp_path / "stop"
 
     async def scenario():
         blockers = await fill(connector, "arm64", stop, fresh("arm-only-fill"))
@@ -184,10 +184,10 @@ def test_an_image_lacking_the_next_architecture_does_not_spill_to_it(connector, 
     assert seen[-1].custom_info["architecture"] == "arm64"
 
 
-def test_a_job_leased_as_the_spill_starts_is_kept_and_nothing_else_runs(connector, armada, tmp_path):
+def test_a_job_leased_as_the_spill_starts_is_kept_and_nothing_else_runs(connector, armada, pods_tmp_path):
     """The race: the connector saw the job queued past spill_after with no room, and between that and its
     cancel the job is leased. The cancel touches only queued jobs, so the first job runs; no second is sent."""
-    stop = tmp_path / "stop"
+    stop = pods_tmp_path / "stop"
     cancels = []
 
     async def scenario():
@@ -219,10 +219,10 @@ def test_a_job_leased_as_the_spill_starts_is_kept_and_nothing_else_runs(connecto
     assert submitted_jobs(armada, meta) == [meta.job_id]
 
 
-def test_a_preference_spills_through_c0(c0, connector, tmp_path):
+def test_a_preference_spills_through_c0(c0, connector, pods_tmp_path):
     """The production path: a Flyte backend's CreateTask / GetTask over gRPC to a real c0 process. GetTask
     cannot hand back new metadata, so every poll finds the current job from what CreateTask returned."""
-    stop = tmp_path / "stop"
+    stop = pods_tmp_path / "stop"
     blockers = run(fill(connector, "arm64", stop, fresh("c0-prefer-fill")))
     try:
         request = connector_pb2.CreateTaskRequest(
@@ -240,11 +240,11 @@ def test_a_preference_spills_through_c0(c0, connector, tmp_path):
     assert resource.message.startswith(SPILLED), resource.message
 
 
-def test_a_gang_spills_as_a_whole(connector, armada, tmp_path):
+def test_a_gang_spills_as_a_whole(connector, armada, pods_tmp_path):
     """One member's spill cancels every member still queued (they share a job set); each moves on to one gang
     of the next architecture, which Armada starts whole. The second member would wait a minute on its own:
     it moves when the first one spills the gang."""
-    stop = tmp_path / "stop"
+    stop = pods_tmp_path / "stop"
 
     def member(spill_after: float) -> ArmadaConfig:
         return ArmadaConfig(

@@ -163,9 +163,9 @@ def _waits_for_the_gate(gate: pathlib.Path, exit_code: int) -> object:
 
 
 @pytest.fixture
-def gate(tmp_path: pathlib.Path) -> Iterator[tuple[pathlib.Path, int]]:
+def gate(pods_tmp_path: pathlib.Path) -> Iterator[tuple[pathlib.Path, int]]:
     """A FIFO held open for writing: its readers wait for a line each; when it closes, every reader reads EOF."""
-    path = tmp_path / "gate"
+    path = pods_tmp_path / "gate"
     os.mkfifo(path, 0o666)
     descriptor = os.open(path, os.O_RDWR)
     try:

@@ -85,8 +85,10 @@ def store(armada):
     server.stop()
 
 
-def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_system_failure(armada, store, tmp_path):
-    outputs, go = "s3://flyte/raw/down/a0/0", tmp_path / "go"
+def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_system_failure(
+    armada, store, pods_tmp_path
+):
+    outputs, go = "s3://flyte/raw/down/a0/0", pods_tmp_path / "go"
     armada_flyte.configure(
         armada_url=armada.url,
         node_groups_preset="embedded",
@@ -120,8 +122,10 @@ def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_sys
     assert any("ended" in o.message and o.phase == TaskExecution.RUNNING for o in seen)
 
 
-def test_through_c0_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_system_failure(armada, store, tmp_path):
-    outputs, go = "s3://flyte/raw/c0down/a0/0", tmp_path / "go"
+def test_through_c0_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_system_failure(
+    armada, store, tmp_path, pods_tmp_path
+):
+    outputs, go = "s3://flyte/raw/c0down/a0/0", pods_tmp_path / "go"
     env = {
         "ARMADA_URL": armada.url,
         "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",

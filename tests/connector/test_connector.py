@@ -119,8 +119,8 @@ def test_missing_memory_is_refused_before_submitting(connector):
         run(connector.submit(template, "s3://b/raw"))
 
 
-def test_delete_cancels_a_running_job_and_kills_its_process(connector, tmp_path):
-    pid_file = tmp_path / "pid"
+def test_delete_cancels_a_running_job_and_kills_its_process(connector, pods_tmp_path):
+    pid_file = pods_tmp_path / "pid"
     code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
 
     async def scenario():

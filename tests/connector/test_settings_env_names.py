@@ -8,7 +8,13 @@ import re
 
 import pytest
 
-from armada_flyte.connector.config.settings import ENV_NAMES, GROUP_OF, given_settings, resolve_settings
+from armada_flyte.connector.config.settings import (
+    ENV_NAMES,
+    GROUP_OF,
+    check_env_names,
+    given_settings,
+    resolve_settings,
+)
 from armada_flyte.connector.config.settings_groups import ENV_PREFIX
 
 ROOT = pathlib.Path(__file__).parents[2]
@@ -111,3 +117,11 @@ def test_resolved_values_sit_in_their_group(monkeypatch):
     assert settings.limits.status_streams_max == 5
     assert settings.timeouts.ack_timeout_seconds == 12.5
     assert settings.images.registry_insecure_hosts == ("a:1", "b:2")
+
+
+def test_every_armada_flyte_variable_the_scripts_and_docs_name_is_known_to_the_connector():
+    """The connector refuses an unknown ARMADA_FLYTE_* variable as a typo; one that a script or a doc tells users
+    to set (ARMADA_FLYTE_REAL_ARMADA=1 for the real tier, say) must not make every task fail."""
+    scripts = [path for path in (ROOT / "scripts").rglob("*") if path.is_file() and path.suffix in ("", ".sh", ".py")]
+    named = {name for path in scripts for name in _NAME.findall(path.read_text(errors="replace"))} | _documented()
+    check_env_names({name: "1" for name in named if name.startswith(ENV_PREFIX)})  # raises on the first unknown

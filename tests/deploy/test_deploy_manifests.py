@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import pathlib
@@ -44,15 +45,42 @@ def test_kustomization_lists_exactly_the_manifests_beside_it(deploy_dir, load_ya
     assert set(kustomization["resources"]) == present
 
 
-def test_connector_runs_flytes_c0_console_script(connector_pod):
+def _mount_of_volume(container, pod, **source):
+    """The mount path, in `container`, of the pod's volume with `source` (e.g. secret={"secretName": ...})."""
+    [(kind, wanted)] = source.items()
+    [volume] = [v for v in pod["volumes"] if kind in v and v[kind].items() >= wanted.items()]
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    return pathlib.PurePosixPath(mount["mountPath"]), volume
+
+
+def _c0_options(container):
+    from armada_flyte.admin.c0_command import options_from
+    from armada_flyte.admin.cli import build_parser
+
+    assert container["command"] == ["armada-flyte", "c0"]
+    return options_from(build_parser().parse_args(container["command"][1:] + container["args"]))
+
+
+def test_connector_runs_armada_flyte_c0_with_the_certificate_of_the_mounted_secret(connector_pod):
     container = _connector_container(connector_pod)
-    assert container["command"] == ["c0"]
-    [c0] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "c0"]
-    assert c0.dist is not None and c0.dist.name == "flyte"
+    [script] = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "armada-flyte"]
+    assert script.value == "armada_flyte.admin.cli:main"
+    options = _c0_options(container)
+    folder, _ = _mount_of_volume(container, connector_pod, secret={"secretName": "armada-flyte-connector-tls"})
+    assert options.tls is not None and options.tls.client_ca is None  # Flyte's backend sends no client certificate
+    assert {options.tls.cert, options.tls.key} == {folder / "tls.crt", folder / "tls.key"}  # a kubernetes.io/tls Secret
+
+
+def test_armada_flyte_c0_keeps_c0s_own_options():
     from flyte._bin.connect import main
 
+    from armada_flyte.admin import c0_command
+
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    c0_command.register(subparsers)
+    ours = {opt for action in subparsers.choices["c0"]._actions for opt in action.option_strings}
     c0_options = {opt for param in main.params for opt in param.opts}
-    assert {arg for arg in container["args"] if arg.startswith("--")} <= c0_options
+    assert c0_options - {"--timeout"} <= ours  # --timeout is c0's "for testing only"
 
 
 def test_c0_finds_the_armada_connector_through_the_packages_entry_point():
@@ -96,7 +124,7 @@ def test_every_secret_key_is_a_connector_setting_the_pod_reads(manifests, connec
 
 def test_the_node_group_configmap_is_mounted_where_the_setting_points(manifests, connector_pod):
     configmap = manifests["ConfigMap/armada-flyte-node-groups"]
-    [volume] = [v for v in connector_pod["volumes"] if v["configMap"]["name"] == "armada-flyte-node-groups"]
+    [volume] = [v for v in connector_pod["volumes"] if v.get("configMap", {}).get("name") == "armada-flyte-node-groups"]
     for container in _containers(connector_pod):
         env = {e["name"]: e.get("value") for e in container["env"]}
         [mount] = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
@@ -111,16 +139,55 @@ def test_the_node_group_configmap_holds_a_valid_node_group_file(manifests):
     assert groups.offered == ["amd64", "arm64"]
 
 
-def test_readiness_asks_the_connector_services_own_grpc_health(connector_pod):
+def test_probes_ask_the_connector_services_own_grpc_health_on_the_plaintext_health_port(connector_pod):
+    """The kubelet's gRPC probes speak no TLS: they go to the health port, which serves health alone."""
     from flyteidl2.connector import service_pb2
 
     container = _connector_container(connector_pod)
-    [grpc_port] = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
-    assert int(_flag(container["args"], "--port")) == grpc_port
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    options = _c0_options(container)
+    assert (options.port, options.health_port, options.prometheus_port) == (
+        ports["grpc"],
+        ports["health"],
+        ports["metrics"],
+    )
     probe = container["readinessProbe"]["grpc"]
-    assert probe["port"] == grpc_port
+    assert probe["port"] == ports["health"]
     assert probe["service"] == service_pb2.DESCRIPTOR.services_by_name["AsyncConnectorService"].full_name
-    assert container["livenessProbe"]["grpc"]["port"] == grpc_port
+    assert container["livenessProbe"]["grpc"]["port"] == container["startupProbe"]["grpc"]["port"] == ports["health"]
+
+
+def test_every_container_has_a_read_only_root_and_tmp_on_an_empty_dir(connector_pod):
+    for container in _containers(connector_pod):
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True, container["name"]
+        folder, volume = _mount_of_volume(container, connector_pod, emptyDir={})
+        assert str(folder) == "/tmp", container["name"]
+        assert volume["emptyDir"]["sizeLimit"]
+
+
+def test_the_tls_key_is_readable_by_the_connectors_group_and_nobody_else(connector_pod, deploy_dir):
+    pod_security = connector_pod["securityContext"]
+    [volume] = [
+        v for v in connector_pod["volumes"] if v.get("secret", {}).get("secretName") == "armada-flyte-connector-tls"
+    ]
+    assert volume["secret"]["defaultMode"] == 0o440
+    assert pod_security["fsGroup"] == pod_security["runAsGroup"] == pod_security["runAsUser"]
+    assert f"USER {pod_security['runAsUser']}" in (deploy_dir / "connector" / "Dockerfile").read_text()
+
+
+def test_the_connector_reaches_armada_over_tls_with_the_mounted_ca_and_its_token(connector_pod, monkeypatch):
+    from armada_flyte.connector.config.settings import resolve_settings
+
+    container = _connector_container(connector_pod)
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    assert env["ARMADA_FLYTE_ARMADA_TLS"] == "true"
+    folder, _ = _mount_of_volume(container, connector_pod, configMap={"name": "armada-ca"})
+    assert pathlib.PurePosixPath(env["ARMADA_FLYTE_ARMADA_CA_CERT"]).parent == folder
+    for name in ("ARMADA_URL", "ARMADA_FLYTE_ARMADA_TLS", "ARMADA_FLYTE_ARMADA_CA_CERT"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("ARMADA_FLYTE_AUTH_TOKEN", "token-from-the-secret")
+    settings = resolve_settings()  # with TLS the token is allowed to leave the pod
+    assert settings.armada_tls and str(settings.armada_ca_cert) == env["ARMADA_FLYTE_ARMADA_CA_CERT"]
 
 
 def test_service_selects_the_pods_and_exposes_the_grpc_port(manifests):
@@ -166,17 +233,44 @@ def test_flyte_routes_task_type_armada_to_the_connector_service(load_yaml, manif
     service = manifests["Service/armada-flyte-connector"]
     [port] = [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
     assert deployment["endpoint"] == f"dns:///{service['metadata']['name']}.{namespace}.svc.cluster.local:{port}"
-    assert deployment["insecure"] is True
+    assert deployment["insecure"] is False, "armada-flyte c0 serves TLS only"
     assert set(deployment["timeouts"]) <= {"CreateTask", "GetTask", "DeleteTask", "ListConnectors", "GetTaskLogs"}
 
 
-def test_connector_image_installs_the_connector_extra_and_runs_c0(deploy_dir):
+def test_connector_image_installs_the_connector_extra_and_runs_armada_flyte_c0(deploy_dir):
     dockerfile = (deploy_dir / "connector" / "Dockerfile").read_text()
     assert re.search(r'pip install "\.\[connector\]"', dockerfile)
-    assert 'ENTRYPOINT ["c0"]' in dockerfile
+    assert 'ENTRYPOINT ["armada-flyte", "c0"]' in dockerfile
     assert "USER 10001" in dockerfile
+    assert "PYTHONDONTWRITEBYTECODE=1" in dockerfile  # nothing to write beside the code on a read-only root
     for needed in ("pyproject.toml", "src", "arch"):
         assert re.search(rf"^COPY .*\b{needed}\b", dockerfile, re.M), needed
+
+
+def test_the_backend_trusts_the_connectors_ca_from_a_config_map_beside_its_system_roots(load_yaml):
+    values = load_yaml("flyte/backend-trusts-connector-ca.yaml")["deployment"]
+    [env] = values["extraEnvVars"]
+    [volume] = values["extraVolumes"]
+    [mount] = values["extraVolumeMounts"]
+    assert env["name"] == "SSL_CERT_DIR"
+    assert env["value"].split(":") == ["/etc/ssl/certs", mount["mountPath"]]  # Go reads each folder listed
+    assert mount["name"] == volume["name"] and volume["configMap"]["name"] == "armada-flyte-connector-ca"
+    assert "secret" not in volume  # never the connector's own Secret: it holds the private key
+
+
+def test_cert_manager_issues_the_secret_the_deployment_mounts_for_the_name_the_backend_dials(
+    deploy_dir, load_yaml, connector_pod
+):
+    documents = list(yaml.safe_load_all((deploy_dir / "tls" / "cert-manager.yaml").read_text()))
+    [serving] = [d for d in documents if d["kind"] == "Certificate" and not d["spec"].get("isCA")]
+    assert serving["spec"]["secretName"] == "armada-flyte-connector-tls"
+    assert any(v.get("secret", {}).get("secretName") == "armada-flyte-connector-tls" for v in connector_pod["volumes"])
+    endpoint = load_yaml("flyte/connector-routing.yaml")["plugins"]["connector-service"]["connectors"][TASK_TYPE][
+        "endpoint"
+    ]
+    host = endpoint.removeprefix("dns:///").rsplit(":", 1)[0]
+    assert host in serving["spec"]["dnsNames"]
+    assert "server auth" in serving["spec"]["usages"]
 
 
 @pytest.mark.parametrize("preset", ["gke", "embedded", "generic"])

@@ -66,8 +66,8 @@ def armada_state(armada_url: str, job_id: str) -> int:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_sync_run_stopped_by_a_signal_cancels_its_armada_job(stack, tmp_path, stop, armada_logs):
-    pid_file = tmp_path / "pid"
+def test_a_sync_run_stopped_by_a_signal_cancels_its_armada_job(stack, tmp_path, pods_tmp_path, stop, armada_logs):
+    pid_file = pods_tmp_path / "pid"  # the task writes it
     config = {
         "project": PROJECT,
         "armada_url": stack.armada_url,

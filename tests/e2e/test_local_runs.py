@@ -167,14 +167,14 @@ def test_a_task_that_cannot_start_says_why_armada_kept_it_queued(flyte_run, stac
         assert "why: 2 nodes are busy: not enough of the task's resources is free" in message
 
 
-def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, tmp_path):
+def test_cancelled_run_leaves_no_job_and_no_process(flyte_run, stack, pods_tmp_path):
     import flyte
     import workflows
 
     from armada_flyte.connector.armada.api import ArmadaApi
     from armada_flyte.connector.config.settings import resolve_settings
 
-    pid_file = tmp_path / "pid"
+    pid_file = pods_tmp_path / "pid"  # the task writes it
 
     async def interrupted_run():
         runner = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path)

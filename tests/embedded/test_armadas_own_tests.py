@@ -30,6 +30,7 @@ from support.armada_channels import armada_channel, bed_authorization
 from support.armada_tools import CLI, port_in_use, run_testsuite_runner, running_dev_server
 from support.auth_front import auth_front
 from support.pods import item, pod, python, submit_one
+from support.port_lock import holding_port
 from support.real_armada import on_real_armada, wait_until_queue_accepts
 from support.real_parts import missing_part
 from support.waiting import wait_for_state
@@ -168,6 +169,9 @@ E2E_ARMADACTL_TESTS = {
     "TestJob": FailsAt(232, CHECKS_OUTPUT_NOTHING_WROTE),
 }
 E2E_ARMADACTL_PORT = 50051
+E2E_PORT_WAIT_SECONDS = 900
+"""How long a run waits for another run of the suite on this machine to let go of port 50051 (its e2e
+armadactl tests and the dev server or front they dial take a few minutes on a busy machine)."""
 # On real Armada the tests reach the bed through a forwarder on 127.0.0.1:50051.
 REAL_E2E_ARMADACTL_DIFFERENCES = {
     # Line 221 submits to the queue the step before created: real Armada's server refuses it ("could not find
@@ -215,6 +219,17 @@ def armada_under_test(request: pytest.FixtureRequest) -> str:
     if on_real_armada(request.config):
         return request.getfixturevalue("armada_url")
     return request.getfixturevalue("dev_server")
+
+
+@pytest.fixture(scope="module")
+def python_client_url(armada_under_test: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Where Armada's Python client examples and integration tests dial: they build plaintext channels with no
+    credentials, so on real Armada (basic auth only) a front logs their calls in as the bed's user."""
+    if not on_real_armada(request.config):
+        yield armada_under_test
+        return
+    with auth_front(armada_under_test, None, upstream_authorization=bed_authorization()) as (url, _):
+        yield url
 
 
 def _selected_folders() -> list[str]:
@@ -279,13 +294,15 @@ def _python_client_env(url: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("example", sorted(set(PYTHON_CLIENT_EXAMPLES) - {"binoculars"}))
-def test_armadas_python_client_example(example, armada_tools, armada_under_test, request, record_property):
+def test_armadas_python_client_example(
+    example, armada_tools, armada_under_test, python_client_url, request, record_property
+):
     script = pathlib.Path(armada_tools["ARMADA_PYTHON_CLIENT"], "examples", f"{example}.py")
     if on_real_armada(request.config) and example in EXAMPLE_QUEUES:
         _create_and_wait_for_queue(armada_under_test, EXAMPLE_QUEUES[example])
     run = subprocess.run(
         [sys.executable, str(script)],
-        env=_python_client_env(armada_under_test),
+        env=_python_client_env(python_client_url),
         capture_output=True,
         text=True,
         timeout=300,
@@ -296,11 +313,11 @@ def test_armadas_python_client_example(example, armada_tools, armada_under_test,
     _assert_holds_to(expected, example, output[-3000:] if failed else "", record_property)
 
 
-def test_armadas_python_client_integration_tests(armada_tools, armada_under_test, record_property):
+def test_armadas_python_client_integration_tests(armada_tools, python_client_url, record_property):
     tests = pathlib.Path(armada_tools["ARMADA_PYTHON_CLIENT"], "integration")
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tests), str(tests)],
-        env=_python_client_env(armada_under_test),
+        env=_python_client_env(python_client_url),
         capture_output=True,
         text=True,
         timeout=600,
@@ -369,20 +386,23 @@ def e2e_armadactl_results(armada_tools, tmp_path_factory, request) -> dict[str, 
     binary = armada_tools.get("ARMADA_E2E_ARMADACTL_TEST", "")
     if not binary or not os.access(binary, os.X_OK):
         missing_part(f"Armada's e2e armadactl test binary was not built ({binary or 'no path'})")
-    taken = port_in_use(E2E_ARMADACTL_PORT)
-    if taken:
-        missing_part(
-            f"{taken} is in use: Armada's e2e armadactl tests dial localhost:{E2E_ARMADACTL_PORT} and can't be "
-            "pointed elsewhere; stop whatever listens there (another `armada-flyte dev`?) and run again"
-        )
-    with _armada_on_e2e_port(request):
-        run = subprocess.run(
-            [binary, "-test.v", "-test.timeout", "240s"],
-            cwd=tmp_path_factory.mktemp("armadactl-e2e"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    # The tests can't be pointed elsewhere (armadactl_test.go: ArmadaUrl "localhost:50051"): another run of this
+    # suite on the machine gets the port after this one, and whatever else holds it is named.
+    with holding_port(E2E_ARMADACTL_PORT, E2E_PORT_WAIT_SECONDS):
+        taken = port_in_use(E2E_ARMADACTL_PORT)
+        if taken:
+            missing_part(
+                f"{taken} is in use: Armada's e2e armadactl tests dial localhost:{E2E_ARMADACTL_PORT} and can't be "
+                "pointed elsewhere; stop whatever listens there (another `armada-flyte dev`?) and run again"
+            )
+        with _armada_on_e2e_port(request):
+            run = subprocess.run(
+                [binary, "-test.v", "-test.timeout", "240s"],
+                cwd=tmp_path_factory.mktemp("armadactl-e2e"),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
     results = _go_test_results(run.stdout + run.stderr)
     assert results, f"the e2e armadactl tests ran no test: {(run.stdout + run.stderr)[-3000:]}"
     return results

@@ -57,9 +57,9 @@ def test_a_job_that_fits_but_not_now_waits_queued_then_runs(own_armada) -> None:
     wait_for_state(client, waiting, SUCCEEDED)
 
 
-def test_capacity_comes_back_when_a_job_ends_by_itself(own_armada, tmp_path: pathlib.Path) -> None:
+def test_capacity_comes_back_when_a_job_ends_by_itself(own_armada, pods_tmp_path: pathlib.Path) -> None:
     _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
-    release = tmp_path / "release"
+    release = pods_tmp_path / "release"
     first = submit_one(client, QUEUE, "js", item(runs_until_file_exists(str(release), cpu="1")))
     wait_for_state(client, first, RUNNING)
     second = submit_one(client, QUEUE, "js", item(pod(cpu="1")))

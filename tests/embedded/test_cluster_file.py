@@ -7,6 +7,7 @@ import yaml
 
 from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE, Cluster
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.pod_runner.pod_fence import PodFence
 
 pytestmark = pytest.mark.pure
 
@@ -90,3 +91,36 @@ def test_describe_gives_one_line_per_group() -> None:
     line = Cluster.default().group("arm64").describe()
     assert line.startswith("arm64: 2 nodes (cpu 4, memory 16Gi each)")
     assert "taints kubernetes.io/arch=arm64:NoSchedule" in line
+
+
+def test_pod_limits_and_uids_default_when_the_file_names_none() -> None:
+    assert Cluster.default().pod_fence == PodFence()
+    assert (PodFence().pids_limit, PodFence().file_size_limit, PodFence().uid_base) == (1024, 8 << 30, 0x70000000)
+
+
+def test_pod_limits_and_uids_come_from_the_file() -> None:
+    data = {
+        "podPidsLimit": 64,
+        "podFileSizeLimit": "1Mi",
+        "podUidBase": 300000,
+        "podUidCount": 1000,
+        "node_groups": [group()],
+    }
+    assert Cluster.from_mapping(data).pod_fence == PodFence(64, 1 << 20, 300000, 1000)
+
+
+@pytest.mark.parametrize(
+    ("settings", "field", "fix"),
+    [
+        ({"podPidsLimit": 0}, "podPidsLimit", "greater than or equal to 1"),
+        ({"podFileSizeLimit": "0"}, "podFileSizeLimit", "at least 1 byte"),
+        ({"podFileSizeLimit": "big"}, "podFileSizeLimit", "not a Kubernetes quantity"),
+        ({"podUidBase": 0}, "podUidBase", "greater than or equal to 1000"),
+        ({"podUidBase": 2**31 - 10}, "podUidCount", "must stay at most 2147483647"),
+    ],
+)
+def test_pod_limit_mistakes_name_the_field_and_the_fix(settings: dict, field: str, fix: str) -> None:
+    with pytest.raises(InvalidConfig) as error:
+        Cluster.from_mapping({**settings, "node_groups": [group()]}, "my-cluster.yaml")
+    assert error.value.field == f"my-cluster.yaml: {field}"
+    assert fix in error.value.fix

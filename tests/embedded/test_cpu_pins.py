@@ -45,8 +45,8 @@ def test_a_250m_pod_runs_on_every_cpu(embedded_armada, client, queue, job_set) -
 
 @pytest.mark.embedded_only
 @needs_two_cpus
-def test_two_one_cpu_pods_at_once_get_one_cpu_each(embedded_armada, client, queue, job_set, tmp_path) -> None:
-    go = tmp_path / "go"
+def test_two_one_cpu_pods_at_once_get_one_cpu_each(embedded_armada, client, queue, job_set, pods_tmp_path) -> None:
+    go = pods_tmp_path / "go"
     wait_for_go = f"{AFFINITY}\nimport os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.01)"
     jobs = [submit_one(client, queue, job_set, item(pod(python(wait_for_go), cpu="1"))) for _ in range(2)]
     try:

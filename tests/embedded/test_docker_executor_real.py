@@ -21,6 +21,7 @@ from armada_client.log_client import JobLogClient
 from armada_flyte.architecture import host_architecture_name as host_architecture
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.pod_runner.docker import LABEL_JOB_ID
+from armada_flyte.pod_runner.pod_fence import PodFence
 
 from support import real_parts
 from support.docker_engine import DockerEngine, EngineUnavailable
@@ -37,6 +38,8 @@ UNAME_MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
 QEMU_BINFMT = {"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}
 ELF_MACHINE = {62: "amd64", 183: "arm64"}
 QUEUE = JOB_SET = "docker-executor"
+CAP_CHOWN, CAP_NET_RAW = 0, 13
+"""Bit numbers in a capability set (linux/capability.h)."""
 IMAGES = "127.0.0.1:1/armada-flyte-tests"
 """The test images exist only in the test engine; nothing listens at this registry, so a pull fails at once."""
 
@@ -281,3 +284,26 @@ def test_secret_env_and_secret_volume_files_reach_the_container(armada, native_i
     job_id = submit(client, spec)
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
     assert binoculars_lines(server, job_id) == ["dk-value", "dk-token"]
+
+
+def test_a_container_runs_fenced_no_net_raw_no_new_privileges_and_a_pids_limit(
+    armada, native_image, docker_client
+) -> None:
+    server, client = armada
+    spec = busybox_pod(
+        native_image, HOST_ARCH, "sh", "-c", "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; sleep 30"
+    )
+    job_id = submit(client, spec)
+    wait_for_state(client, job_id, submit_pb2.RUNNING)
+    wait_until(lambda: len(server.logs(job_id)) == 2, what="the container to print its capabilities")
+    (container,) = containers_of(docker_client, job_id)
+    host = container.attrs["HostConfig"]
+    client.cancel_jobs(queue=QUEUE, job_set_id=JOB_SET, job_id=job_id)
+    status = dict(line.split(":\t") for line in server.logs(job_id))
+    effective = int(status["CapEff"], 16)
+    assert status["NoNewPrivs"] == "1"
+    assert effective & (1 << CAP_NET_RAW) == 0 and effective & (1 << CAP_CHOWN)
+    assert host["CapDrop"] == ["ALL"] and "NET_RAW" not in host["CapAdd"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["PidsLimit"] == PodFence().pids_limit
+    assert {u["Name"]: u["Hard"] for u in host["Ulimits"]} == {"fsize": PodFence().file_size_limit}

@@ -6,18 +6,28 @@ Hosts read `<container>-<port>-armada-<job id>-0.<namespace>.svc` (createIngress
 internal/server/submit/conversion/conversions.go, suffix from _local/executor/config.yaml); the event
 maps each container port to its host and carries the pod's node and name (CreateJobIngressInfoEvent
 in internal/executor/reporter/event.go).
+
+Who the controller answers (docs/security.md): a Host that is neither a job's ingress host nor a name of
+this machine is misdirected (DNS rebinding); with the server's credentials (`armada-flyte dev --auth`)
+every request needs one, and the pod never sees it; an idle client is dropped.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import urllib.parse
+from typing import Iterator
 
 import pytest
 from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
+from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+from support.http_access import assert_idle_client_dropped, authorized_channel, basic, request
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.waiting import wait_for_state, wait_until
@@ -41,8 +51,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _ingress_item(port: int, other_port: int) -> submit_pb2.JobSubmitRequestItem:
-    spec = pod(python(SERVER), args=[str(port)])
+def _ingress_item(port: int, other_port: int, server: str = SERVER) -> submit_pb2.JobSubmitRequestItem:
+    spec = pod(python(server), args=[str(port)])
     spec.containers[0].name = "web"
     spec.containers[0].ports.extend(
         [core.ContainerPort(containerPort=port, name="http"), core.ContainerPort(containerPort=other_port)]
@@ -102,3 +112,76 @@ def test_a_job_without_ingress_sends_no_ingress_info(client, queue, job_set) -> 
     job_id = submit_one(client, queue, job_set, item(pod(["true"])))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
     assert "ingress_info" not in [kind(m) for m in job_set_events(client, queue, job_set)]
+
+
+HEADERS_ECHO = (  # answers with the request's Authorization and Connection headers, as it received them
+    "import http.server, json, sys\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    protocol_version = 'HTTP/1.1'\n"
+    "    def do_GET(self):\n"
+    "        seen = {k: self.headers.get(k) for k in ('Authorization', 'Connection')}\n"
+    "        body = json.dumps(seen).encode()\n"
+    "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+)
+AUTH = ("basic:ann:pw-1", "bearer:tok-1")
+IDLE_SECONDS = 1.0
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[tuple[EmbeddedArmada, str]]:
+    """A server with credentials (as `dev --auth` starts it) and a running job behind its ingress: the host."""
+    with EmbeddedArmada(EmbeddedConfig(auth=AUTH, idle_seconds=IDLE_SECONDS)) as armada:
+        with authorized_channel(armada.url, "Bearer tok-1") as channel:
+            client = ArmadaClient(channel)
+            port = _free_port()
+            job_id = submit_one(client, "flyte", "ingress-auth", _ingress_item(port, _free_port(), HEADERS_ECHO))
+            wait_for_state(client, job_id, submit_pb2.RUNNING)
+            host = f"web-{port}-armada-{job_id}-0.default.svc"
+            wait_until(
+                lambda: request(armada.ingress_url, host=host, authorization="Bearer tok-1")[0] == 200,
+                what="the pod to answer through the ingress controller",
+            )
+            yield armada, host
+            client.cancel_jobs(queue="flyte", job_set_id="ingress-auth", job_id=job_id)
+
+
+def test_with_credentials_the_ingress_asks_for_one(secured) -> None:
+    armada, host = secured
+    for header in (None, basic("ann", "wrong"), "Bearer nope"):
+        status, headers, body = request(armada.ingress_url, host=host, authorization=header)
+        assert status == 401 and headers["www-authenticate"] == 'Basic realm="armada-flyte", charset="UTF-8"'
+        assert "Authorization" not in body  # the pod's answer never came
+
+
+@pytest.mark.parametrize("header", [basic("ann", "pw-1"), "Bearer tok-1"], ids=["basic", "bearer"])
+def test_with_a_credential_the_pod_answers_and_never_sees_it(secured, header) -> None:
+    armada, host = secured
+    status, _, body = request(armada.ingress_url, host=host, authorization=header)
+    assert status == 200
+    # The credential is taken out, and the connection ends with this request, so the next one is checked too.
+    assert json.loads(body) == {"Authorization": None, "Connection": "close"}
+
+
+@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:80", "10.1.2.3"])
+def test_a_host_that_is_neither_an_ingress_nor_this_machine_is_misdirected(secured, host) -> None:
+    armada, _ = secured
+    status, headers, _ = request(armada.ingress_url, host=host, authorization="Bearer tok-1")
+    assert status == 421 and "www-authenticate" not in headers
+
+
+def test_its_own_address_and_unknown_ingress_hosts_need_a_credential_then_are_not_found(secured) -> None:
+    armada, _ = secured
+    for host in (None, "web-1-armada-nosuch-0.default.svc"):  # None: 127.0.0.1:PORT
+        assert request(armada.ingress_url, host=host)[0] == 401  # whether a job's host exists is not told
+        assert request(armada.ingress_url, host=host, authorization="Bearer tok-1")[0] == 404
+
+
+def test_an_idle_client_of_the_ingress_is_dropped_while_others_are_served(secured) -> None:
+    armada, host = secured
+
+    def served() -> None:
+        assert request(armada.ingress_url, host=host, authorization="Bearer tok-1")[0] == 200
+
+    assert_idle_client_dropped(armada.ingress_url, IDLE_SECONDS, served)

@@ -6,6 +6,7 @@ internal/server/queue/queue_repository.go), and deleting doesn't look at the que
 
 from __future__ import annotations
 
+import math
 import time
 
 import grpc
@@ -60,6 +61,23 @@ def test_priority_factor_below_one_is_invalid(client: ArmadaClient) -> None:
         client.create_queue(queue_request(client, unique("q"), priority_factor=0.5))
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "priority factor cannot be lower than 1.0" in error.value.details()  # pkg/client/queue
+
+
+@pytest.mark.parametrize("factor", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_a_priority_factor_that_is_no_finite_number_is_taken_and_other_queues_still_run(
+    client: ArmadaClient, job_set: str, factor: float
+) -> None:
+    """Armada v0.22.7 stores a NaN or infinite priority factor (queue_repository.go checks only `< 1`); the
+    embedded server takes it too, and its fair share must not turn NaN and stop the other queues."""
+    odd = unique("q")
+    client.create_queue(queue_request(client, odd, priority_factor=factor))
+    stored = client.get_queue(odd).priority_factor
+    assert math.isnan(stored) if math.isnan(factor) else stored == factor
+    wait_until_queue_accepts(client, odd)
+    plain = fresh_queue(client)
+    submit_one(client, odd, job_set, item(pod()))
+    job_id = submit_one(client, plain, job_set, item(pod()))
+    assert wait_for_state(client, job_id, submit_pb2.SUCCEEDED, submit_pb2.FAILED, timeout=120) == submit_pb2.SUCCEEDED
 
 
 def test_unknown_queue_is_not_found(client: ArmadaClient) -> None:

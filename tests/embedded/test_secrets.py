@@ -17,7 +17,7 @@ from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_set_events, kind
-from support.pods import item, pod, python, submit_one, unique
+from support.pods import item, pod, python, submit_one, unique, with_secret_volume
 from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
@@ -34,15 +34,6 @@ def secret_env(name: str, secret: str, key: str, optional: bool = False) -> core
     if optional:
         selector.optional = True
     return core.EnvVar(name=name, valueFrom=core.EnvVarSource(secretKeyRef=selector))
-
-
-def with_secret_volume(spec: core.PodSpec, secret: str, mount_path: str, items=(), optional=False) -> core.PodSpec:
-    source = core.SecretVolumeSource(secretName=secret, items=[core.KeyToPath(key=k, path=p) for k, p in items])
-    if optional:
-        source.optional = True
-    spec.volumes.append(core.Volume(name="creds", volumeSource=core.VolumeSource(secret=source)))
-    spec.containers[0].volumeMounts.append(core.VolumeMount(name="creds", mountPath=mount_path, readOnly=True))
-    return spec
 
 
 @pytest.fixture

@@ -67,7 +67,7 @@ def test_a_containers_own_resources_and_grace_period_are_kept(client: ArmadaClie
     assert stored.terminationGracePeriodSeconds == 20
 
 
-@pytest.mark.parametrize("asked, stored", [(2.6, 3), (2.5, 3), (-4.0, 0)])
+@pytest.mark.parametrize("asked, stored", [(2.6, 3), (2.5, 3), (-4.0, 0), (float("nan"), 0), (float("inf"), 2**32 - 1)])
 def test_priorities_are_stored_as_armada_rounds_them(
     client: ArmadaClient, queue: str, job_set: str, asked: float, stored: int
 ) -> None:

@@ -5,6 +5,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+import stat
+import threading
+
 import grpc
 import pytest
 from armada_client.armada import submit_pb2
@@ -12,11 +16,12 @@ from armada_client.client import ArmadaClient
 from armada_client.log_client import JobLogClient
 
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+from armada_flyte.embedded.store import state_file
 from armada_flyte.embedded.store.persistence import SqliteStore, StateDirInUse
 
 from support.job_events import job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
-from support.waiting import job_error, wait_for_state
+from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
@@ -102,6 +107,37 @@ def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tm
         store.close()
 
 
+def test_a_pod_log_counts_as_saved_only_once_its_write_went_through(tmp_path, monkeypatch) -> None:
+    """The writes fail (as on a full disk: `tests/embedded/test_state_full_disk.py` fills a real one) until
+    a failed batch has carried the ended run's log; the batch written after them must carry it again."""
+    write, failing, tried = state_file.write, threading.Event(), []
+
+    def failing_write(db: sqlite3.Connection, rows: state_file.Rows) -> None:
+        if failing.is_set():
+            tried.extend(run_id for run_id, _, _ in rows.logs)
+            raise sqlite3.OperationalError("database or disk is full")
+        write(db, rows)
+
+    monkeypatch.setattr(state_file, "write", failing_write)
+    server, channel = restartable(tmp_path)
+    client = ArmadaClient(channel)
+    failing.set()
+    done = submit_one(client, "flyte", "js", item(pod(python("print('written late')"))))
+    wait_for_state(client, done, submit_pb2.SUCCEEDED)
+    run_id = server.plane.queries.find_job(done).latest_run.id
+    wait_until(lambda: run_id in tried, what="a failed write with the run's log")
+    failing.clear()
+    channel.close()
+    server.stop()
+
+    server, channel = restartable(tmp_path)
+    try:
+        assert [line.line for line in JobLogClient(server.url, done, disable_ssl=True).logs()] == ["written late"]
+    finally:
+        channel.close()
+        server.stop()
+
+
 def test_one_server_per_state_folder(tmp_path) -> None:
     with EmbeddedArmada(EmbeddedConfig(state_dir=tmp_path)):
         with pytest.raises(StateDirInUse, match="another armada-flyte dev server uses this state folder"):
@@ -113,3 +149,27 @@ def test_servers_without_a_state_folder_share_nothing() -> None:
         first.create_queue("only-here")
     with EmbeddedArmada() as second:
         assert "only-here" not in second.plane.queues
+
+
+def test_a_new_state_folder_and_its_files_are_for_their_owner_alone(tmp_path) -> None:
+    """The folder holds every job's spec, events and pod logs: other users of the machine read none of it."""
+    folder = tmp_path / "state"
+    server, channel = restartable(folder)
+    try:
+        client = ArmadaClient(channel)
+        wait_for_state(client, submit_one(client, "flyte", "js", item(pod(python("print('x')")))), submit_pb2.SUCCEEDED)
+    finally:
+        channel.close()
+        server.stop()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    shared = {
+        path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in folder.iterdir() if path.stat().st_mode & 0o077
+    }
+    assert not shared, f"files other users can read: {shared}"
+
+
+def test_a_state_file_left_readable_by_an_older_version_is_narrowed(tmp_path) -> None:
+    (tmp_path / "state.sqlite3").touch(mode=0o644)
+    store = SqliteStore(tmp_path)
+    store.close()
+    assert stat.S_IMODE((tmp_path / "state.sqlite3").stat().st_mode) == 0o600

@@ -15,6 +15,7 @@ from support.armada_channels import armada_channel
 from support.executor_parts import require_executor_stubs
 from support.exposure import accepts_connections, descendants, listeners, non_loopback_address
 from support.job_events import failed_event, job_set_events, kind
+from support.pod_folders import file_pods_share
 from support.pods import ARCH, ARM64_TOLERATION, arm64_pod, gang, item, pod, preemptible, submit_one, unique
 from support.process_checks import is_alive
 from support.real_armada import wait_until_queue_accepts
@@ -191,8 +192,8 @@ def tree_writer(pid_file: pathlib.Path) -> list[str]:
     return ["sh", "-c", f"sleep 600 & echo $$ $! > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; wait"]
 
 
-def test_a_cancel_ends_the_pods_processes_and_the_job_reads_cancelled(client, logs, tmp_path):
-    pid_file = tmp_path / "pids"
+def test_a_cancel_ends_the_pods_processes_and_the_job_reads_cancelled(client, logs, pods_tmp_path):
+    pid_file = pods_tmp_path / "pids"
     job_id, job_set = submit(client, pod(tree_writer(pid_file), grace_seconds=2))
     with logs():
         pids = wait_until(lambda: pids_of(pid_file), 90, "the pod to start its processes")
@@ -201,8 +202,8 @@ def test_a_cancel_ends_the_pods_processes_and_the_job_reads_cancelled(client, lo
         wait_until(lambda: not any(is_alive(p) for p in pids), 30, f"the pod's processes {pids} to end")
 
 
-def test_a_preemption_ends_the_pod_and_the_job_reads_preempted(client, logs, tmp_path):
-    pid_file = tmp_path / "pids"
+def test_a_preemption_ends_the_pod_and_the_job_reads_preempted(client, logs, pods_tmp_path):
+    pid_file = pods_tmp_path / "pids"
     job_id, job_set = submit(client, preemptible(pod(tree_writer(pid_file), grace_seconds=2)))
     with logs():
         pids = wait_until(lambda: pids_of(pid_file), 90, "the pod to start its processes")
@@ -212,8 +213,8 @@ def test_a_preemption_ends_the_pod_and_the_job_reads_preempted(client, logs, tmp
         wait_until(lambda: not any(is_alive(p) for p in pids), 30, f"the pod's processes {pids} to end")
 
 
-def test_a_scheduler_restart_is_ridden_out(bed, client, executor, logs, tmp_path):
-    release = tmp_path / "release"
+def test_a_scheduler_restart_is_ridden_out(bed, client, executor, logs, pods_tmp_path):
+    release = pods_tmp_path / "release"
     job_id, _ = submit(client, pod(["sh", "-c", f"while [ ! -e {release} ]; do sleep 0.1; done"]))
     with logs():
         wait_for_state(client, job_id, submit_pb2.RUNNING, timeout=90)
@@ -230,10 +231,11 @@ def test_a_scheduler_restart_is_ridden_out(bed, client, executor, logs, tmp_path
         wait_for_state(client, after, submit_pb2.SUCCEEDED, timeout=120)
 
 
-def test_a_stopped_executor_gives_its_runs_back_and_armada_runs_them_again(client, executor, logs, tmp_path):
+def test_a_stopped_executor_gives_its_runs_back_and_armada_runs_them_again(client, executor, logs, pods_tmp_path):
     """The returned run counts as an attempt; Armada leases the job again at once, to the same executor
     (its heartbeat is recent), and the restarted executor runs it."""
-    starts, release = tmp_path / "starts", tmp_path / "release"
+    starts, release = pods_tmp_path / "starts", pods_tmp_path / "release"
+    file_pods_share(starts)  # both runs' pods write it
     waits = f"echo start >> {starts}; while [ ! -e {release} ]; do sleep 0.1; done"
     job_id, _ = submit(client, pod(["sh", "-c", waits]))
     with logs():

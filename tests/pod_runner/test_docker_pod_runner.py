@@ -10,6 +10,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner import PodLaunch, PodLog
 from armada_flyte.pod_runner.docker import DockerPodRunner, container_options
+from armada_flyte.pod_runner.pod_fence import PodFence
 
 from support.pods import pod
 
@@ -65,6 +66,34 @@ def test_field_refs_resolve_to_the_pod() -> None:
         )
     )
     assert options(spec)["environment"]["POD"] == "armada-job-1-0"
+
+
+@pytest.mark.pure
+def test_containers_drop_every_capability_but_the_runtimes_defaults_less_net_raw() -> None:
+    result = options(pod(["true"]))
+    assert result["cap_drop"] == ["ALL"]
+    containerd_defaults = {"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID"}
+    containerd_defaults |= {"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE"}
+    assert set(result["cap_add"]) == containerd_defaults - {"NET_RAW"}
+
+
+@pytest.mark.pure
+def test_containers_gain_no_privileges_and_have_pids_and_file_size_limits() -> None:
+    spec = pod(["true"])
+    fenced = container_options(launch(spec), fence=PodFence(pids_limit=64, file_size_limit=1 << 20))
+    assert fenced["security_opt"] == ["no-new-privileges"]
+    assert fenced["pids_limit"] == 64
+    assert [(u.name, u.soft, u.hard) for u in fenced["ulimits"]] == [("fsize", 1 << 20, 1 << 20)]
+
+
+@pytest.mark.pure
+def test_run_as_user_and_group_become_the_containers_user() -> None:
+    spec = pod(["true"])
+    assert "user" not in options(spec)
+    spec.securityContext.runAsUser = 1000
+    assert options(spec)["user"] == "1000"
+    spec.containers[0].securityContext.runAsGroup = 2000
+    assert options(spec)["user"] == "1000:2000"
 
 
 def test_no_reachable_daemon_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

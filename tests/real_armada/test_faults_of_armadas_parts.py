@@ -1,10 +1,10 @@
 """Armada's own parts go away while real a0 tasks run, driven through a real `c0` as Flyte's backend
 drives it: every task still ends once, with its right phase, and none is failed as lost.
 
-On real Armada (`--armada real`) the faults strike a bed of this module's own (base 28150, started
-and stopped here, or used as it is when one is up there: scripts/test.sh runs this module alone on
-such a bed), so the session's bed never sees them: `scripts/real-armada.sh stop|start|restart
-COMPONENT` stops and starts one part in place. The server restart runs on the embedded server too
+On real Armada (`--armada real`) the faults strike a bed of this module's own: the one the environment
+names (REAL_ARMADA_STATE: scripts/test.sh runs this module alone on a bed of its group), else one started
+and stopped here, on free ports; `scripts/real-armada.sh stop|start|restart COMPONENT` stops and starts
+one part in place. The server restart runs on the embedded server too
 (its state kept in a state folder); there the pods die with the server, as Armada's executor's do
 when their node goes. What the user sees for each fault: docs/troubleshooting.md, "Armada's parts go away".
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
 import threading
 from typing import Any, Callable, Iterator
 
@@ -23,11 +22,8 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 from support import held_tasks
 from support.armada_channels import logged_in_to
 from support.c0_service import c0_env, free_port, running_c0
-from support.real_armada import SCRIPT, UP_TIMEOUT_SECONDS, bed_log_tails, parse_assignments, uses_real_armada
-from support.real_parts import missing_part
+from support.real_armada import bed_log_tails, bed_of_its_own, bed_script, parse_assignments, uses_real_armada
 
-BED_BASE = 28150
-"""This module's bed: away from the session's (24150) and the other tests' beds (25150-27150)."""
 COMPONENT_SECONDS = 600
 """Bound on stopping or starting one part (Pulsar's start takes minutes on a busy machine)."""
 MANY = 50
@@ -39,46 +35,29 @@ TASK_SECONDS = 600
 LOST = ("lost", "has not acknowledged")
 
 
-def bed_env() -> dict[str, str]:
-    """This module's bed: without the session bed's state and log folders (scripts/test.sh exports them)."""
-    env = {name: value for name, value in os.environ.items() if name not in ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS")}
-    return {**env, "REAL_ARMADA_PORT_BASE": str(BED_BASE)}
-
-
-def bed_script(*args: str, timeout: float = COMPONENT_SECONDS, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env={**bed_env(), **env}
-    )
-
-
-def act(verb: str, component: str) -> None:
+def act(bed: dict[str, str], verb: str, component: str) -> None:
     """Stop, start or restart one part of this module's bed, failing with the script's words."""
-    result = bed_script(verb, component, REAL_ARMADA_WAIT_SECONDS=str(COMPONENT_SECONDS - 60))
+    result = bed_script(
+        verb, component, bed=bed, timeout=COMPONENT_SECONDS, REAL_ARMADA_WAIT_SECONDS=str(COMPONENT_SECONDS - 60)
+    )
     assert result.returncode == 0, f"real-armada.sh {verb} {component}:\n{result.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
 def own_bed(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> Iterator[dict[str, str]]:
-    """Real Armada with our executor at BED_BASE, for faults; stopped at the end of the module."""
+    """Real Armada with our executor for this module alone, since it stops and starts its parts: the bed the
+    environment names (scripts/test.sh gives this module's group one), else one started for it."""
     if not uses_real_armada(request.config):
         pytest.skip("stops and starts real Armada's parts: run with --armada real")
-    status = bed_script("status")
-    if status.returncode == 0 and "EXITED" not in status.stdout and "executor" in status.stdout:
-        # A bed kept up at BED_BASE (with our executor; scripts/test.sh's, or a developer's): used as it is, left up.
+    if os.environ.get("REAL_ARMADA_STATE"):
+        status = bed_script("status", bed={"REAL_ARMADA_STATE": os.environ["REAL_ARMADA_STATE"]})
+        assert status.returncode == 0 and "EXITED" not in status.stdout, f"the environment's bed:\n{status.stdout}"
         bed = parse_assignments(status.stdout)
         with logged_in_to(bed):
             yield bed
         return
-    up = bed_script("up", timeout=UP_TIMEOUT_SECONDS, REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file))
-    try:
-        if up.returncode != 0:
-            missing_part(f"real Armada did not come up at base {BED_BASE}:\n{up.stderr[-4000:]}")
-        bed = parse_assignments(up.stdout)
-        with logged_in_to(bed):
-            yield bed
-    finally:
-        down = bed_script("down")
-        assert down.returncode == 0, f"scripts/real-armada.sh down failed:\n{down.stderr}"
+    with bed_of_its_own(REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file)) as bed, logged_in_to(bed):
+        yield bed
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +90,13 @@ def running_batch(
 
 # ---- Armada's server restarted ----
 @pytest.mark.timeout(1800)
-def test_a_server_restart_while_50_tasks_run_ends_each_task_once_and_right(own_bed, real_stack, tmp_path):
+def test_a_server_restart_while_50_tasks_run_ends_each_task_once_and_right(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     logs = lambda: bed_log_tails(own_bed)  # noqa: E731
     with running_c0(c0_env_of(real_stack), tmp_path / "c0.log") as c0:
-        tasks = running_batch(c0, real_stack, MANY, "server-restart", tmp_path, logs)
-        act("restart", "server")
+        tasks = running_batch(c0, real_stack, MANY, "server-restart", pods_tmp_path, logs)
+        act(own_bed, "restart", "server")
         tasks.open_gate()
         endings = held_tasks.poll_to_the_end(c0, tasks, TASK_SECONDS, logs)
         assert_each_ended_once_and_right(c0, tasks, endings)
@@ -133,14 +114,16 @@ def embedded_stack(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> It
 
 
 @pytest.mark.timeout(1800)
-def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(embedded_stack, tmp_path):
+def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(
+    embedded_stack, tmp_path, pods_tmp_path
+):
     """The embedded server runs its pods: they die with it, and after the restart Armada ends their jobs
     as its executor ends runs whose pods vanished. Each task then fails once with that reason, never
     as lost (the task's retries start it again, as for a node that went). SOME tasks, not MANY: this
     test runs in every suite run, on the default tier."""
     logs = lambda: ""  # noqa: E731
     with running_c0(c0_env_of(embedded_stack), tmp_path / "c0.log") as c0:
-        tasks = running_batch(c0, embedded_stack, SOME, "embedded-restart", tmp_path, logs)
+        tasks = running_batch(c0, embedded_stack, SOME, "embedded-restart", pods_tmp_path, logs)
         embedded_stack.server.stop()
         embedded_stack.server.start()
         tasks.open_gate()
@@ -156,18 +139,20 @@ def test_an_embedded_server_restart_ends_each_running_task_once_as_its_pod_went(
 
 # ---- Pulsar restarted ----
 @pytest.mark.timeout(1800)
-def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(own_bed, real_stack, tmp_path):
+def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     """Creates made while Pulsar is down fail and are retried until it is back. Armada v0.22.7 may start
     extra jobs for such a create (docs/troubleshooting.md, "Armada's parts go away"); each task follows
     the job its create returned, and ends once."""
     logs = lambda: bed_log_tails(own_bed, ("executor", "scheduler", "server", "pulsar"))  # noqa: E731
     with running_c0(c0_env_of(real_stack), tmp_path / "c0.log") as c0:
-        running = running_batch(c0, real_stack, SOME // 2, "pulsar-before", tmp_path, logs)
-        later = held_tasks.prepare(real_stack, SOME // 2, "pulsar-across", tmp_path)
-        act("stop", "pulsar")
+        running = running_batch(c0, real_stack, SOME // 2, "pulsar-before", pods_tmp_path, logs)
+        later = held_tasks.prepare(real_stack, SOME // 2, "pulsar-across", pods_tmp_path)
+        act(own_bed, "stop", "pulsar")
         creating = threading.Thread(target=held_tasks.create_all, args=(c0, later, COMPONENT_SECONDS), daemon=True)
         creating.start()
-        act("start", "pulsar")
+        act(own_bed, "start", "pulsar")
         creating.join(COMPONENT_SECONDS)
         assert len(later.metas) == len(later.requests), f"creates after Pulsar's start: {later.retried_calls[-3:]}"
         running.open_gate()
@@ -179,13 +164,13 @@ def test_tasks_running_and_created_across_a_pulsar_restart_end_once_and_right(ow
 # ---- Redis restarted ----
 @pytest.mark.timeout(1800)
 def test_a_redis_restart_breaks_the_event_streams_and_tasks_end_right_through_bulk_and_back(
-    own_bed, real_stack, tmp_path
+    own_bed, real_stack, tmp_path, pods_tmp_path
 ):
     logs = lambda: bed_log_tails(own_bed, ("executor", "eventingester", "server", "redis"))  # noqa: E731
     c0_log = tmp_path / "c0.log"
     with running_c0(c0_env_of(real_stack), c0_log) as c0:
-        tasks = running_batch(c0, real_stack, SOME, "redis-restart", tmp_path, logs)
-        act("restart", "redis")
+        tasks = running_batch(c0, real_stack, SOME, "redis-restart", pods_tmp_path, logs)
+        act(own_bed, "restart", "redis")
         tasks.open_gate()
         endings = held_tasks.poll_to_the_end(c0, tasks, TASK_SECONDS, logs)
         assert_each_ended_once_and_right(c0, tasks, endings)
@@ -200,17 +185,19 @@ ACK_SECONDS = 15
 
 
 @pytest.mark.timeout(1800)
-def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed_as_lost(own_bed, real_stack, tmp_path):
+def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed_as_lost(
+    own_bed, real_stack, tmp_path, pods_tmp_path
+):
     """GetJobStatus (fed by the lookout ingester) answers UNKNOWN for every job created while it is
     stopped; the job sets' events still know them. Tasks past the stream cap (3) are polled in bulk,
     so they see only the UNKNOWN: the connector asks their events before calling them lost."""
     logs = lambda: bed_log_tails(own_bed, ("executor", "scheduler", "server", "lookoutingester"))  # noqa: E731
     env = c0_env_of(real_stack, ack_timeout_seconds=str(ACK_SECONDS), status_streams_max="3")
-    act("stop", "lookoutingester")
+    act(own_bed, "stop", "lookoutingester")
     try:
         with running_c0(env, tmp_path / "c0.log") as c0:
             # A bulk-polled task reads RUNNING only once its events were asked: past the ack window.
-            tasks = running_batch(c0, real_stack, SOME, "no-lookout", tmp_path, logs)
+            tasks = running_batch(c0, real_stack, SOME, "no-lookout", pods_tmp_path, logs)
             messages = [held_tasks.get(c0, meta).message for meta in tasks.metas]
             told = [m for m in messages if "Armada's job status API (GetJobStatus) does not know it" in m]
             assert len(told) >= SOME - 3 and all("lookout ingester" in m for m in told), messages
@@ -218,4 +205,4 @@ def test_with_the_lookout_ingester_stopped_past_the_ack_window_no_task_is_failed
             endings = held_tasks.poll_to_the_end(c0, tasks, TASK_SECONDS, logs)
             assert_each_ended_once_and_right(c0, tasks, endings)
     finally:
-        act("start", "lookoutingester")
+        act(own_bed, "start", "lookoutingester")

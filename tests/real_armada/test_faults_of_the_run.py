@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import time
 import uuid
@@ -43,12 +41,12 @@ from support.backend_templates import registered_template
 from support.c0_service import ARMADA_TASKS, c0_env, c0_process
 from support.flyte_backend import TERMINAL
 from support.flyte_metadata import execution_metadata
+from support.pod_folders import file_pods_share
 from support.real_armada import (
-    SCRIPT,
     UP_TIMEOUT_SECONDS,
     bed_log_tails,
+    bed_of_its_own,
     ensure_queues,
-    parse_assignments,
     uses_real_armada,
 )
 from support.real_armada_executor import kill_component, start_component
@@ -160,7 +158,7 @@ def job_id_of(meta: bytes) -> str:
 
 
 def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it_ends_once_succeeded(
-    request, stack, faults, armada, armada_logs, tmp_path
+    request, stack, faults, armada, armada_logs, tmp_path, pods_tmp_path
 ):
     """SIGKILL of `armada-flyte executor` ends its pods with it (their shims get the parent-death signal).
     Armada still holds the run as leased to the executor's id, and leases it again on the first request of
@@ -170,10 +168,10 @@ def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it
         pytest.skip("the embedded server runs its pods itself: it has no executor process to kill")
     bed = request.getfixturevalue("real_armada")
     state = pathlib.Path(bed["REAL_ARMADA_STATE"])
-    starts = tmp_path / "starts"
+    starts = file_pods_share(pods_tmp_path / "starts")  # both runs' pods write it
     stack.init_flyte(PROJECT)
     run = f"killed-executor-{uuid.uuid4().hex[:8]}"
-    create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(tmp_path))
+    create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(pods_tmp_path))
     seen: list[str] = []
     with c0_process(c0_env(stack.armada_url, stack.blob_endpoint), tmp_path / "c0.log") as c0:
         meta = c0.stub.CreateTask(create, timeout=60).resource_meta
@@ -194,38 +192,29 @@ def test_an_executor_killed_mid_run_and_started_again_runs_the_task_again_and_it
     wait_for_state(armada, job_id, submit_pb2.SUCCEEDED, timeout=30)
 
 
-LOST_EXECUTOR_BASE = 29150
-"""Ports of the bed with a short executorTimeout (away from the session's bed, 24150, and the other tests' beds)."""
 EXECUTOR_TIMEOUT = "10s"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # not module-wide: its credentials are the environment's only while its one test runs
 def bed_losing_executors(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) -> Iterator[dict[str, str]]:
     """A bed of its own whose scheduler expires an executor's runs after EXECUTOR_TIMEOUT of silence and retries
     them (Armada 0.22's retry engine, a policy for lease-expired runs): the session's bed keeps Armada's hour."""
     if not uses_real_armada(request.config) or request.config.getoption("--real-armada-executor") != "ours":
         pytest.skip("starts a real-Armada bed with our executor: run with --armada real")
-    env = {name: value for name, value in os.environ.items() if name not in ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS")}
-    env.update(
-        REAL_ARMADA_PORT_BASE=str(LOST_EXECUTOR_BASE),
-        REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file),
-        REAL_ARMADA_EXECUTOR_TIMEOUT=EXECUTOR_TIMEOUT,
-        REAL_ARMADA_RETRY_POLICY="retry-lost-runs",
-    )
-    try:
-        up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=UP_TIMEOUT_SECONDS, env=env)
-        assert up.returncode == 0, f"scripts/real-armada.sh up failed:\n{up.stderr[-4000:]}"
-        bed = parse_assignments(up.stdout)
-        with logged_in_to(bed):
-            yield bed
-    finally:
-        down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
-        assert down.returncode == 0, down.stderr
+    with (
+        bed_of_its_own(
+            REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file),
+            REAL_ARMADA_EXECUTOR_TIMEOUT=EXECUTOR_TIMEOUT,
+            REAL_ARMADA_RETRY_POLICY="retry-lost-runs",
+        ) as bed,
+        logged_in_to(bed),
+    ):
+        yield bed
 
 
 @pytest.mark.timeout(UP_TIMEOUT_SECONDS + 600)
 def test_an_executor_gone_past_the_heartbeat_timeout_has_its_run_retried_and_the_task_follows_the_new_run(
-    bed_losing_executors, faults, tmp_path
+    bed_losing_executors, faults, tmp_path, pods_tmp_path
 ):
     """The scheduler expires the run of an executor silent for `executorTimeout`; the retry policy requeues the
     job, whose failed event says `retryable`. The connector keeps the task in flight (it does not read that
@@ -234,7 +223,7 @@ def test_an_executor_gone_past_the_heartbeat_timeout_has_its_run_retried_and_the
 
     bed = bed_losing_executors
     state, logs = pathlib.Path(bed["REAL_ARMADA_STATE"]), pathlib.Path(bed["REAL_ARMADA_LOGS"])
-    starts = tmp_path / "starts"
+    starts = file_pods_share(pods_tmp_path / "starts")  # both runs' pods write it
 
     def explain() -> str:
         return bed_log_tails(bed)
@@ -242,7 +231,7 @@ def test_an_executor_gone_past_the_heartbeat_timeout_has_its_run_retried_and_the
     with local_stack(configure_connector=False, armada_url=bed["ARMADA_URL"]) as stack:
         stack.init_flyte(PROJECT)
         run = f"lost-executor-{uuid.uuid4().hex[:8]}"
-        create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(tmp_path))
+        create = a0_task_request(stack, faults.second_run_succeeds, run, folder=str(pods_tmp_path))
         seen: list[str] = []
         channel = armada_channel(stack.armada_url)
         armada = ArmadaClient(channel)
@@ -290,12 +279,12 @@ def trivial_task(run: str, number: int, go: pathlib.Path) -> connector_pb2.Creat
 
 
 def test_c0_killed_with_500_tasks_in_flight_and_started_again_ends_every_task_from_its_metadata(
-    stack, armada, armada_logs, tmp_path
+    stack, armada, armada_logs, tmp_path, pods_tmp_path
 ):
     """The backend keeps the metadata each CreateTask returned and polls a new c0 with it, as it does
     after a c0 pod restarts: each task ends once, with its own phase, and no job is submitted twice.
     The pods wait for the test's go-ahead, so all 500 are in flight (32 running, the rest queued) when c0 goes."""
-    run, go = f"c0-restart-{uuid.uuid4().hex[:8]}", tmp_path / "go"
+    run, go = f"c0-restart-{uuid.uuid4().hex[:8]}", pods_tmp_path / "go"
     env = c0_env(stack.armada_url, stack.blob_endpoint)
     log = tmp_path / "c0.log"
     began = time.monotonic()
@@ -342,7 +331,7 @@ def test_c0_killed_with_500_tasks_in_flight_and_started_again_ends_every_task_fr
 
 @pytest.mark.parametrize("goes_down", ["after the task ended", "while a0 writes its outputs"])
 def test_a_blob_store_down_at_the_end_of_a_task_never_reads_as_succeeded(
-    stack, faults, armada, armada_logs, tmp_path, goes_down
+    stack, faults, armada, armada_logs, tmp_path, pods_tmp_path, goes_down
 ):
     """Only a0's error file tells a task that raised from one that returned (a0 exits 0 either way), so an
     unreadable blob store keeps the task RUNNING for `error_read_grace_seconds`, then fails it retryably as
@@ -354,7 +343,7 @@ def test_a_blob_store_down_at_the_end_of_a_task_never_reads_as_succeeded(
         own = LocalEndpoints(stack.armada_url, blob.endpoint, BUCKET, stack.queue)
         own.init_flyte(PROJECT)
         run = f"blob-down-{uuid.uuid4().hex[:8]}"
-        create = a0_task_request(own, faults.returns_once_released, run, folder=str(tmp_path))
+        create = a0_task_request(own, faults.returns_once_released, run, folder=str(pods_tmp_path))
         env = c0_env(
             stack.armada_url,
             blob.endpoint,
@@ -365,14 +354,14 @@ def test_a_blob_store_down_at_the_end_of_a_task_never_reads_as_succeeded(
         with c0_process(env, tmp_path / "c0.log") as c0:
             meta = c0.stub.CreateTask(create, timeout=60).resource_meta
             job_id = job_id_of(meta)
-            wait_until((tmp_path / "started").exists, 180, f"the task to start (job {job_id})\n{armada_logs()}")
+            wait_until((pods_tmp_path / "started").exists, 180, f"the task to start (job {job_id})\n{armada_logs()}")
             if goes_down == "after the task ended":
-                (tmp_path / "release").touch()
+                (pods_tmp_path / "release").touch()
                 wait_for_state(armada, job_id, submit_pb2.SUCCEEDED, timeout=120)
                 blob.stop()
             else:
                 blob.stop()
-                (tmp_path / "release").touch()
+                (pods_tmp_path / "release").touch()
             resource = poll_to_end(c0.stub, meta, 180, seen, armada_logs)
     finally:
         blob.stop()

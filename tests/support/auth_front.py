@@ -50,9 +50,7 @@ class _Forward(grpc.GenericRpcHandler):
         def unary(request: bytes, context: grpc.ServicerContext) -> bytes:
             check(context)
             try:
-                return self._upstream.unary_unary(method)(
-                    request, timeout=context.time_remaining(), metadata=self._metadata
-                )
+                return self._upstream.unary_unary(method)(request, timeout=_timeout(context), metadata=self._metadata)
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details())
 
@@ -60,7 +58,7 @@ class _Forward(grpc.GenericRpcHandler):
             check(context)
             try:
                 yield from self._upstream.unary_stream(method)(
-                    request, timeout=context.time_remaining(), metadata=self._metadata
+                    request, timeout=_timeout(context), metadata=self._metadata
                 )
             except grpc.RpcError as exc:
                 context.abort(exc.code(), exc.details())
@@ -68,6 +66,13 @@ class _Forward(grpc.GenericRpcHandler):
         if streaming:
             return grpc.unary_stream_rpc_method_handler(stream)
         return grpc.unary_unary_rpc_method_handler(unary)
+
+
+def _timeout(context: grpc.ServicerContext) -> Optional[float]:
+    """The caller's deadline for the call upstream; None when it set none (its time remaining is then infinite,
+    which gRPC would take as a deadline already past)."""
+    remaining = context.time_remaining()
+    return remaining if remaining < 10**6 else None
 
 
 @contextlib.contextmanager

@@ -159,3 +159,13 @@ def runs_until_file_exists(path: str, cpu: str = "1") -> core.PodSpec:
     """A pod that holds `cpu` until the test creates `path`, then exits 0."""
     code = f"import os, time\nwhile not os.path.exists({path!r}): time.sleep(0.02)"
     return pod(python(code), cpu=cpu)
+
+
+def with_secret_volume(spec: core.PodSpec, secret: str, mount_path: str, items=(), optional=False) -> core.PodSpec:
+    """`spec` with the Secret `secret` as the volume `creds`, read-only at `mount_path` in its first container."""
+    source = core.SecretVolumeSource(secretName=secret, items=[core.KeyToPath(key=k, path=p) for k, p in items])
+    if optional:
+        source.optional = True
+    spec.volumes.append(core.Volume(name="creds", volumeSource=core.VolumeSource(secret=source)))
+    spec.containers[0].volumeMounts.append(core.VolumeMount(name="creds", mountPath=mount_path, readOnly=True))
+    return spec

@@ -9,17 +9,18 @@ the environment for the session, where the connector, c0 and `support.armada_cha
 
 The bed's executor holds the Secrets pods read (`bed_secrets`): the file in REAL_ARMADA_SECRETS_FILE
 when set (scripts/test.sh writes one with `write_bed_secrets`), else one this session writes with
-fresh values. A bed started here uses REAL_ARMADA_PORT_BASE from the environment.
+fresh values. A bed started here finds free ports itself (`bed_of_its_own`), as do the beds tests start.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pathlib
 import subprocess
 import uuid
-from typing import Iterator
+from typing import Iterator, Optional
 
 import grpc
 import pytest
@@ -138,29 +139,47 @@ def real_armada(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) 
         yield {name: os.environ[name] for name in BED_VARIABLES if os.environ.get(name)}
         return
     executor = request.config.getoption("--real-armada-executor")
+    with bed_of_its_own(*EXECUTORS[executor], REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file)) as bed:
+        credentials = bed_credentials(bed)
+        os.environ.update(credentials)  # the session's connector, c0 and test clients log in as the bed's user
+        try:
+            yield bed
+        finally:
+            for name in credentials:
+                os.environ.pop(name, None)
+
+
+BED_HANDLES = ("REAL_ARMADA_STATE", "REAL_ARMADA_LOGS", "REAL_ARMADA_PORT_BASE")
+"""What names a bed to scripts/real-armada.sh: left out when a test starts one of its own."""
+
+
+def bed_script(*args: str, bed: Optional[dict[str, str]] = None, timeout: float = UP_TIMEOUT_SECONDS, **env: str):
+    """scripts/real-armada.sh `args` for `bed` (by its handle, REAL_ARMADA_STATE) or, without one, for no bed of the
+    environment's (an `up` then finds free ports of its own)."""
+    clean = {name: value for name, value in os.environ.items() if name not in BED_HANDLES}
+    handle = {"REAL_ARMADA_STATE": bed["REAL_ARMADA_STATE"]} if bed else {}
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env={**clean, **handle, **env}
+    )
+
+
+@contextlib.contextmanager
+def bed_of_its_own(*up_options: str, **env: str) -> Iterator[dict[str, str]]:
+    """A bed started for a test or a module (`up` with `up_options`, on ports it finds free), stopped after;
+    yields what `up` printed. One that does not come up is a missing part (a failure under CI)."""
     try:
-        result = subprocess.run(
-            [str(SCRIPT), "up", *EXECUTORS[executor]],
-            capture_output=True,
-            text=True,
-            timeout=UP_TIMEOUT_SECONDS,
-            env={**os.environ, "REAL_ARMADA_SECRETS_FILE": str(bed_secrets_file)},
-        )
+        up = bed_script("up", *up_options, **env)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        subprocess.run([str(SCRIPT), "down"], capture_output=True, timeout=120)
         missing_part(f"scripts/real-armada.sh up did not finish: {exc}")
-    if result.returncode != 0:
-        missing_part(f"real Armada did not come up (scripts/real-armada.sh up):\n{result.stderr[-4000:]}")
-    bed = parse_assignments(result.stdout)
-    credentials = bed_credentials(bed)
-    os.environ.update(credentials)  # the session's connector, c0 and test clients log in as the bed's user
+    bed = parse_assignments(up.stdout)
     try:
+        if up.returncode != 0:
+            missing_part(f"real Armada did not come up (scripts/real-armada.sh up):\n{up.stderr[-4000:]}")
         yield bed
     finally:
-        for name in credentials:
-            os.environ.pop(name, None)
-        down = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120)
-        assert down.returncode == 0, f"scripts/real-armada.sh down failed:\n{down.stderr}"
+        if bed.get("REAL_ARMADA_STATE"):
+            down = bed_script("down", bed=bed, timeout=300)
+            assert down.returncode == 0, f"scripts/real-armada.sh down failed:\n{down.stderr}"
 
 
 def wait_until_queue_accepts(client: ArmadaClient, queue: str, timeout: float = 30.0) -> None:

@@ -19,13 +19,12 @@ from typing import Iterator
 
 from support.armada_channels import PASSWORD_FILE_VARIABLE, USERNAME_VARIABLE, bed_authorization
 from support.process_checks import is_alive
+from support.real_armada import bed_of_its_own
 from support.real_parts import missing_part
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BED_SCRIPT = ROOT / "scripts" / "real-armada.sh"
 CLI = pathlib.Path(sys.executable).parent / "armada-flyte"
-DEFAULT_PORT_BASE = "25150"
-"""Ports of a bed these tests start (REAL_ARMADA_PORT_BASE), apart from the bed script's default."""
 _BED_ENV = ("ARMADA_URL", "ARMADA_EXECUTOR_API", "REAL_ARMADA_LOGS", "REAL_ARMADA_STATE")
 _CREDENTIALS_ENV = (USERNAME_VARIABLE, PASSWORD_FILE_VARIABLE)
 
@@ -62,15 +61,8 @@ def real_armada_bed() -> Iterator[Bed]:
         return
     if not BED_SCRIPT.is_file():
         missing_part(f"no {BED_SCRIPT.relative_to(ROOT)} and no bed in this shell ({', '.join(_BED_ENV)})")
-    env = {**os.environ, "REAL_ARMADA_PORT_BASE": os.environ.get("REAL_ARMADA_PORT_BASE", DEFAULT_PORT_BASE)}
-    up = subprocess.run([str(BED_SCRIPT), "up", "--no-executor"], capture_output=True, text=True, timeout=1800, env=env)
-    try:
-        if up.returncode != 0:
-            missing_part(f"real Armada did not come up: {up.stderr[-3000:]}")
-        values = dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
-        yield _bed({name: values[name].strip("'\"") for name in (*_BED_ENV, *_CREDENTIALS_ENV) if name in values})
-    finally:
-        subprocess.run([str(BED_SCRIPT), "down"], capture_output=True, text=True, timeout=300, env=env)
+    with bed_of_its_own("--no-executor") as values:
+        yield _bed(values)
 
 
 def _bed(values: dict[str, str]) -> Bed:

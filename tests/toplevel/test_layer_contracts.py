@@ -64,7 +64,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             (
                 "docker_platforms",
                 "client",
-                "credentials",
+                "credentials | destinations",
                 "bounded_http | platforms | reference",
             ),
         ),
@@ -75,9 +75,9 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.admin",
             (
                 "cli",
-                "dev_command | doctor | dry_run_command | executor_command | image_command",
+                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command",
                 "image_build | view_command",
-                "dry_run | image_preflight",
+                "auth_sources | dry_run | image_preflight",
             ),
         ),
     ),
@@ -112,7 +112,11 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.kube_api": (
         Layers(
             "armada_flyte.embedded.kube_api",
-            ("server", "cluster_objects | label_selector | pod_logs | tables", "job_services | kubeconfig"),
+            (
+                "server",
+                "cluster_objects | label_selector | pod_logs | tables",
+                "job_services | kubeconfig | serving_cert",
+            ),
         ),
     ),
     "armada_flyte.embedded.control_plane": (
@@ -130,7 +134,10 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         Layers("armada_flyte.embedded.scheduling", ("reports | scheduler", "gang_fit | matching")),
     ),
     "armada_flyte.embedded.store": (
-        Layers("armada_flyte.embedded.store", ("event_log | job_index | queues", "persistence", "rows", "jobs")),
+        Layers(
+            "armada_flyte.embedded.store",
+            ("event_log | job_index | queues", "persistence", "state_file | write_health", "rows", "jobs"),
+        ),
     ),
     "armada_flyte.embedded.rules": (
         Layers("armada_flyte.embedded.rules", ("submit_validation", "defaults | job_sets | retries")),
@@ -144,7 +151,8 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             (
                 "docker | process",
                 "pod_threads | sandbox",
-                "container_env | cpu_pins | cpu_shares | images | pod_shim | process_tree",
+                "container_env | cpu_pins | cpu_shares | host_view | images | pod_fence | pod_shim | process_tree"
+                " | shim_report",
                 "model",
                 "pod_log | pod_secrets",
             ),

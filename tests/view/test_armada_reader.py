@@ -12,6 +12,7 @@ from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.armada_reader import ArmadaReader, ArmadaReadError
 from armada_flyte.view.snapshot import Gatherer
 
+from support.full_disk import refusing_server
 from support.pods import item, pod, python, submit_one
 from support.waiting import wait_for_state
 
@@ -67,3 +68,15 @@ def test_the_overview_shows_what_it_could_read_and_says_what_it_could_not(client
     overview = Gatherer(reader, lambda: [("read", "shown"), ("no-such-queue", "js")]).overview()
     assert [row.job_id for row in overview.rows] == [job_id]
     assert any("job set js of queue no-such-queue" in problem for problem in overview.problems)
+
+
+def test_the_overview_says_why_a_server_whose_state_cannot_be_written_takes_no_new_work(tmp_path):
+    with refusing_server(tmp_path) as server:
+        reader = ArmadaReader(resolve_settings(armada_url=server.url))
+        try:
+            problems = Gatherer(reader, lambda: []).overview().problems
+        finally:
+            reader.close()
+    said = f"Armada at {server.url} reports NOT_SERVING: the embedded server cannot write its state folder"
+    assert problems[0].startswith(said)
+    assert "; free space on that disk" in problems[0]

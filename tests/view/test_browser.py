@@ -31,6 +31,7 @@ from armada_flyte.view.pages import ARCHITECTURE_COLOURS, STATE_COLOURS
 
 from support.html_elements import Elements
 from support.png import colour_bands, read_png
+from support.pod_folders import folder_pods_can_use
 from support.pods import ARM64_TOLERATION, cluster, node_group, pod, python
 from support.real_parts import missing_part
 from support.waiting import wait_for_state, wait_until
@@ -68,9 +69,13 @@ def _briefly(says: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def run() -> Iterator[dict]:
     """prepare and evaluate on amd64, two trains running on arm64 (one per node) and a third queued behind them."""
-    release = tmp_path_factory.mktemp("release") / "go"
+    with folder_pods_can_use() as folder:
+        yield from _run(folder / "go")
+
+
+def _run(release: Path) -> Iterator[dict]:
     hold = python(f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)")
     arm64 = {"node_selector": {"kubernetes.io/arch": "arm64"}, "tolerations": [ARM64_TOLERATION], "cpu": "2"}
     amd64 = {"node_selector": {"kubernetes.io/arch": "amd64"}}

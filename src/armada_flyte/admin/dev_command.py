@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
 from typing import Any
 
-from armada_flyte.admin import view_command
+from armada_flyte.admin import auth_sources, view_command
 
 DEFAULT_PORT = 50051
 """Armada's own gRPC port, so clients configured for a local Armada work unchanged."""
@@ -59,13 +60,7 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="new jobs read UNKNOWN on the Jobs API for this long, as on a real cluster (default 0)",
     )
-    parser.add_argument(
-        "--auth",
-        action="append",
-        default=[],
-        metavar="basic:USER:PASSWORD|bearer:TOKEN",
-        help="require these credentials on every call, as Armada does (repeat for more; default: no auth)",
-    )
+    auth_sources.add_arguments(parser)
     parser.add_argument(
         "--ingress-port",
         type=int,
@@ -108,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from armada_flyte.embedded.store.persistence import default_state_dir
     from armada_flyte.local.stack import local_stack
 
+    auth, auth_from = auth_sources.credential_specs(args, os.environ)
+    auth_sources.forget_environment()
     secrets = dict(parse_secret_argument(name, pairs) for name, *pairs in args.secret)
     state_dir = None if args.ephemeral else (args.state_dir or default_state_dir())
 
@@ -126,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             paused=args.paused,
             blob_store=not args.no_blob_store,
             configure_connector=False,
-            auth=tuple(args.auth),
+            auth=auth,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             secrets=secrets,
@@ -134,13 +131,20 @@ def run(args: argparse.Namespace) -> int:
             state_dir=state_dir,
             kubeconfig=args.kubeconfig,
             ingress_port=args.ingress_port,
+            allowed_hosts=tuple(args.allow_host),
         ) as stack:
             view_url = view.enter_context(view_command.beside_dev(stack, args))
-            security = ", ".join(
-                part for part in ("TLS" if args.tls_cert else "", "auth required" if args.auth else "") if part
-            )
+            parts = ("TLS" if args.tls_cert else "", "auth required" if auth else "")
+            security = ", ".join(part for part in parts if part)
             shown = f"; {security}" if security else ""
             print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
+            if auth:
+                print(
+                    f"auth: credentials from {', '.join(auth_from)}; the gRPC API, the view (your browser asks), "
+                    "the Kubernetes API (its kubeconfig carries one) and the ingress controller each require one; "
+                    "the connector needs one too (ARMADA_FLYTE_AUTH_TOKEN, or ARMADA_FLYTE_AUTH_USERNAME and "
+                    "ARMADA_FLYTE_AUTH_PASSWORD)"
+                )
             print(f"view: {view_url}" if view_url else "view: off (--no-view)")
             print(f"ingress controller on {stack.server.ingress_url} (routes jobs' ingress hosts to their pods)")
             if stack.blob_endpoint:

@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cluster = Cluster.from_yaml(args.cluster) if args.cluster else Cluster.default()
-    options = {"images": cluster.images, "cpu_shares": cluster.cpu_shares} if args.pod_runner == "process" else {}
+    options: dict[str, object] = {"fence": cluster.pod_fence}
+    if args.pod_runner == "process":
+        options.update(images=cluster.images, cpu_shares=cluster.cpu_shares)
     runner = make_pod_runner(args.pod_runner, **options)
     secrets = SecretStore()
     if args.secrets_file:

@@ -12,7 +12,7 @@ import contextlib
 import pathlib
 import signal
 import threading
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 
 def register(subparsers: Any) -> None:
@@ -100,7 +100,10 @@ def _job_set(text: str) -> tuple[str, str]:
 
 @contextlib.contextmanager
 def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
-    """The view of `armada-flyte dev`'s own server, following all its job sets; yields its URL (None: --no-view)."""
+    """The view of `armada-flyte dev`'s own server, following all its job sets; yields its URL (None: --no-view).
+
+    It reads the server with one of the server's own credentials, so it requires them too (the server's
+    `http_guard`, which `stack_view` applies)."""
     if args.no_view:
         yield None
         return
@@ -112,20 +115,17 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
         armada_tls=bool(args.tls_cert),
         armada_ca_cert=args.tls_cert,
         armada_allow_plaintext_auth=True,  # 127.0.0.1 only
-        **_credentials(args.auth),
+        **_client_settings(stack.server.config.credentials),
     )
     with stack_view(stack, port=args.view_port, settings=settings) as url:
         yield url
 
 
-def _credentials(auth: Sequence[str]) -> dict[str, Any]:
-    """One of the credentials dev's server accepts (`--auth`), as the connector's settings."""
-    from armada_flyte.embedded.services.auth import Credentials
-
-    accepted = Credentials.parse(auth)
+def _client_settings(accepted: Any) -> dict[str, Any]:
+    """One of the credentials dev's server accepts (`Credentials`, None without auth), as the connector's settings."""
     if accepted is None:
         return {}
-    if accepted.tokens:
-        return {"auth_token": sorted(accepted.tokens)[0]}
-    user, password = sorted(accepted.users.items())[0]
-    return {"auth_username": user, "auth_password": password}
+    credential = accepted.one()
+    if credential.token:
+        return {"auth_token": credential.token}
+    return {"auth_username": credential.user, "auth_password": credential.password}

@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -37,6 +38,15 @@ from armada_flyte.kube import (
 )
 from armada_flyte.kube_objects import Taint
 from armada_flyte.pod_runner.images import PULL_FAILURE_GRACE_SECONDS, ImageCatalogue, ImageEntry
+from armada_flyte.pod_runner.pod_fence import (
+    DEFAULT_FILE_SIZE_LIMIT,
+    DEFAULT_PIDS_LIMIT,
+    DEFAULT_UID_BASE,
+    DEFAULT_UID_COUNT,
+    FIRST_POD_UID,
+    LAST_POD_UID,
+    PodFence,
+)
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DEFAULT_CLUSTER_FILE = pathlib.Path(__file__).with_name("default_cluster.yaml")
@@ -50,7 +60,8 @@ MAX_NODES = 5000
 DEFAULT_EXECUTOR = "embedded"
 """The executor (Armada's cluster id) the nodes belong to when the cluster file names none."""
 _KNOWN_KEYS = (
-    "executor, pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, node_groups; "
+    "executor, pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, podPidsLimit, "
+    "podFileSizeLimit, podUidBase, podUidCount, node_groups; "
     "per group: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
 )
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -70,6 +81,19 @@ def _in_range(quantity: Union[str, int, float]) -> Union[str, int, float]:
 
 AllocatableAmount = Annotated[Union[str, int, float], BeforeValidator(_not_a_bool), AfterValidator(_in_range)]
 """One resource's amount per node, a Kubernetes quantity within Kubernetes' range (errors name its key)."""
+
+
+def _bytes(quantity: Union[str, int, float]) -> int:
+    amount = -(-milli(quantity) // 1000)
+    if amount < 1:
+        raise ValueError(f"{quantity!r} must be at least 1 byte, e.g. 8Gi")
+    return amount
+
+
+ByteAmount = Annotated[
+    Union[str, int, float], BeforeValidator(_not_a_bool), AfterValidator(_in_range), AfterValidator(_bytes)
+]
+"""A number of bytes, written as a Kubernetes quantity (8Gi, 500M or 1048576)."""
 
 
 class ClusterNodeGroup(BaseModel):
@@ -150,6 +174,10 @@ class _ClusterFile(BaseModel):
     images: Optional[List[ImageEntry]] = None
     imagePullFailureGraceSeconds: float = Field(PULL_FAILURE_GRACE_SECONDS, ge=0, le=3600)
     cpuShares: bool = False
+    podPidsLimit: int = Field(DEFAULT_PIDS_LIMIT, ge=1, le=4194304)
+    podFileSizeLimit: ByteAmount = DEFAULT_FILE_SIZE_LIMIT
+    podUidBase: int = Field(DEFAULT_UID_BASE, ge=FIRST_POD_UID, le=LAST_POD_UID)
+    podUidCount: int = Field(DEFAULT_UID_COUNT, ge=1, validate_default=True)
     node_groups: List[ClusterNodeGroup]
 
     @field_validator("executor")
@@ -181,6 +209,17 @@ class _ClusterFile(BaseModel):
             raise ValueError(f"the embedded server simulates at most {MAX_NODES} nodes in all; use fewer")
         return self
 
+    @field_validator("podUidCount")
+    @classmethod
+    def _pod_uids(cls, count: int, info: ValidationInfo) -> int:
+        base = info.data.get("podUidBase", DEFAULT_UID_BASE)
+        if base + count - 1 > LAST_POD_UID:
+            raise ValueError(f"podUidBase {base} + podUidCount - 1 must stay at most {LAST_POD_UID}; give fewer")
+        return count
+
+    def fence(self) -> PodFence:
+        return PodFence(int(self.podPidsLimit), int(self.podFileSizeLimit), self.podUidBase, self.podUidCount)
+
 
 @dataclass(frozen=True)
 class Node:
@@ -208,8 +247,11 @@ class Cluster:
         images: Optional[ImageCatalogue] = None,
         cpu_shares: bool = False,
         executor: str = DEFAULT_EXECUTOR,
+        pod_fence: PodFence = PodFence(),
     ):
         self.executor = executor
+        self.pod_fence = pod_fence
+        """The pods' limits and (process pods of a root server) uids."""
         self.pool = pool
         self.cpu_shares = cpu_shares
         """Whether the process executor weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
@@ -245,7 +287,14 @@ class Cluster:
             folder = base if base is not None else pathlib.Path.cwd()
             images = ImageCatalogue.from_entries(spec.images, folder, spec.imagePullFailureGraceSeconds, origin)
         return cls(
-            spec.node_groups, spec.pool, spec.namespaces, spec.errorCategories, images, spec.cpuShares, spec.executor
+            spec.node_groups,
+            spec.pool,
+            spec.namespaces,
+            spec.errorCategories,
+            images,
+            spec.cpuShares,
+            spec.executor,
+            spec.fence(),
         )
 
     @classmethod

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import pathlib
+import secrets
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
 from armada_client.armada import submit_pb2
@@ -25,12 +26,14 @@ from armada_flyte.embedded.config import EmbeddedConfig
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.kube_api.kubeconfig import kubeconfig_text, write_kubeconfig
 from armada_flyte.embedded.kube_api.server import KubeApiServer
+from armada_flyte.embedded.kube_api.serving_cert import ServingCert
 from armada_flyte.embedded.services.auth import ANONYMOUS
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.grpc_server import HOST, GrpcServer, start_grpc_server
 from armada_flyte.embedded.store.persistence import make_store
 from armada_flyte.pod_runner import PodRunner, make_pod_runner
 from armada_flyte.pod_runner.process import ProcessPodRunner
+from armada_flyte.server_credentials import ClientCredential
 
 _STOP_GRACE_SECONDS = 1.0
 
@@ -91,7 +94,7 @@ class EmbeddedArmada:
         with contextlib.ExitStack() as rollback:
             store = make_store(self.state_dir)
             rollback.callback(store.close)
-            ingress = IngressController(config.ingress_port).start()
+            ingress = IngressController(config.ingress_port, config.http_guard).start()
             rollback.callback(ingress.stop)
             plane = ControlPlane(
                 self.cluster,
@@ -123,12 +126,13 @@ class EmbeddedArmada:
         if not isinstance(executor, str):
             return executor
         if executor != "process":
-            return make_pod_runner(executor)
+            return make_pod_runner(executor, fence=self.cluster.pod_fence)
         options = {
             "sandbox_root": self.config.sandbox_root,
             "private_prefixes": self.config.private_prefixes,
             "images": self.cluster.images,
             "cpu_shares": self.cluster.cpu_shares,
+            "fence": self.cluster.pod_fence,
         }
         return make_pod_runner(executor, **options)
 
@@ -148,17 +152,33 @@ class EmbeddedArmada:
             self._ingress = None
 
     def _start_kube_api(self, plane: ControlPlane) -> None:
-        """Serve the cluster's Kubernetes API and write its kubeconfig; process pods get one of their own."""
-        self._kube_api = KubeApiServer(plane, self.config.kube_api_port)
+        """Serve the cluster's Kubernetes API and write its kubeconfig; process pods get one of their own.
+
+        With credentials, the API serves HTTPS (client-go sends credentials only over TLS) and the kubeconfig
+        carries one of them; pods get a token of their own that only this API accepts (as a service account's
+        token is not the admin's): it lets them read the cluster, not submit to Armada."""
+        guard = self.config.http_guard
+        credential = pod_credential = cert = None
+        if guard.credentials is not None:
+            credential = guard.credentials.one()
+            pod_credential = ClientCredential(token=secrets.token_urlsafe(32))
+            guard = replace(guard, credentials=guard.credentials.with_token(pod_credential.token))
+            cert = ServingCert.generate(guard.allowed_hosts)
+        tls = cert.server_context() if cert is not None else None
+        self._kube_api = KubeApiServer(plane, self.config.kube_api_port, guard, tls)
         path = pathlib.Path(self.config.kubeconfig).expanduser() if self.config.kubeconfig is not None else None
         if path is None and self.state_dir is not None:
             path = self.state_dir / "kubeconfig"
         if path is None:
             self._kube_tmp = pathlib.Path(tempfile.mkdtemp(prefix="armada-flyte-kube-"))
             path = self._kube_tmp / "kubeconfig"
-        self.kubeconfig = write_kubeconfig(path, self._kube_api.url)
+        ca_pem = cert.cert_pem if cert is not None else None
+        url = self._kube_api.url
+        self.kubeconfig = write_kubeconfig(path, kubeconfig_text(url, credential=credential, ca_pem=ca_pem))
         if isinstance(plane.executor, ProcessPodRunner):
-            plane.executor.kubeconfig = functools.partial(kubeconfig_text, self._kube_api.url)
+            plane.executor.kubeconfig = functools.partial(
+                kubeconfig_text, url, credential=pod_credential, ca_pem=ca_pem
+            )
 
     def _stop_kube_api(self) -> None:
         if self._kube_api is not None:
@@ -171,7 +191,7 @@ class EmbeddedArmada:
 
     @property
     def kube_api_url(self) -> str:
-        """`http://127.0.0.1:PORT` of the cluster's read-only Kubernetes API."""
+        """`http://127.0.0.1:PORT` of the cluster's read-only Kubernetes API (`https://` when it needs credentials)."""
         if self._kube_api is None:
             raise RuntimeError("the embedded Armada is not running; use it in a `with` block or call start()")
         return self._kube_api.url

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from armada_flyte.cluster.cluster_file import Cluster
 from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
-from armada_flyte.embedded.services.auth import Credentials
 from armada_flyte.embedded.services.grpc_server import TlsFiles
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.http_guard import IDLE_SECONDS, HttpGuard
 from armada_flyte.pod_runner import PodRunner
 from armada_flyte.pod_runner.sandbox import DEFAULT_PRIVATE_PREFIXES
+from armada_flyte.server_credentials import Credentials
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,9 @@ class EmbeddedConfig:
     """Where process-executor pods get their private folders (None: a temporary folder)."""
     private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES
     """Host paths process-executor pods can't see."""
-    auth: tuple[str, ...] = ()
-    """Credentials ("basic:USER:PASSWORD", "bearer:TOKEN") every call must carry, as Armada requires."""
+    auth: tuple[str, ...] = field(default=(), repr=False)
+    """Credentials ("basic:USER:PASSWORD", "bearer:TOKEN") every call must carry, as Armada requires; the
+    Kubernetes API and the ingress controller require them too."""
     tls_cert: str | pathlib.Path | None = None
     """With `tls_key` (PEM files): serve TLS instead of plaintext."""
     tls_key: str | pathlib.Path | None = None
@@ -56,10 +58,18 @@ class EmbeddedConfig:
     """The Kubernetes API's port on 127.0.0.1 (0: any free one)."""
     ingress_port: int = 0
     """The ingress controller's port on 127.0.0.1 (0: any free one)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names besides 127.0.0.1 and localhost the Kubernetes API answers to (others are refused: DNS
+    rebinding)."""
+    idle_seconds: float = IDLE_SECONDS
+    """How long a connection to the Kubernetes API or the ingress controller may idle before it is dropped."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queues", tuple(self.queues))
         object.__setattr__(self, "auth", tuple(self.auth))
+        object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))
+        if not self.idle_seconds > 0:
+            raise InvalidConfig("idle_seconds", self.idle_seconds, "give a number of seconds above 0")
         if self.default_priority_class not in PRIORITY_CLASSES:
             raise InvalidConfig(
                 "default_priority_class", self.default_priority_class, f"use one of {', '.join(PRIORITY_CLASSES)}"
@@ -74,6 +84,11 @@ class EmbeddedConfig:
     def credentials(self) -> Optional[Credentials]:
         """The accepted credentials; None: no authentication."""
         return Credentials.parse(self.auth)
+
+    @property
+    def http_guard(self) -> HttpGuard:
+        """What the server's HTTP parts (and the view beside it) check: Host names and these credentials."""
+        return HttpGuard.of(self.credentials, self.allowed_hosts, self.idle_seconds)
 
     @property
     def tls(self) -> Optional[TlsFiles]:

@@ -14,9 +14,10 @@ import pathlib
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from armada_flyte.connector.config import settings as connector_settings
+from armada_flyte.http_guard import IDLE_SECONDS, HttpGuard, misdirected
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +97,43 @@ def blob_credentials_manifest() -> dict[str, Any]:
 
 
 class LocalBlobServer:
-    """moto's S3-compatible server on 127.0.0.1, in a thread of this process."""
+    """moto's S3-compatible server on 127.0.0.1, in a thread of this process.
 
-    def __init__(self, port: int = 0, bucket: str = BUCKET):
+    moto takes any keys (it checks no signature), so the server answers only requests whose Host names
+    this machine or an allowed name (a web page can't read the bucket through a DNS name rebound to
+    127.0.0.1), and drops connections idle longer than `idle_seconds`."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        bucket: str = BUCKET,
+        *,
+        allowed_hosts: Iterable[str] = (),
+        idle_seconds: float = IDLE_SECONDS,
+    ):
         self._port = port
         self.bucket = bucket
+        self._guard = HttpGuard.of(None, allowed_hosts, idle_seconds)
         self._server: Any = None
+        self._thread: Optional[threading.Thread] = None
         self.endpoint = ""
 
     def start(self) -> LocalBlobServer:
-        from moto.server import ThreadedMotoServer
+        from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        class Handler(MotoRequestHandler):
+            timeout = self._guard.idle_seconds  # read by StreamRequestHandler.setup
+
+            def log_error(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+                log.debug("blob store: " + format, *args)  # a dropped idle connection is no error
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        app = _HostCheck(DomainDispatcherApplication(create_backend_app), self._guard)
+        self._server = make_server("127.0.0.1", self._port, app, threaded=True, request_handler=Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="blob-store", daemon=True)
+        self._thread.start()
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._create_bucket()
         return self
 
@@ -129,8 +151,30 @@ class LocalBlobServer:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.stop()
+            self._server.shutdown()
+            self._server.server_close()
             self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
+class _HostCheck:
+    """WSGI middleware: answers 421 to a request whose Host `guard` does not allow, passes the rest on."""
+
+    def __init__(self, app: Any, guard: HttpGuard):
+        self._app = app
+        self._guard = guard
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        host = environ.get("HTTP_HOST")
+        if self._guard.host_allowed(host):
+            return self._app(environ, start_response)
+        refusal = misdirected(host, self._guard.allowed_hosts)
+        body = (refusal.message + "\n").encode()
+        headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        start_response(f"{refusal.status} {refusal.reason}", headers)
+        return [body]
 
 
 def stop_connector_view(within: float = 5.0) -> None:
@@ -160,16 +204,24 @@ def stop_connector_view(within: float = 5.0) -> None:
 
 @contextlib.contextmanager
 def stack_view(
-    stack: LocalEndpoints, *, port: int = 0, settings: Optional[connector_settings.ConnectorConfig] = None
+    stack: LocalEndpoints,
+    *,
+    port: int = 0,
+    settings: Optional[connector_settings.ConnectorConfig] = None,
+    guard: Optional[HttpGuard] = None,
 ) -> Iterator[str]:
     """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
 
-    `settings` say how to reach the server when it needs TLS or credentials."""
+    `settings` say how to reach the server when it needs TLS or credentials. The view requires what the
+    server's HTTP parts do (`guard`, default the embedded server's: its credentials, its allowed Host
+    names): it shows what the server tells those settings' credentials."""
     from armada_flyte.connector.config.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
     settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)
-    with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port) as view:
+    if guard is None:
+        guard = stack.server.config.http_guard if stack.server is not None else HttpGuard()
+    with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port, guard=guard) as view:
         yield view.url
 
 
@@ -193,6 +245,7 @@ def local_stack(
     state_dir: Optional[pathlib.Path] = None,
     kubeconfig: Optional[pathlib.Path] = None,
     ingress_port: int = 0,
+    allowed_hosts: tuple[str, ...] = (),
     armada_url: str = "",
 ) -> Iterator[LocalEndpoints]:
     """Start the embedded Armada server and (unless `blob_store` is false) the blob store; stop
@@ -204,13 +257,14 @@ def local_stack(
     `state_dir` keeps the server's state there across restarts; None (the default) keeps it in
     memory, so each stack starts empty. `paused` holds leases (nothing runs), as `EmbeddedArmada` does.
     `kubeconfig` is where the server writes the kubeconfig of its read-only Kubernetes API (default:
-    in `state_dir`, else a temporary file).
+    in `state_dir`, else a temporary file). `allowed_hosts` are Host names besides 127.0.0.1 and
+    localhost that the blob store, the Kubernetes API and the view answer to.
 
     `armada_url` names an Armada already running (real Armada on a bed, scripts/real-armada.sh) to
     use instead of starting the embedded server; its executor must then hold the Secrets
     (`BLOB_CREDENTIALS_SECRET` and any task secrets), its queue must exist, and the server
     options above do not apply."""
-    blob = LocalBlobServer(blob_port).start() if blob_store else None
+    blob = LocalBlobServer(blob_port, allowed_hosts=allowed_hosts).start() if blob_store else None
     try:
         if armada_url:
             endpoints = LocalEndpoints(armada_url, blob.endpoint if blob else "", BUCKET, queue)
@@ -238,6 +292,7 @@ def local_stack(
                 state_dir=state_dir,
                 kubeconfig=kubeconfig,
                 ingress_port=ingress_port,
+                allowed_hosts=allowed_hosts,
             )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)

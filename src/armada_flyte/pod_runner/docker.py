@@ -9,6 +9,12 @@ ends OOMKilled.
 With Docker and QEMU binfmt installed, an arm64 pod really runs as linux/arm64 on an amd64
 machine (emulated, so slower). Containers share the host network, so pods reach the embedded
 server and a local blob store on 127.0.0.1 as the process executor's pods do.
+
+Containers are fenced (`pod_fence.py`): every capability dropped and only the ones Kubernetes'
+container runtime leaves a container added back (containerd's default set, `defaultUnixCaps` in
+its pkg/oci/spec.go), less NET_RAW, which on the host network would let a pod read and forge the
+host's traffic (Pod Security Standards' baseline allows the same list: it leaves NET_RAW out too);
+no-new-privileges; a pids limit; and a file-size limit (ulimit fsize).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, Callable, Optional
 
 import docker
 import docker.errors
+import docker.types
 import requests
 
 from armada_flyte.architecture import host_architecture_name
@@ -30,6 +37,7 @@ from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import container_requests
 from armada_flyte.pod_runner.container_env import container_env
 from armada_flyte.pod_runner.model import ContainerEnd, PodEnd, PodLaunch, RunReporter
+from armada_flyte.pod_runner.pod_fence import PodFence, run_as_group, run_as_user
 from armada_flyte.pod_runner.pod_log import PodLog
 from armada_flyte.pod_runner.pod_secrets import SecretFile
 from armada_flyte.pod_runner.pod_threads import PodState, PodThreads, stop_together
@@ -39,16 +47,35 @@ log = logging.getLogger(__name__)
 _STOP_GRACE_SECONDS = 2
 _STOPPED = "the pod was stopped before it started"
 LABEL_JOB_ID = "armada-flyte.dev/job-id"
+CAPABILITIES = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+)
+"""What a container gets back after dropping ALL: containerd's default set less NET_RAW."""
 
 
-def container_options(pod: PodLaunch, spec: Any = None, name: str = "") -> dict[str, Any]:
+def container_options(pod: PodLaunch, spec: Any = None, name: str = "", fence: PodFence = PodFence()) -> dict[str, Any]:
     """Keyword arguments for `docker.containers.create` that run container `spec` (the first main one by
-    default) of the pod as Kubernetes would.
+    default) of the pod as Kubernetes would, fenced by `fence`.
 
     `command` replaces the image's entrypoint and `args` its cmd, as in a pod; limits become
-    Docker's cpu and memory limits; volume mounts become the pod's Docker volumes.
+    Docker's cpu and memory limits; volume mounts become the pod's Docker volumes; runAsUser (the
+    container's, else the pod's) and runAsGroup become the user.
     """
     container = spec if spec is not None else pod.container
+    limits = container_requests(container)
+    file_size = fence.file_size_for(limits.get("ephemeral-storage", 0) // 1000)
     options: dict[str, Any] = {
         "image": container.image,
         "entrypoint": list(container.command) or None,
@@ -59,7 +86,16 @@ def container_options(pod: PodLaunch, spec: Any = None, name: str = "") -> dict[
         "network_mode": "host",
         "name": name or pod.pod_name,
         "labels": {LABEL_JOB_ID: pod.job_id},
+        "cap_drop": ["ALL"],
+        "cap_add": list(CAPABILITIES),
+        "security_opt": ["no-new-privileges"],
+        "pids_limit": fence.pids_limit,
+        "ulimits": [docker.types.Ulimit(name="fsize", soft=file_size, hard=file_size)],
     }
+    uid = run_as_user(pod.pod, container)
+    if uid is not None:
+        group = run_as_group(pod.pod, container)
+        options["user"] = f"{uid}:{group}" if group is not None else str(uid)
     # Secret volumes are not Docker volumes: their files are copied into the container before it starts.
     mounts = [m for m in container.volumeMounts if m.name not in pod.secrets.secret_volumes]
     if mounts:
@@ -67,7 +103,6 @@ def container_options(pod: PodLaunch, spec: Any = None, name: str = "") -> dict[
             pod_volume(pod, mount.name): {"bind": mount.mountPath, "mode": "ro" if mount.readOnly else "rw"}
             for mount in mounts
         }
-    limits = container_requests(container)
     if "cpu" in limits:
         options["nano_cpus"] = limits["cpu"] * 1_000_000
     if "memory" in limits:
@@ -94,11 +129,12 @@ class _PodContainer(PodState):
 class DockerPodRunner(PodThreads[_PodContainer]):
     """Runs pods through the Docker Engine API (the `docker` package); needs a reachable daemon."""
 
-    def __init__(self, client: Any = None):
+    def __init__(self, client: Any = None, fence: PodFence = PodFence()):
         super().__init__()
         if client is None:
             client = _connect()
         self._client = client
+        self.fence = fence
         self.host_architecture = host_architecture_name()
 
     shutdown_grace_seconds = _STOP_GRACE_SECONDS
@@ -231,7 +267,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         return container
 
     def _create_container(self, pod: PodLaunch, spec: Any, name: str) -> Any:
-        options = container_options(pod, spec, name)
+        options = container_options(pod, spec, name, self.fence)
         image, platform = options["image"], options["platform"]
         try:
             return self._client.containers.create(**options)

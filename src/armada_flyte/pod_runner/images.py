@@ -117,6 +117,9 @@ class ImageCatalogue:
     def references(self) -> list[str]:
         return [image.reference for image in self._images.values()]
 
+    def program_folders(self) -> list[pathlib.Path]:
+        return [image.programs for image in self._images.values() if image.programs is not None]
+
 
 def pull_failure_message(reference: str) -> str:
     """The kubelet's warning event for an image no node holds and no registry gave (containerd's wording)."""

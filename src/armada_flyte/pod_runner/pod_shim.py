@@ -20,16 +20,25 @@ is also why it is one file of over 400 lines: it can import no module of this pa
   limit (its ru_maxrss) also reads OOMKilled;
 - it pins the container to the CPUs the server chose (`cpu_pins.py`: whole-CPU limits only),
   and, when asked (CPU_NICE in its environment, which the container doesn't see), lowers the
-  container's CPU priority, its session's autogroup included; when the server runs as root, it
-  starts the container without any capabilities, so the pod cannot read other processes' memory or
-  environment (the server marks itself non-dumpable for the same reason);
+  container's CPU priority, its session's autogroup included;
+- it fences the container (`pod_fence.py`, `host_view.py`): no process of it gains privileges by exec
+  (no_new_privs: a setuid program such as sudo runs with the pod's rights), no file it writes grows
+  past RLIMIT_FSIZE (the end then reads FileSizeLimit), and a check that finds it holding the pod's
+  limit of processes and threads stops it (PidsLimit). When the server runs as root, the container
+  runs as the pod's own uid (with RLIMIT_NPROC at that limit, which the kernel counts per uid, so
+  the kernel holds it there) in a mount namespace of its own, where the server's home and folders
+  other users can't enter are empty but for what the pod needs of them, and without any capability
+  (bounding and ambient sets emptied), so it reads neither other pods' files nor the server's
+  memory and environment;
 - when the container's main process ends, the rest of the container is killed, as a container
   runtime does, and the end ("<exit code> <reason> <most seen bytes> reaped|left") is written to the
   status file descriptor: "reaped" once none of the container's processes is left, so the server
   need not look for them (a scan of all of /proc, the most of its CPU a pod on a busy machine).
 
-Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST [MEMORY_FOLDER...] -- COMMAND [ARG...]
-(0 for no memory limit, "-" for no CPU pinning; MEMORY_FOLDERs count toward the memory usage).
+Usage: pod_shim.py STATUS_FD SERVER_PID MEMORY_LIMIT_BYTES CPU_LIST [OPTION...] -- COMMAND [ARG...]
+(0 for no memory limit, "-" for no CPU pinning). Options: --memory=FOLDER (its files count toward the
+memory usage), --pids=N (stop the container at N tasks), --fsize=BYTES, --uid=UID (run as UID, group
+UID, with RLIMIT_NPROC at --pids), --hide=FOLDER, --show-ro=FOLDER and --show-rw=FOLDER (inside a hidden one).
 """
 
 # The C module under `signal`: the same calls and numbers, without `signal`'s enum classes, whose import is a
@@ -46,6 +55,10 @@ import time
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNS = 0x20000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -89,22 +102,41 @@ def _on_child(signum, frame):
 
 def descendants():
     """Every live process below this one (all of them are, since this process is a subreaper)."""
-    children = _child_lists if _HAS_CHILD_LISTS else _children_from_scan()
-    found, todo = [], [os.getpid()]
+    return descendants_and_tasks()[0]
+
+
+def descendants_and_tasks():
+    """Every live process below this one, and how many tasks (threads) they run: what RLIMIT_NPROC and a
+    pids cgroup count."""
+    shim = os.getpid()
+    found, todo, tasks = [], [shim], [0]
+    children = (lambda pid: _child_lists(pid, tasks, pid != shim)) if _HAS_CHILD_LISTS else _children_from_scan()
     while todo:
         below = children(todo.pop())
         found.extend(below)
         todo.extend(below)
-    return found
+    if not _HAS_CHILD_LISTS:
+        tasks[0] = sum(_task_count(pid) for pid in found)
+    return found, tasks[0]
 
 
-def _child_lists(pid):
-    """The children of `pid`, from the kernel's per-thread child lists (no scan of all of /proc)."""
+def _task_count(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+def _child_lists(pid, tasks, count):
+    """The children of `pid`, from the kernel's per-thread child lists (no scan of all of /proc); with `count`,
+    its thread count is added to `tasks[0]`."""
     children = []
     try:
         threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return children
+    if count:
+        tasks[0] += len(threads)
     for tid in threads:
         try:
             with open(f"/proc/{pid}/task/{tid}/children", "rb") as listing:
@@ -229,11 +261,13 @@ class FolderWrites:
                     self._watch_tree(os.path.join(self._watched[wd], os.fsdecode(name)))
 
 
-class MemoryWatch:
-    """The container's memory usage against its limit, checked more often the faster it nears the limit."""
+class ContainerWatch:
+    """The container's memory usage against its limit (0: none), checked more often the faster it nears the
+    limit, and its tasks against the pod's pids limit (0: none)."""
 
-    def __init__(self, limit, folders):
+    def __init__(self, limit, folders, pids_limit=0):
         self.limit = limit
+        self.pids_limit = pids_limit
         self.folders = folders
         self.writes = FolderWrites(folders) if folders else None
         self.peak = 0
@@ -245,8 +279,22 @@ class MemoryWatch:
         self._last = None
         """(time, usage) of the last check."""
 
-    def over_limit(self):
-        pids = descendants()
+    def breach(self):
+        """None while the container keeps within its limits, else why it must end: OOMKilled, or PidsLimit when
+        it holds the pod's limit of tasks (where the pod's forks fail: a fork bomb, most likely)."""
+        pids, tasks = descendants_and_tasks()
+        if self.pids_limit and tasks >= self.pids_limit:
+            return "PidsLimit"
+        if not self.limit:
+            self.next_check = time.monotonic() + SLOWEST_CHECK_SECONDS
+            return None
+        return "OOMKilled" if self.over_limit(pids) else None
+
+    def over_limit(self, pids=None):
+        """Whether the container's memory is over its limit."""
+        if not self.limit:
+            return False
+        pids = descendants() if pids is None else pids
         in_folders = folder_bytes(self.folders)
         usage = resident_bytes(pids) + in_folders
         self.most_seen = max(self.most_seen, usage, self.peak)
@@ -302,14 +350,78 @@ def reap_everything():
     return False
 
 
-def drop_capabilities():
-    """A root container gets no capabilities: none now, none after exec (bounding, inheritable, ambient empty)."""
+def fence(options):
+    """Keep the container to its pod (the shim's options, in order): its file-size limit, no privilege gained
+    by exec, and, when the server is root, its view of the host, its own uid (with the pod's RLIMIT_NPROC)
+    and no capabilities."""
+    values = {}
+    for name, value in options:
+        values.setdefault(name, []).append(value)
+    if "fsize" in values:
+        set_limit(resource.RLIMIT_FSIZE, int(values["fsize"][0]))
+    if not sys.platform.startswith("linux"):
+        return
+    if "hide" in values:
+        shown = [(value, name == "show-rw") for name, value in options if name in ("show-ro", "show-rw")]
+        show_only(values["hide"], shown)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if os.geteuid() != 0:
+        return
     for cap in range(64):
         _prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    if hasattr(_libc, "capset"):
+    if "uid" in values:
+        uid = int(values["uid"][0])
+        if "pids" in values:
+            set_limit(resource.RLIMIT_NPROC, int(values["pids"][0]))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from root to another uid: every capability goes too
+    elif hasattr(_libc, "capset"):
         header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
         _libc.capset(header, (ctypes.c_uint32 * 6)())
+
+
+def set_limit(kind, value):
+    """Soft and hard limit `value` (never above the current hard limit), so the container can't lift it."""
+    _, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def show_only(hidden, shown):
+    """In a mount namespace of the container's own, each hidden folder is an empty tmpfs and each shown
+    (folder, writable), inside one, is bound back into it as it is (read-only unless writable). Without a
+    namespace (no CAP_SYS_ADMIN: a root server in a container) the hidden folders' own modes fence them, unless
+    the pod needs something inside them."""
+    cwd = os.getcwd()
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        if not shown:
+            return
+        raise OSError(ctypes.get_errno(), "no mount namespace to show the pod the server's files it needs (unshare)")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Opened in the new namespace (a bind mount's source must be in it), before the tmpfs covers them.
+    sources = [(folder, writable, os.open(folder, os.O_PATH | os.O_CLOEXEC)) for folder, writable in shown]
+    for folder in hidden:
+        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for folder, writable, source in sources:
+        os.makedirs(folder, exist_ok=True)
+        mount(f"/proc/self/fd/{source}", folder, None, MS_BIND | MS_REC)
+        if not writable:
+            kept = os.statvfs(folder).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+        os.close(source)
+    os.chdir(cwd)
+
+
+def mount(source, target, kind, flags, data=None):
+    def c(text):
+        return None if text is None else os.fsencode(text)
+
+    if _libc.mount(c(source), c(target), c(kind), ctypes.c_ulong(flags), c(data)) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{os.strerror(number)}: mount {target}")
 
 
 def lower_priority(nice):
@@ -323,13 +435,8 @@ def lower_priority(nice):
 
 
 def limit_data(memory_limit):
-    """Cap every process's private writable memory at the memory limit + DATA_HEADROOM_BYTES (never above the
-    current hard limit), soft and hard, so the container can't lift it."""
-    cap = memory_limit + DATA_HEADROOM_BYTES
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+    """Cap every process's private writable memory at the memory limit + DATA_HEADROOM_BYTES."""
+    set_limit(resource.RLIMIT_DATA, memory_limit + DATA_HEADROOM_BYTES)
 
 
 def start_baseline():
@@ -357,8 +464,9 @@ def default_signals():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-def start_container(command, cpus, memory_limit, status_fd):
-    """Fork and exec the container's command; returns its pid once the exec is done (or has failed)."""
+def start_container(command, cpus, memory_limit, status_fd, options=()):
+    """Fork and exec the container's command, fenced by `options`; returns its pid once the exec is done (or
+    has failed)."""
     exec_read, exec_write = os.pipe()  # both close-on-exec: EOF on the read end means the exec happened
     pid = os.fork()
     if pid:
@@ -379,8 +487,7 @@ def start_container(command, cpus, memory_limit, status_fd):
             os.sched_setaffinity(0, cpus)
         if memory_limit and _HAS_PROC:
             limit_data(memory_limit)
-        if os.geteuid() == 0 and sys.platform.startswith("linux"):
-            drop_capabilities()
+        fence(options)
         os.execvp(command[0], command)
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the shim
         os.write(2, f"failed to start {command[0]}: {exc}\n".encode())
@@ -416,12 +523,16 @@ def supervise(main_pid, watch, wakeup_fd, baseline):
                         watch.main_ended(rusage, baseline)
                         if watch.over_limit():
                             return 137, "OOMKilled"
+                    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXFSZ:
+                        return code, "FileSizeLimit"
                     return code, "Completed" if code == 0 else "Error"
         except ChildProcessError:
             return 137, "Error"
-        if watch and time.monotonic() >= watch.next_check and watch.over_limit():
-            signal_all(signal.SIGKILL)
-            return 137, "OOMKilled"
+        if watch and time.monotonic() >= watch.next_check:
+            breach = watch.breach()
+            if breach:
+                signal_all(signal.SIGKILL)
+                return 137, breach
         wait_for_news(watch, wakeup_fd)
 
 
@@ -447,7 +558,9 @@ def main(argv):
     status_fd, server_pid, memory_limit = int(argv[1]), int(argv[2]), int(argv[3])
     cpus = {int(c) for c in argv[4].split(",")} if argv[4] != "-" else set()
     separator = argv.index("--")
-    memory_folders = argv[5:separator]
+    options = [arg[2:].partition("=")[::2] for arg in argv[5:separator]]
+    memory_folders = [value for name, value in options if name == "memory"]
+    pids_limit = next((int(value) for name, value in options if name == "pids"), 0)
     command = argv[separator + 1 :]
     wakeup_read, wakeup_write = os.pipe()
     os.set_blocking(wakeup_read, False)
@@ -460,9 +573,11 @@ def main(argv):
     if os.getppid() != server_pid:
         return 137  # the server died before the death signal was armed
     _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    watch = MemoryWatch(memory_limit, memory_folders) if memory_limit and _HAS_PROC else None
+    watch = (
+        ContainerWatch(memory_limit, memory_folders, pids_limit) if (memory_limit or pids_limit) and _HAS_PROC else None
+    )
     baseline = start_baseline()
-    main_pid = start_container(command, cpus, memory_limit, status_fd)
+    main_pid = start_container(command, cpus, memory_limit, status_fd, options)
     code, reason = supervise(main_pid, watch, wakeup_read, baseline)
     reaped = reap_everything()
     try:

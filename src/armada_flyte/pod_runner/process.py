@@ -6,7 +6,9 @@ and fails with the exit code of the first that failed. Each container is a proce
 through the container shim (`pod_shim.py`), which ends the container's processes with it, with
 the server (even on SIGKILL), and when they go over the container's memory limit (OOMKilled).
 Every container's stdout and stderr become the job's log. Pods run on this machine's CPU: when
-the pod's node group has another architecture, the log and job details say so plainly.
+the pod's node group has another architecture, the log and job details say so plainly. Pods are
+fenced (`pod_fence.py`): limits on processes and file size, and, when the server is root, a uid of
+their own and a view of the host without the server's home (`host_view.py`).
 """
 
 from __future__ import annotations
@@ -33,17 +35,23 @@ from armada_flyte.kube import container_requests
 from armada_flyte.pod_runner import process_tree
 from armada_flyte.pod_runner.cpu_pins import CpuPins
 from armada_flyte.pod_runner.cpu_shares import cpu_nice
+from armada_flyte.pod_runner.host_view import HostView, host_view, needed_by_pods, server_homes
 from armada_flyte.pod_runner.images import Image, ImageCatalogue, pull_failure_message, pull_failure_reason
 from armada_flyte.pod_runner.model import ContainerEnd, PodEnd, PodLaunch, RunReporter
+from armada_flyte.pod_runner.pod_fence import PodFence, PodUids, root_refused, run_as_user, shim_options
 from armada_flyte.pod_runner.pod_log import PodLog
 from armada_flyte.pod_runner.pod_shim import CPU_NICE
 from armada_flyte.pod_runner.pod_threads import PodState, PodThreads, stop_together
 from armada_flyte.pod_runner.sandbox import (
     DEFAULT_PRIVATE_PREFIXES,
     Sandbox,
+    hand_over,
     place_secret_files,
     place_service_account,
+    remove_inside,
+    take_back,
 )
+from armada_flyte.pod_runner.shim_report import ContainerLimits, container_end, read_shim_report
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +81,7 @@ class _Container:
     process: subprocess.Popen
     status: int
     """The read end of the shim's status pipe."""
-    memory_limit: int
+    limits: ContainerLimits
     cpus: tuple[int, ...] = ()
     """The CPUs it is pinned to (none: it runs on every CPU)."""
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
@@ -104,6 +112,7 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         images: Optional[ImageCatalogue] = None,
         cpu_shares: bool = False,
         kubeconfig: Optional[Callable[[str], str]] = None,
+        fence: PodFence = PodFence(),
     ):
         super().__init__()
         self.images = images
@@ -115,6 +124,16 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         self._owns_root = sandbox_root is None
         self.sandbox_root = pathlib.Path(sandbox_root or tempfile.mkdtemp(prefix="armada-flyte-dev-")).resolve()
         self.sandbox_root.mkdir(parents=True, exist_ok=True)
+        self.fence = fence
+        self.uids: Optional[PodUids] = None
+        """The pods' own uids, when the server is root (else pods run as the server's user)."""
+        self.host_view = HostView()
+        if os.geteuid() == 0 and sys.platform.startswith("linux"):
+            self.uids = PodUids(fence)
+            self.sandbox_root.chmod(0o711)  # pods pass through to their own sandbox; none lists the others
+            self._take_back_left_sandboxes()
+            programs = images.program_folders() if images is not None else []
+            self.host_view = host_view(server_homes(), needed_by_pods(self.sandbox_root, programs))
         self.private_prefixes = private_prefixes
         self.host_architecture = host_architecture_name()
         # Finished pods' sandboxes stay for inspection, the newest `kept_sandboxes` of them, so a
@@ -127,6 +146,13 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
 
     def sandbox_of(self, job_id: str) -> pathlib.Path:
         return self.sandbox_root / job_id
+
+    def _take_back_left_sandboxes(self) -> None:
+        """Sandboxes a server stopped mid-pod left owned by a pod's uid go back to root, before a new pod gets
+        that uid."""
+        for entry in os.scandir(self.sandbox_root):
+            if entry.is_dir(follow_symlinks=False) and self.fence.owns(entry.stat(follow_symlinks=False).st_uid):
+                take_back(pathlib.Path(entry.path))
 
     def _new_state(self) -> _PodProcess:
         return _PodProcess()
@@ -165,6 +191,10 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             return PodEnd(137, _STOPPED)
         images = {}
         for container in [*pod.pod.initContainers, *pod.pod.containers]:
+            if self.uids is not None and run_as_user(pod.pod, container) == 0:
+                error = root_refused(container.name)
+                pod.log.write("stderr", error)
+                return PodEnd(128, error, (ContainerEnd(container.name, 128, "CreateContainerConfigError", error),))
             image = self.images.find(container.image) if self.images is not None else None
             if self.images is not None and image is None:
                 return self._pull_failed(pod, container, state)
@@ -185,14 +215,46 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
                 f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
                 f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
             )
+        uid = self.uids.take() if self.uids is not None else None
+        if uid is not None and any(run_as_user(pod.pod, c) for c in [*pod.pod.initContainers, *pod.pod.containers]):
+            reporter.note(pod.run_id, f"runAsUser was not followed: process pods run as a uid of their own ({uid})")
+        secret_files: list[pathlib.Path] = []
+        try:
+            views = self._prepare(pod, images, uid, secret_files)
+            return self._run_containers(pod, reporter, state, views, uid)
+        finally:
+            root = self.sandbox_of(pod.job_id).resolve()
+            remove_inside(root, secret_files)
+            if uid is not None and self.uids is not None:
+                take_back(root)
+                self.uids.give_back(uid)
+
+    def _prepare(
+        self, pod: PodLaunch, images: dict[str, Optional[Image]], uid: Optional[int], secret_files: list[pathlib.Path]
+    ) -> dict[str, Sandbox]:
+        """The pod's sandbox, all of it, before any container runs (as a kubelet sets a pod's volumes up), then
+        given to the pod's uid: each container's view of it. The secret files placed are added to `secret_files`."""
         # Secret volumes' mount paths are private paths of the pod: an env var naming a secret file
         # (FLYTE_SECRETS_DEFAULT_DIR, a file secret's as_env_var) points into the sandbox too.
         sandbox = Sandbox.create(self.sandbox_of(pod.job_id), (*self.private_prefixes, *pod.secrets.mount_paths))
         kubeconfig = self.kubeconfig(pod.namespace) if self.kubeconfig is not None else None
         place_service_account(sandbox, pod.namespace, kubeconfig)
+        views = {}
+        for spec in [*pod.pod.initContainers, *pod.pod.containers]:
+            view = sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes, image=images[spec.name])
+            view.make_folders(spec)
+            secret_files += place_secret_files(view, pod.secrets.of(spec.name).files)
+            views[spec.name] = view
+        if uid is not None:
+            hand_over(sandbox.root, uid)
+        return views
+
+    def _run_containers(
+        self, pod: PodLaunch, reporter: RunReporter, state: _PodProcess, views: dict[str, Sandbox], uid: Optional[int]
+    ) -> PodEnd:
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
-            started = self._start(pod, spec, sandbox, state, images[spec.name])
+            started = self._start(pod, spec, views[spec.name], state, uid)
             if started is None:
                 return PodEnd(137, _STOPPED, tuple(ends))
             (end,) = self._wait_for(pod, [started])
@@ -201,7 +263,7 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
                 return _failed_pod(ends, end, init=True)
         started_mains = []
         for spec in pod.pod.containers:
-            started = self._start(pod, spec, sandbox, state, images[spec.name])
+            started = self._start(pod, spec, views[spec.name], state, uid)
             if started is None:
                 self.kill(pod.run_id, 0)
                 break
@@ -225,18 +287,18 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         return PodEnd(0, pull_failure_reason(container.image), (), IMAGE_PULL_FAILED)
 
     def _start(
-        self, pod: PodLaunch, spec: Any, pod_sandbox: Sandbox, state: _PodProcess, image: Optional[Image]
+        self, pod: PodLaunch, spec: Any, sandbox: Sandbox, state: _PodProcess, uid: Optional[int]
     ) -> Optional[_Container]:
-        """Start one container through the shim; None when the pod was stopped first."""
-        sandbox = pod_sandbox.for_container(spec, skip_volumes=pod.secrets.secret_volumes, image=image)
+        """Start one container through the shim, in its view of the sandbox; None when the pod was stopped first."""
         memory_folders = sandbox.memory_folders(spec, _memory_volumes(pod.pod))
-        place_secret_files(sandbox, pod.secrets.of(spec.name).files)
         env = sandbox.environment(spec, pod)
         env[process_tree.POD_MARK] = _mark(pod.run_id, spec.name)
         limits = container_requests(spec)
         if self.cpu_shares:
             env[CPU_NICE] = str(cpu_nice(limits.get("cpu", 0)))
         memory_limit = limits.get("memory", 0) // 1000
+        storage = limits.get("ephemeral-storage", 0) // 1000
+        fence = shim_options(self.fence, storage, uid, self.host_view.shim_arguments())
         read_end, write_end = os.pipe()
         cpus: tuple[int, ...] = ()
         try:
@@ -254,7 +316,8 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
                         str(os.getpid()),
                         str(memory_limit),
                         ",".join(map(str, cpus)) or "-",
-                        *(str(folder) for folder in memory_folders),
+                        *fence,
+                        *(f"--memory={folder}" for folder in memory_folders),
                         "--",
                         *sandbox.argv(spec),
                     ],
@@ -266,7 +329,8 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
                     start_new_session=True,
                     pass_fds=(write_end,),
                 )
-                container = _Container(spec.name, process, read_end, memory_limit, cpus)
+                ends_at = ContainerLimits(memory_limit, self.fence.pids_limit, self.fence.file_size_for(storage))
+                container = _Container(spec.name, process, read_end, ends_at, cpus)
                 state.containers.append(container)
                 return container
         except BaseException:
@@ -282,10 +346,10 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             _pump_output(containers, pod.log)
             ends = []
             for container in containers:
-                report = _shim_report(container, container.process.wait())
+                report = read_shim_report(container.status, container.process.wait())
                 if not report.reaped:  # the shim was killed, or a process outlived its SIGKILLs
                     process_tree.terminate(container.process.pid, 0, _mark(pod.run_id, container.name))
-                ends.append(_container_end(container, report))
+                ends.append(container_end(container.name, report, container.limits, container.stderr))
             return ends
         finally:
             for container in containers:
@@ -303,47 +367,6 @@ def _memory_volumes(pod: Any) -> frozenset[str]:
 
 def _mark(run_id: str, container: str) -> str:
     return f"{run_id}/{container}"
-
-
-@dataclass(frozen=True)
-class _ShimReport:
-    code: int
-    reason: str
-    most_seen: int
-    """The most memory the container was seen using (bytes; reported when it was OOMKilled)."""
-    reaped: bool
-    """The shim saw every process of the container gone."""
-
-
-def _shim_report(container: _Container, shim_code: int) -> _ShimReport:
-    """What the shim reported ("<code> <reason> <most seen> reaped|left"), or (when it was killed) its own exit."""
-    try:
-        report = os.read(container.status, 64).decode().split()
-    except OSError:
-        report = []
-    finally:
-        os.close(container.status)
-    if len(report) == 4 and report[0].lstrip("-").isdigit() and report[2].isdigit():
-        return _ShimReport(int(report[0]), report[1], int(report[2]), report[3] == "reaped")
-    code = shim_code if shim_code >= 0 else 128 - shim_code
-    return _ShimReport(code, "Completed" if code == 0 else "Error", 0, False)
-
-
-def _container_end(container: _Container, report: _ShimReport) -> ContainerEnd:
-    """How the container ended, as a kubelet reports it."""
-    code, reason, most_seen = report.code, report.reason, report.most_seen
-    if reason == "OOMKilled":
-        message = (
-            f"the container's processes went over its memory limit ({container.memory_limit} bytes, "
-            "counting its files in /dev/shm and Memory emptyDirs)"
-        )
-        if most_seen:
-            message += f"; the most it was seen using: {most_seen} bytes"
-    elif code != 0:
-        message = "\n".join(container.stderr) or f"container {container.name} exited with code {code}"
-    else:
-        message = ""
-    return ContainerEnd(container.name, code, reason, message)
 
 
 def _failed_pod(ends: list[ContainerEnd], failed: ContainerEnd, init: bool) -> PodEnd:

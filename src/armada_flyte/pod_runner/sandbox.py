@@ -8,8 +8,11 @@ paths as well: each volume is a folder of the sandbox (`volumes/<name>`), so con
 pod that mount the same volume share it, as they would an emptyDir. Every mapped path is
 normalised first, so `..` never climbs out of the sandbox.
 
-The sandbox keeps the server's own paths apart from the pod's; it is not a security boundary
-against code that opens host paths on purpose (use the docker executor for that).
+The sandbox keeps the server's own paths apart from the pod's. On its own it is not a security
+boundary against code that opens host paths on purpose: what fences a pod of a root server is its uid
+(`pod_fence.py`), which owns its sandbox (mode 0700) from the moment the runner has made all of it, before
+any container starts, so the runner never writes where a pod could have put a link; when the pod ends,
+its secret files are removed (without following links) and the sandbox goes back to root.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import os
 import pathlib
 import posixpath
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from armada_flyte.pod_runner.container_env import container_env
 from armada_flyte.pod_runner.images import Image
@@ -52,7 +56,11 @@ class Sandbox:
 
     @classmethod
     def create(cls, root: pathlib.Path, private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES) -> Sandbox:
+        """A new sandbox at `root`, private to its owner (what was there before is removed: a new run of a job
+        starts afresh, as a new pod's volumes do)."""
         sandbox = cls(root.resolve(), tuple(_clean(p) for p in private_prefixes))
+        shutil.rmtree(sandbox.root, ignore_errors=True)
+        sandbox.root.mkdir(mode=0o700, parents=True)
         for folder in (sandbox.home, sandbox.tmp, *(sandbox.inside(p) for p in sandbox.private_prefixes)):
             folder.mkdir(parents=True, exist_ok=True)
         return sandbox
@@ -71,7 +79,6 @@ class Sandbox:
             folder = _clean(
                 posixpath.join("/volumes", _clean(mount.name).lstrip("/"), _clean(mount.subPath).lstrip("/"))
             )
-            self.inside(folder).mkdir(parents=True, exist_ok=True)
             mounts.append((_clean(mount.mountPath), folder))
         mounts.sort(key=lambda m: len(m[0]), reverse=True)
         return replace(self, mounts=tuple(mounts), image=image)
@@ -120,9 +127,13 @@ class Sandbox:
         return [self.map_paths(part) for part in parts]
 
     def working_dir(self, container: Any) -> pathlib.Path:
-        folder = self.inside(container.workingDir) if container.workingDir else self.root
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        return self.inside(container.workingDir) if container.workingDir else self.root
+
+    def make_folders(self, container: Any) -> None:
+        """Make the folders of `container`'s volume mounts and its working directory (before any container runs)."""
+        for _, folder in self.mounts:
+            self.inside(folder).mkdir(parents=True, exist_ok=True)
+        self.working_dir(container).mkdir(parents=True, exist_ok=True)
 
     def environment(
         self, container: Any, launch: PodLaunch, host_env: Mapping[str, str] | None = None
@@ -154,13 +165,56 @@ def _clean(path: str) -> str:
     return "/" + cleaned.lstrip("/")
 
 
-def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> None:
-    """Write a pod's secret-volume files where its container sees them: inside its sandbox."""
+def place_secret_files(sandbox: Sandbox, files: tuple[SecretFile, ...]) -> list[pathlib.Path]:
+    """Write a pod's secret-volume files where its container sees them: inside its sandbox; where they are."""
+    placed = []
     for secret_file in files:
         target = sandbox.inside(secret_file.path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(secret_file.data)
         target.chmod(secret_file.mode & 0o777)
+        placed.append(target)
+    return placed
+
+
+def hand_over(root: pathlib.Path, uid: int) -> None:
+    """Give the sandbox `root` and all in it to the pod's `uid` (its group too): called before any container
+    starts, so everything in it is the runner's own and nothing is a link a pod planted."""
+    for folder, folders, files in os.walk(root):
+        for name in [*folders, *files]:
+            os.lchown(os.path.join(folder, name), uid, uid)
+    os.chown(root, uid, uid)
+    root.chmod(0o700)
+
+
+def take_back(root: pathlib.Path) -> None:
+    """Once the pod has ended: only root enters its sandbox, so a later pod given the same uid can't."""
+    try:
+        os.chown(root, 0, 0)
+        root.chmod(0o700)
+    except FileNotFoundError:
+        pass  # the pod failed before its sandbox was made
+
+
+def remove_inside(root: pathlib.Path, paths: Iterable[pathlib.Path]) -> None:
+    """Remove the files `paths` of the sandbox `root` without following a link on the way: a pod may have
+    swapped a folder for a link out of its sandbox. A file it moved elsewhere stays (inside, root's only)."""
+    for path in paths:
+        *folders, name = path.relative_to(root).parts
+        try:
+            folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            for part in folders:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            os.unlink(name, dir_fd=folder)
+        except OSError:
+            pass
+        finally:
+            os.close(folder)
 
 
 def place_service_account(sandbox: Sandbox, namespace: str, kubeconfig: str | None) -> None:
@@ -174,8 +228,9 @@ def place_service_account(sandbox: Sandbox, namespace: str, kubeconfig: str | No
     if kubeconfig is not None:
         config = sandbox.home / ".kube" / "config"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(kubeconfig)
+        config.touch(mode=0o600)  # private before a token is written into it
         config.chmod(0o600)
+        config.write_text(kubeconfig)
 
 
 def _prefix_pattern(prefix: str) -> re.Pattern[str]:

@@ -27,6 +27,7 @@ from armada_flyte.errors import (
 )
 from armada_flyte.registry.bounded_http import Answer, BodyTooLarge, DeadlinePassed, UnreadableBody, bounded_get
 from armada_flyte.registry.credentials import RegistryCredentials, credentials_from_docker_config
+from armada_flyte.registry.destinations import Resolver, destination_problem, resolve
 from armada_flyte.registry.platforms import (
     INDEX_MEDIA_TYPES,
     MANIFEST_MEDIA_TYPES,
@@ -52,6 +53,7 @@ MAX_TOKEN_ANSWER_BYTES = 1024 * 1024
 _MAX_DETAIL = 300
 """Characters of a registry's own words quoted in our errors."""
 
+MAX_REDIRECTS = 5
 DEFAULT_TIMEOUT_SECONDS = 10.0
 """Bound on one whole lookup (every request it makes), not on each read."""
 
@@ -72,12 +74,16 @@ class RegistryClient:
         use_docker_config: bool = True,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         verify: Union[bool, ssl.SSLContext] = True,
+        resolver: Resolver = resolve,
     ):
         self._insecure_hosts = frozenset(insecure_hosts)
+        self._resolver = resolver
+        """How a destination's host is resolved to judge it (destinations.py); tests give their own."""
         self._credentials = dict(credentials or {})
         self._use_docker_config = use_docker_config
         self._timeout = timeout
-        self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=True)
+        self._http = httpx.Client(timeout=timeout, verify=verify, follow_redirects=False)
+        """Redirects are followed by `_send`, each judged first (registry/destinations.py)."""
         self._authorization: dict[tuple[str, str], str] = {}
 
     def __enter__(self) -> RegistryClient:
@@ -182,10 +188,38 @@ class RegistryClient:
         auth: Any = None,
         what: str = "it",
     ) -> Answer:
-        """One bounded GET; a non-200 answer's body is kept only as far as an error message needs."""
+        """One bounded GET, following at most MAX_REDIRECTS redirects the registry may send us to (credentials
+        only to its own host); a non-200 answer's body is kept only as far as an error message needs."""
         headers = {"Accept": accept}
         if authorization:
             headers["Authorization"] = authorization
+        origin = url
+        for _ in range(MAX_REDIRECTS + 1):
+            answer = self._send_once(ref, url, headers, limit, deadline, params, auth, what)
+            location = answer.headers.get("location") if answer.status in (301, 302, 303, 307, 308) else None
+            if location is None:
+                return answer
+            target = str(httpx.URL(url).join(location))
+            problem = destination_problem(self._base_url(ref), target, self._resolver)
+            if problem:
+                raise RegistryProtocolError(ref.registry, f"its redirect from {_clip(url)} is refused: {problem}")
+            if httpx.URL(target).host != httpx.URL(origin).host:
+                headers.pop("Authorization", None)  # a CDN's signed URL needs none; our token is not for it
+                auth = None
+            url, params = target, None
+        raise RegistryProtocolError(ref.registry, f"more than {MAX_REDIRECTS} redirects from {_clip(origin)}")
+
+    def _send_once(
+        self,
+        ref: ImageReference,
+        url: str,
+        headers: dict[str, str],
+        limit: int,
+        deadline: float,
+        params: Optional[Mapping[str, str]],
+        auth: Any,
+        what: str,
+    ) -> Answer:
         try:
             answer = bounded_get(
                 self._http, url, limit=limit, deadline=deadline, headers=headers, params=params, auth=auth
@@ -248,6 +282,9 @@ class RegistryClient:
                 ref.registry, f"its bearer challenge names no usable realm ({_clip(repr(realm))})"
             )
         realm_text = _clip(realm)
+        problem = destination_problem(self._base_url(ref), realm, self._resolver)
+        if problem:
+            raise RegistryProtocolError(ref.registry, f"its token service is refused: {problem}")
         if realm.startswith("http://") and credentials is not None and not self._base_url(ref).startswith("http://"):
             # A registry reached over TLS must not have our password sent in the clear.
             raise RegistryProtocolError(

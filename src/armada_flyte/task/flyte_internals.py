@@ -16,12 +16,15 @@ from flyte._task_plugins import TaskPluginRegistry
 _ON_FIRST_USE = {
     "build_code_bundle": ("flyte._code_bundle", "build_code_bundle"),
     "build_images": ("flyte._deploy", "build_images"),
+    "connector_servicers": ("flyte.connectors._server", None),
     "controller_state": ("flyte._internal.controllers", "_ControllerState"),
     "convert": ("flyte._internal.runtime.convert", None),
     "get_init_config": ("flyte._initialize", "get_init_config"),
     "get_proto_task": ("flyte._internal.runtime.task_serde", "get_proto_task"),
     "internal_ctx": ("flyte._context", "internal_ctx"),
     "io": ("flyte._internal.runtime.io", None),
+    "load_connectors": ("flyte.connectors.utils", "_load_connectors"),
+    "print_connector_metadata": ("flyte.connectors.utils", "print_metadata"),
     "render_task_template": ("flyte.connectors.utils", "_render_task_template"),
 }
 

@@ -1,6 +1,7 @@
 """The view's gRPC reads of an Armada: only services Armada users have, so a real Armada answers them too.
 
-Submit.GetQueues (else Jobs.GetActiveQueues) for the queues; Event.GetJobSetEvents for the jobs of
+Submit.Health for whether it serves (and why not, if it says); Submit.GetQueues (else
+Jobs.GetActiveQueues) for the queues; Event.GetJobSetEvents for the jobs of
 a job set (followed from the last message id, so each refresh reads only new events); Jobs'
 GetJobDetails and GetJobErrors; Binoculars' Logs; SchedulerReporting's job and queue reports.
 The channel and credentials are the connector's (TLS, CA bundle, token or basic auth), so
@@ -18,16 +19,19 @@ from armada_client.armada import (
     binoculars_pb2_grpc,
     event_pb2,
     event_pb2_grpc,
+    health_pb2,
     job_pb2,
     job_pb2_grpc,
     submit_pb2,
     submit_pb2_grpc,
 )
+from google.protobuf import empty_pb2
 
 from armada_flyte.connector.armada.auth import credentials_for
 from armada_flyte.connector.armada.channels import authorization_metadata, id_chunks, open_channel
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
+from armada_flyte.health_reasons import reason_in
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 
@@ -69,6 +73,20 @@ class ArmadaReader:
             return call(self._kw())
         except grpc.RpcError as exc:
             raise ArmadaReadError(f"Armada {what} at {self.url} failed: {exc.code().name}: {exc.details()}") from None
+
+    def not_serving(self) -> str:
+        """Why Armada says it is not serving (Submit.Health, with the reason the embedded server gives), or ""
+        while it serves or can't be asked (the reads then say what is wrong)."""
+        submit = submit_pb2_grpc.SubmitStub(self._channel())
+        try:
+            response, call = submit.Health.with_call(empty_pb2.Empty(), **self._kw())
+        except grpc.RpcError:
+            return ""
+        if response.status == health_pb2.HealthCheckResponse.SERVING:
+            return ""
+        said = f"Armada at {self.url} reports {health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)}"
+        reason = reason_in(call.trailing_metadata())
+        return f"{said}: {reason[0]}; {reason[1]}" if reason else said
 
     def queues(self) -> list[str]:
         """Every queue (Submit.GetQueues); a server without it: the queues with active jobs (GetActiveQueues)."""

@@ -1,7 +1,10 @@
 """Serves the view's pages on 127.0.0.1 with the standard library's threaded HTTP server.
 
 `/` is the overview, `/jobs/<job id>` a job's page. Each request reads Armada afresh (the
-reader follows job sets incrementally), so the page is as current as Armada's APIs.
+reader follows job sets incrementally), so the page is as current as Armada's APIs. The page shows
+what Armada tells the reader's credentials, so every request first passes an `HttpGuard`: its Host
+must name this machine (no DNS rebinding), and beside `armada-flyte dev --auth` it must carry one of
+the server's credentials (the browser asks for them).
 """
 
 from __future__ import annotations
@@ -10,13 +13,13 @@ import contextlib
 import logging
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote, urlsplit
 
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
+from armada_flyte.http_guard import GuardedHttpServer, GuardedRequestHandler, HttpGuard
 from armada_flyte.view.armada_reader import ArmadaReader
 from armada_flyte.view.pages import job_html, overview_html
 from armada_flyte.view.snapshot import Gatherer, JobSetSource
@@ -29,10 +32,11 @@ HOST = "127.0.0.1"
 class ViewServer:
     """The page server: `start()` listens and serves in a thread of its own, `stop()` ends it."""
 
-    def __init__(self, gatherer: Gatherer, port: int = 0):
+    def __init__(self, gatherer: Gatherer, port: int = 0, guard: HttpGuard = HttpGuard()):
         self._gatherer = gatherer
         self._port = port
-        self._server: Optional[ThreadingHTTPServer] = None
+        self._guard = guard
+        self._server: Optional[GuardedHttpServer] = None
         self._thread: Optional[threading.Thread] = None
 
     def start(self) -> ViewServer:
@@ -42,12 +46,11 @@ class ViewServer:
             pages = gatherer
 
         try:
-            self._server = ThreadingHTTPServer((HOST, self._port), Handler)
+            self._server = GuardedHttpServer((HOST, self._port), Handler, self._guard)
         except OSError as exc:
             raise ArmadaFlyteError(
                 f"the view can't listen on {HOST}:{self._port}: {exc.strerror}; choose another port (0: a free one)"
             ) from None
-        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="armada-flyte-view", daemon=True)
         self._thread.start()
         return self
@@ -74,7 +77,7 @@ class ViewServer:
         self.stop()
 
 
-class _PageHandler(BaseHTTPRequestHandler):
+class _PageHandler(GuardedRequestHandler):
     pages: Gatherer
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -107,11 +110,13 @@ def serving(
     node_groups: Optional[NodeGroups] = None,
     queues: Iterable[str] = (),
     port: int = 0,
+    guard: HttpGuard = HttpGuard(),
 ) -> Iterator[ViewServer]:
-    """The view of the Armada `settings` point at, on 127.0.0.1:`port` (0: a free port), until the block ends."""
+    """The view of the Armada `settings` point at, on 127.0.0.1:`port` (0: a free port), until the block ends;
+    `guard` says which requests it answers (default: any whose Host names this machine)."""
     reader = ArmadaReader(settings)
     try:
-        with ViewServer(Gatherer(reader, job_sets, node_groups, queues), port) as server:
+        with ViewServer(Gatherer(reader, job_sets, node_groups, queues), port, guard) as server:
             yield server
     finally:
         reader.close()

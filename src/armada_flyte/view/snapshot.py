@@ -92,7 +92,7 @@ class Gatherer:
         self._node_group_of = node_group_finder(node_groups)
 
     def overview(self) -> Overview:
-        problems: list[str] = []
+        problems = [text] if (text := self._reader.not_serving()) else []
         queues = set(self._named_queues)
         try:
             queues |= set(self._reader.queues())

@@ -19,7 +19,8 @@ Find the settings that would make Armada jobs fail and say how to fix each: node
 tolerations miss their own taints, node labels the Armada executor doesn't track (jobs REJECTED),
 taints it doesn't tolerate (jobs queued forever), a gang uniformity label the scheduler doesn't
 index, architectures the runtime image lacks, and, with --armada-url or --queue, whether Armada
-answers, accepts the connector's credentials and has the queue. Exits 1 when anything is wrong.
+answers, takes new work (an embedded server says why not, e.g. its state folder can't be written),
+accepts the connector's credentials and has the queue. Exits 1 when anything is wrong.
 """
 
 

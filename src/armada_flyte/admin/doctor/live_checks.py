@@ -12,12 +12,14 @@ from typing import Any, Callable
 import grpc
 from armada_client.armada import health_pb2, submit_pb2
 from armada_client.client import ArmadaClient
+from google.protobuf import empty_pb2
 
 from armada_flyte.admin.doctor.findings import Finding, passed, problem
 from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.armada.channels import open_channel
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaAuthError
+from armada_flyte.health_reasons import reason_in
 
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -45,36 +47,46 @@ def check_armada(url: str, queue: str, settings: ConnectorConfig) -> list[Findin
     try:
         client = ArmadaClient(channel)
         reachable = _reachable(client, url, settings)
-        if not reachable.ok:
-            return [reachable]
-        return [reachable, *_auth_and_queue(client, url, queue, settings)]
+        if not reachable[0].ok:
+            return reachable
+        return [*reachable, *_auth_and_queue(client, url, queue, settings)]
     finally:
         channel.close()
 
 
-def _reachable(client: ArmadaClient, url: str, settings: ConnectorConfig) -> Finding:
+def _reachable(client: ArmadaClient, url: str, settings: ConnectorConfig) -> list[Finding]:
+    """Whether Armada answers (first), and, if it says why it is NOT_SERVING, that reason as a problem of
+    its own: such a server still answers reads, so the later checks run."""
     transport = "TLS" if settings.connection.armada_tls else "plaintext"
     try:
-        response = client.submit_health()
+        response, call = client.submit_stub.Health.with_call(empty_pb2.Empty())
     except grpc.RpcError as exc:
         if exc.code() in _UNREACHABLE:
-            return problem(
-                "armada.reachable",
-                f"Armada at {url} ({transport}) did not answer: {exc.code().name}: {exc.details()}",
-                "check the address (host:port of Armada's gRPC API, ARMADA_URL), that the port is open from here, "
-                "and that ARMADA_FLYTE_ARMADA_TLS matches the server (TLS or plaintext)",
-            )
-        return passed(
-            "armada.reachable", f"Armada at {url} ({transport}) answered ({exc.code().name} to a health check)"
-        )
+            return [
+                problem(
+                    "armada.reachable",
+                    f"Armada at {url} ({transport}) did not answer: {exc.code().name}: {exc.details()}",
+                    "check the address (host:port of Armada's gRPC API, ARMADA_URL), that the port is open from "
+                    "here, and that ARMADA_FLYTE_ARMADA_TLS matches the server (TLS or plaintext)",
+                )
+            ]
+        answered = f"Armada at {url} ({transport}) answered ({exc.code().name} to a health check)"
+        return [passed("armada.reachable", answered)]
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-    if response.status != health_pb2.HealthCheckResponse.SERVING:
-        return problem(
+    answered = passed("armada.reachable", f"Armada at {url} ({transport}) answered: {status}")
+    if response.status == health_pb2.HealthCheckResponse.SERVING:
+        return [answered]
+    reason = reason_in(call.trailing_metadata())
+    if reason is not None:
+        why, fix = reason
+        return [answered, problem("armada.serving", f"Armada at {url} reports {status}: {why}", fix)]
+    return [
+        problem(
             "armada.reachable",
             f"Armada at {url} answered but reports {status}",
             "check the Armada server's logs; a dependency (Pulsar, Postgres, Redis) may be down",
         )
-    return passed("armada.reachable", f"Armada at {url} ({transport}) answered: {status}")
+    ]
 
 
 def _auth_and_queue(client: ArmadaClient, url: str, queue: str, settings: ConnectorConfig) -> list[Finding]:

@@ -192,6 +192,9 @@ OTHER_ENV_NAMES = frozenset(
         "ARMADA_FLYTE_CMD",  # scripts/armada-testsuite.sh and scripts/real-armada.sh: the armada-flyte command
         "ARMADA_FLYTE_IMAGE_PARTS",
         "ARMADA_FLYTE_IMAGE_PARTS_STARTED",
+        "ARMADA_FLYTE_REAL_ARMADA",  # scripts/test.sh: the real-Armada tier without CI=true
+        "ARMADA_FLYTE_DEV_RUN_ID",  # set in every process pod (pod_runner/process_tree.py)
+        "ARMADA_FLYTE_DEV_AUTH",  # `armada-flyte dev`: its credentials (admin/auth_sources.py)
     }
 )
 _TEST_PREFIX = "ARMADA_FLYTE_TEST_"  # the project's own tests

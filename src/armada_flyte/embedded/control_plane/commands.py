@@ -126,6 +126,8 @@ class Commands:
 
         An item whose client id an earlier request stored gets that job's id; the same client id
         twice in one request makes two jobs, as Armada checks only stored ids (submit/submit.go).
+        A request with new jobs is refused while the state can't be written (`StateNotWritable`),
+        as Armada refuses one whose events it can't publish; one of stored ids only is answered.
         """
         self._require_queue(request.queue)
         validate_request(request)
@@ -143,6 +145,8 @@ class Commands:
             known = {
                 i.client_id: self._state.index.job_with_client_id(request.queue, i.client_id) for i, _, _ in prepared
             }
+            if any(not (item.client_id and known.get(item.client_id)) for item, _, _ in prepared):
+                self._state.store.health.require_writable()  # a new job must not live in memory only
             added = []
             for item, pod, needs in prepared:
                 original = known.get(item.client_id) if item.client_id else None

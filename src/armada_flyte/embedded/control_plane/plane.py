@@ -22,9 +22,11 @@ from armada_flyte.embedded.rules.defaults import DEFAULT_PRIORITY_CLASS
 from armada_flyte.embedded.scheduling.scheduler import Scheduler
 from armada_flyte.embedded.store.event_log import EventLog, EventRecord
 from armada_flyte.embedded.store.jobs import ACTIVE
-from armada_flyte.embedded.store.persistence import EphemeralStore, SavedState, StateStore
+from armada_flyte.embedded.store.persistence import EphemeralStore, StateStore
 from armada_flyte.embedded.store.queues import QueueRegistry
 from armada_flyte.embedded.store.rows import event_fields, job_from_row
+from armada_flyte.embedded.store.state_file import SavedState
+from armada_flyte.embedded.store.write_health import WriteHealth
 from armada_flyte.pod_runner import PodRunner
 
 
@@ -64,6 +66,11 @@ class ControlPlane:
     @property
     def executor(self) -> PodRunner:
         return self.runs.executor
+
+    @property
+    def write_health(self) -> WriteHealth:
+        """Whether the state's writes go through (the health services report it)."""
+        return self._state.store.health
 
     def start(self) -> None:
         self._loop.start()

@@ -7,17 +7,20 @@ as the API server reads them; and a pod's log (`kubectl logs [-f] POD`, `pod_log
 Answers are JSON (as Tables when kubectl asks for them, to print);
 errors are `Status` objects with Kubernetes' codes and reasons. Everything else is refused:
 writes and watches (405: this cluster is changed only through Armada), other resources (404).
-There is no TLS and no authentication, as the embedded gRPC server's default; it listens on
-127.0.0.1 only.
+It listens on 127.0.0.1 only. Every request first passes an `HttpGuard`: a Host that doesn't name
+this machine is refused (421: DNS rebinding), and with the server's credentials (`armada-flyte dev
+--auth`) a request must carry one, bearer or basic, as the API server checks them (401 and a Status
+`Unauthorized` otherwise); then it serves HTTPS (`serving_cert.py`: client-go sends credentials only
+over TLS), and the kubeconfig the server writes carries one credential and the certificate.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
@@ -26,6 +29,7 @@ from armada_flyte.embedded.kube_api.label_selector import BadSelector, matches, 
 from armada_flyte.embedded.kube_api.pod_logs import BadLogRequest, LogRequest, container_names
 from armada_flyte.embedded.kube_api.tables import table, wants_table
 from armada_flyte.errors import InvalidConfig
+from armada_flyte.http_guard import GuardedHttpServer, GuardedRequestHandler, HttpGuard, Refusal
 
 HOST = "127.0.0.1"
 _RESOURCES = {
@@ -164,9 +168,15 @@ _DISCOVERY: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def send_refusal(self, refusal: Refusal) -> None:
+        """As the API server refuses: a Status (`Unauthorized` for missing or wrong credentials)."""
+        reason = refusal.reason if refusal.status == 401 else ""  # 421 has no StatusReason of its own
+        message = "Unauthorized" if refusal.status == 401 else refusal.message
+        self._send(refusal.status, _status(ApiError(refusal.status, reason, message)), close=True)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         url = urllib.parse.urlsplit(self.path)
@@ -222,11 +232,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815
 
-    def _send(self, code: int, body: dict[str, Any]) -> None:
+    def _send(self, code: int, body: dict[str, Any], close: bool = False) -> None:
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -247,20 +259,22 @@ def _status(error: ApiError) -> dict[str, Any]:
     }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], api: KubeApi):
-        super().__init__(address, _Handler)
+class _Server(GuardedHttpServer):
+    def __init__(self, address: tuple[str, int], api: KubeApi, guard: HttpGuard, tls: Optional[ssl.SSLContext]):
         self.api = api
+        super().__init__(address, _Handler, guard, tls)
 
 
 class KubeApiServer:
-    """The HTTP server on its own thread; `url` is what a kubeconfig's `server` names."""
+    """The HTTP server on its own thread; `url` is what a kubeconfig's `server` names. `guard` says which
+    requests it answers (default: any whose Host names this machine); with `tls` it serves HTTPS."""
 
-    def __init__(self, plane: ControlPlane, port: int = 0):
+    def __init__(
+        self, plane: ControlPlane, port: int = 0, guard: HttpGuard = HttpGuard(), tls: Optional[ssl.SSLContext] = None
+    ):
+        self._scheme = "http" if tls is None else "https"
         try:
-            self._server = _Server((HOST, port), KubeApi(plane))
+            self._server = _Server((HOST, port), KubeApi(plane), guard, tls)
         except OSError as exc:
             raise InvalidConfig(
                 "kube_api_port", port, f"{HOST}:{port} is not free ({exc.strerror}); pick another, or 0 for any"
@@ -271,7 +285,7 @@ class KubeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"{self._scheme}://{HOST}:{self.port}"
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -36,7 +36,10 @@ MAX_PRIORITY = 2**32 - 1
 
 def priority_of(requested: float) -> int:
     """Armada keeps priorities as uint32: negatives become 0, the rest round half away from zero
-    (`PriorityAsInt32` in internal/server/submit/conversion/conversions.go)."""
+    (`PriorityAsInt32` in internal/server/submit/conversion/conversions.go). Not-a-number becomes 0 and
+    infinity the largest uint32, as v0.22.7 stores them (seen on the real-Armada bed)."""
+    if math.isnan(requested):
+        return 0
     return int(math.floor(min(max(requested, 0.0), MAX_PRIORITY) + 0.5))
 
 

@@ -13,6 +13,7 @@ what keeps a pass over thousands of jobs short.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Callable, Mapping, Optional
 
 from armada_flyte.cluster.cluster_file import Cluster
@@ -288,10 +289,16 @@ class Scheduler:
         return [domains[value] for value in sorted(domains)]
 
     def _share(self, queue: str, priority_factor: float) -> float:
-        """The queue's dominant share of the cluster, weighted: a higher priority factor means a smaller share."""
+        """The queue's dominant share of the cluster, weighted: a higher priority factor means a smaller share.
+
+        Armada takes a not-a-number or infinite factor (v0.22.7 stores it); a NaN weighs as 1 and an infinite
+        one puts the queue behind every queue already using the cluster, so no share becomes NaN and the
+        order of the other queues holds."""
         used = self.usage.get(queue, {})
         share = max((used.get(name, 0) / total for name, total in self.cluster.total.items() if total), default=0.0)
-        return share * max(priority_factor, 1.0)
+        if share == 0.0:
+            return 0.0
+        return share * (1.0 if math.isnan(priority_factor) else max(priority_factor, 1.0))
 
     def _gang_report(self, message: str) -> str:
         return "\n".join(

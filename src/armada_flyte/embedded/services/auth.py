@@ -10,59 +10,15 @@ everyone is "anonymous".
 
 from __future__ import annotations
 
-import base64
-import binascii
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable, Mapping, Optional
+from typing import Any, AsyncIterator, Callable, Iterable, Optional
 
 import grpc
 
-from armada_flyte.errors import InvalidConfig
+from armada_flyte.server_credentials import Credentials
 
 ANONYMOUS = "anonymous"
-BEARER_USER = "bearer"
-"""The user a valid bearer token authenticates as."""
 UNAUTHENTICATED_MESSAGE = "Request could not be authenticated with any of the supported schemes."
 _UNCHECKED_SERVICES = ("/grpc.health.v1.Health/",)
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """Accepted users (name -> password) and bearer tokens."""
-
-    users: Mapping[str, str] = field(default_factory=dict)
-    tokens: frozenset[str] = frozenset()
-
-    @classmethod
-    def parse(cls, specs: Iterable[str]) -> Optional[Credentials]:
-        """From `basic:USER:PASSWORD` and `bearer:TOKEN` specs; None when there are none (no auth)."""
-        users, tokens = {}, set()
-        for spec in specs:
-            scheme, _, rest = spec.partition(":")
-            if scheme == "basic" and ":" in rest and rest.split(":", 1)[0] and rest.split(":", 1)[1]:
-                user, password = rest.split(":", 1)
-                users[user] = password
-            elif scheme == "bearer" and rest:
-                tokens.add(rest)
-            else:
-                shown = f"{scheme}:***" if rest else spec  # never echo a password or token
-                raise InvalidConfig(
-                    "auth", shown, "use basic:USER:PASSWORD or bearer:TOKEN (give --auth once per credential)"
-                )
-        return cls(users, frozenset(tokens)) if users or tokens else None
-
-    def user_of(self, header: str) -> Optional[str]:
-        """The user the `authorization` header authenticates, or None."""
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer":
-            return BEARER_USER if value in self.tokens else None
-        if scheme.lower() == "basic":
-            try:
-                user, _, password = base64.b64decode(value, validate=True).decode().partition(":")
-            except (binascii.Error, UnicodeDecodeError):
-                return None
-            return user if user in self.users and self.users[user] == password else None
-        return None
 
 
 def requestor(credentials: Optional[Credentials], context: grpc.ServicerContext) -> str:

@@ -9,6 +9,7 @@ key in PEM files), so clients' TLS and credentials are tested against the real A
 from __future__ import annotations
 
 import asyncio
+import functools
 import pathlib
 import threading
 from concurrent import futures
@@ -20,7 +21,7 @@ from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_gr
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
-from armada_flyte.embedded.services.auth import Credentials, RequireAuth
+from armada_flyte.embedded.services.auth import RequireAuth
 from armada_flyte.embedded.services.binoculars import BinocularsServicer
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.events import EventServicer
@@ -28,8 +29,10 @@ from armada_flyte.embedded.services.jobs import JobsServicer
 from armada_flyte.embedded.services.node import NodeServicer
 from armada_flyte.embedded.services.reporting import SchedulerReportingServicer
 from armada_flyte.embedded.services.submit import QueueServicer, SubmitServicer
+from armada_flyte.embedded.store.write_health import WriteFailure
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.protos import node_pb2_grpc, scheduler_reporting_pb2_grpc
+from armada_flyte.server_credentials import Credentials
 
 HOST = "127.0.0.1"
 WORKER_THREADS = 64
@@ -55,6 +58,8 @@ SERVICE_NAMES = (
     "binoculars.Binoculars",
     "schedulerobjects.SchedulerReporting",
 )
+WRITING_SERVICES = ("", "api.Submit", "api.QueueService")
+"""The health service names reported NOT_SERVING while the state can't be written ("" is the whole server)."""
 _MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
@@ -148,6 +153,7 @@ async def _start(
     health_servicer = health.HealthServicer()
     for name in ("", *SERVICE_NAMES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    plane.write_health.listen(functools.partial(_report_writes, health_servicer))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     address = f"{HOST}:{port}"
     try:
@@ -161,6 +167,14 @@ async def _start(
         raise InvalidConfig("port", port, f"{HOST}:{port} is taken; pick another port, or 0 for any free one")
     await server.start()
     return server, bound
+
+
+def _report_writes(servicer: health.HealthServicer, failure: Optional[WriteFailure]) -> None:
+    """While the state can't be written, the server and the services that take new work are NOT_SERVING;
+    reads (Jobs, Event, Binoculars, ...) go on SERVING."""
+    status = health_pb2.HealthCheckResponse.SERVING if failure is None else health_pb2.HealthCheckResponse.NOT_SERVING
+    for name in WRITING_SERVICES:
+        servicer.set(name, status)
 
 
 def _options() -> list[tuple[str, Any]]:

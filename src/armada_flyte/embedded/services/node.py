@@ -15,8 +15,9 @@ from google.protobuf import empty_pb2
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.model.refusals import Refusal, as_status
-from armada_flyte.embedded.services.auth import Credentials, requestor
+from armada_flyte.embedded.services.auth import requestor
 from armada_flyte.protos import node_pb2, node_pb2_grpc
+from armada_flyte.server_credentials import Credentials
 
 
 class NodeServicer(node_pb2_grpc.NodeServicer):

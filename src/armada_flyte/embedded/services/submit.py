@@ -14,7 +14,10 @@ from google.protobuf import empty_pb2
 
 from armada_flyte.embedded.control_plane.plane import ControlPlane
 from armada_flyte.embedded.model.refusals import Refusal, as_status
-from armada_flyte.embedded.services.auth import Credentials, requestor
+from armada_flyte.embedded.services.auth import requestor
+from armada_flyte.embedded.store.write_health import FIX
+from armada_flyte.health_reasons import as_metadata
+from armada_flyte.server_credentials import Credentials
 
 
 class _QueueMethods:
@@ -128,7 +131,13 @@ class SubmitServicer(_QueueMethods, submit_pb2_grpc.SubmitServicer):
         return submit_pb2.JobReprioritizeResponse(reprioritization_results=results)
 
     def Health(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
-        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+        """SERVING, as Armada always answers; NOT_SERVING while the state can't be written, with why in the
+        trailers (`health_reasons`)."""
+        failure = self._plane.write_health.failure
+        if failure is None:
+            return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+        context.set_trailing_metadata(as_metadata(failure.problem(), FIX))
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.NOT_SERVING)
 
 
 class QueueServicer(_QueueMethods, submit_pb2_grpc.QueueServiceServicer):

@@ -2,10 +2,12 @@
 
 The control plane keeps working from memory; a store only hears of changes (queues saved and
 removed, events appended, a job changed) and writes them behind, on one writer thread, in one
-transaction per batch, so submits and status reads never wait for the disk. What a `kill -9`
-can lose is the last batch not yet written, a few milliseconds' worth. At start the store
-gives back everything saved, and ended jobs past Armada's event retention are dropped with
-their events and pod logs.
+transaction per batch, so submits and status reads never wait for the disk. A batch that fails
+(a full disk, an I/O error) is kept and written again, after a growing wait, until it goes
+through; meanwhile the store's `health` says so and the API refuses new jobs and queues. What a
+`kill -9` can lose is what is not yet written: on a healthy disk the last batch, a few
+milliseconds' worth (docs/embedded-server.md, "State"). At start the store gives back everything
+saved, and ended jobs past Armada's event retention are dropped with their events and pod logs.
 """
 
 from __future__ import annotations
@@ -18,20 +20,14 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from armada_client.armada import submit_pb2
 
-from armada_flyte.armada_names import JobState
-from armada_flyte.embedded.store.rows import (
-    EventFieldsEncoder,
-    EventRow,
-    JobRow,
-    item_bytes,
-    job_row,
-    log_data,
-    log_lines,
-)
+from armada_flyte.embedded.store import state_file
+from armada_flyte.embedded.store.rows import EventFieldsEncoder, JobRow, item_bytes, job_row, log_data, log_lines
+from armada_flyte.embedded.store.state_file import SavedState
+from armada_flyte.embedded.store.write_health import WriteHealth, cause_of
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner.pod_log import LogLine
 
@@ -49,20 +45,9 @@ RETENTION_SECONDS = 336 * 3600
 (config/eventingester/config.yaml)."""
 _GATHER_SECONDS = 0.02
 """How long the writer lets changes gather before a batch: a job changed twice in that time is written once."""
-_TERMINAL = tuple(int(s) for s in JobState if s.terminal)
-_SCHEMA = """
--- events: no index, so appends stay cheap; a stream's events are appended in order, so rowid order is stream order
-CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY, seq INTEGER NOT NULL, queue TEXT NOT NULL, job_set TEXT NOT NULL,
-    state INTEGER NOT NULL, last_transition REAL NOT NULL, item BLOB NOT NULL, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
-    queue TEXT NOT NULL, job_set TEXT NOT NULL, ms INTEGER NOT NULL, seq INTEGER NOT NULL,
-    subseq INTEGER NOT NULL, last INTEGER NOT NULL, kind TEXT NOT NULL, job_id TEXT NOT NULL,
-    created REAL NOT NULL, fields BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS logs (run_id TEXT PRIMARY KEY, job_id TEXT NOT NULL, data BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS logs_by_job ON logs (job_id);
-"""
+RETRY_SECONDS = (0.1, 2.0)
+"""The wait before a failed batch is written again, doubling from the first to at most the second: a freed
+disk is written to within 2 s, and a full one costs a failed transaction every 2 s."""
 
 
 def default_state_dir() -> pathlib.Path:
@@ -71,16 +56,11 @@ def default_state_dir() -> pathlib.Path:
     return pathlib.Path(base) / "armada-flyte" / "dev"
 
 
-@dataclass
-class SavedState:
-    queues: list[submit_pb2.Queue] = field(default_factory=list)
-    jobs: list[JobRow] = field(default_factory=list)
-    events: list[EventRow] = field(default_factory=list)
-    """In the order they were appended (each stream's in message-id order)."""
-
-
 class StateStore(Protocol):
     """What the control plane tells its store, and what the store gives back at start."""
+
+    health: WriteHealth
+    """Whether writes go through; the API refuses new jobs and queues while they don't."""
 
     def load(self) -> SavedState: ...
 
@@ -104,6 +84,9 @@ class StateStore(Protocol):
 
 class EphemeralStore:
     """Keeps nothing: a restarted server starts empty (tests, the local stack, `--ephemeral`)."""
+
+    def __init__(self) -> None:
+        self.health = WriteHealth()
 
     def load(self) -> SavedState:
         return SavedState()
@@ -140,13 +123,64 @@ class StateDirInUse(InvalidConfig):
         )
 
 
+class StateDirUnwritable(InvalidConfig):
+    def __init__(self, folder: pathlib.Path, error: BaseException):
+        super().__init__(
+            "state_dir",
+            str(folder),
+            f"the server cannot open its state there ({cause_of(error, folder)}): free space on that disk or make "
+            "the folder writable, or pass another --state-dir (or --ephemeral)",
+        )
+
+
+@dataclass
+class _Changes:
+    """What was changed and not yet written: queue upserts (data) and removals (None), events, jobs."""
+
+    queue_ops: list[tuple[str, Optional[bytes]]] = field(default_factory=list)
+    events: list[EventEntry] = field(default_factory=list)
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.queue_ops) + len(self.events) + len(self.jobs)
+
+    def put_back(self, failed: _Changes) -> None:
+        """A failed batch goes back in front of what changed since, to be written first next time."""
+        self.queue_ops[:0] = failed.queue_ops
+        self.events[:0] = failed.events
+        self.jobs = {**failed.jobs, **self.jobs}
+
+
+def _private_folder(folder: pathlib.Path) -> None:
+    """The state folder, 0700: it holds every job's spec, events and pod logs (tasks print what they print),
+    and the pods of a root server run as uids of their own. One of the server's user is narrowed to 0700;
+    one of another user's is left as it is, with a warning when others can read it."""
+    if not folder.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.stat().st_uid == os.geteuid():
+        folder.chmod(0o700)
+    elif folder.stat().st_mode & 0o077:
+        log.warning("the state folder %s can be read by other users of this machine: chmod 700 it", folder)
+
+
+def _private_file(path: pathlib.Path) -> None:
+    """`path` exists and only its owner reads it (made 0600, or narrowed to it)."""
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
+
+
 class SqliteStore:
     """The state in `<folder>/state.sqlite3`, written behind by one thread; the folder is locked while open."""
 
     def __init__(self, folder: str | pathlib.Path, retention_seconds: float = RETENTION_SECONDS):
         self.folder = pathlib.Path(folder).expanduser()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._lock_file = open(self.folder / "lock", "w")
+        try:
+            _private_folder(self.folder)
+            self._lock_file = os.fdopen(os.open(self.folder / "lock", os.O_CREAT | os.O_WRONLY, 0o600), "w")
+        except OSError as exc:
+            raise StateDirUnwritable(self.folder, exc) from None
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -154,39 +188,41 @@ class SqliteStore:
             raise StateDirInUse(self.folder) from None
         self.path = self.folder / "state.sqlite3"
         self._retention = retention_seconds
-        self._db = _connect(self.path)
-        self._db.executescript(_SCHEMA)
+        try:
+            _private_file(self.path)  # SQLite gives its -wal and -shm files the database's mode
+            self._db = state_file.connect(self.path)
+            state_file.create_tables(self._db)
+        except sqlite3.Error as exc:
+            self._lock_file.close()
+            raise StateDirUnwritable(self.folder, exc) from None
+        self.health = WriteHealth(self.folder)
         self._plane_lock: threading.RLock = threading.RLock()
         self._pending = threading.Lock()
-        self._queue_ops: list[tuple[str, Optional[bytes]]] = []
-        self._events: list[EventEntry] = []
-        self._dirty: dict[str, Job] = {}
-        self._items: dict[str, bytes] = {}
-        """Request items not yet written (a job's item is written once, with its first row)."""
+        self._changes = _Changes()
         self._written: set[str] = set()
+        """Jobs with a row in the file (a job's request item is written once, with its first row)."""
         self._logged: set[str] = set()
+        """Runs whose log is in the file (a log is written once, when its run has ended)."""
         self._encoder = EventFieldsEncoder()
         self._wake = threading.Event()
-        self._closing = False
+        self._closed = threading.Event()
         self._thread = threading.Thread(target=self._write_forever, name="armada-state-writer", daemon=True)
         self._reader = threading.local()
 
     # What the control plane calls
 
     def load(self) -> SavedState:
-        self._expire()
-        state = SavedState()
-        for (data,) in self._db.execute("SELECT data FROM queues ORDER BY rowid"):
-            state.queues.append(submit_pb2.Queue.FromString(data))
-        state.jobs = [JobRow(*row) for row in self._db.execute("SELECT * FROM jobs ORDER BY seq")]
+        try:
+            dropped = state_file.expire(self._db, self._retention)
+        except sqlite3.Error as exc:
+            log.warning("could not drop the jobs past their retention (%s); they are kept until the next start", exc)
+        else:
+            if dropped:
+                hours = self._retention // 3600
+                log.info("dropped %d jobs that ended over %d hours ago, with their events and logs", dropped, hours)
+        state = state_file.read_all(self._db)
         self._written = {row.id for row in state.jobs}
-        self._logged = {run_id for (run_id,) in self._db.execute("SELECT run_id FROM logs")}
-        state.events = [
-            EventRow(q, js, ms, seq, sub, bool(last), kind, job_id, created, fields)
-            for q, js, ms, seq, sub, last, kind, job_id, created, fields in self._db.execute(
-                "SELECT * FROM events ORDER BY rowid"
-            )
-        ]
+        self._logged = state_file.saved_log_ids(self._db)
         self._thread.start()
         return state
 
@@ -201,26 +237,26 @@ class SqliteStore:
 
     def events_appended(self, entries: list[EventEntry]) -> None:
         with self._pending:
-            self._events.extend(entries)
+            self._changes.events.extend(entries)
             for _, _, record in entries:
-                self._dirty[record.job.id] = record.job
+                self._changes.jobs[record.job.id] = record.job
         self._wake.set()
 
     def job_changed(self, job: Job) -> None:
         with self._pending:
-            self._dirty[job.id] = job
+            self._changes.jobs[job.id] = job
         self._wake.set()
 
     def read_log(self, run_id: str) -> list[LogLine]:
         """A saved pod log (on a connection of the calling thread; the writer's is its own)."""
         db = getattr(self._reader, "db", None)
         if db is None:
-            db = self._reader.db = _connect(self.path)
-        row = db.execute("SELECT data FROM logs WHERE run_id = ?", (run_id,)).fetchone()
-        return log_lines(row[0] if row else None)
+            db = self._reader.db = state_file.connect(self.path)
+        return log_lines(state_file.read_log(db, run_id))
 
     def close(self) -> None:
-        self._closing = True
+        """Write what is pending (one last try if writes are failing) and let go of the state."""
+        self._closed.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -231,98 +267,87 @@ class SqliteStore:
 
     def _queue(self, name: str, data: Optional[bytes]) -> None:
         with self._pending:
-            self._queue_ops.append((name, data))
+            self._changes.queue_ops.append((name, data))
         self._wake.set()
 
     def _write_forever(self) -> None:
+        """A batch whenever something changed; after a failure, the same batch (and what changed since)
+        again after a wait that doubles up to `RETRY_SECONDS[1]`. A close cuts any wait short."""
+        retry = RETRY_SECONDS[0]
         while True:
-            self._wake.wait()
-            if not self._closing:
-                time.sleep(_GATHER_SECONDS)
+            if self.health.failure is None:
+                self._wake.wait()
+                self._closed.wait(_GATHER_SECONDS)
+            else:
+                self._closed.wait(retry)
             self._wake.clear()
-            try:
-                self._write_batch()
-            except Exception:  # a failed batch must not stop the writer; the next change is written again
-                log.exception("writing the embedded server's state failed")
-            if self._closing:
-                self._write_batch()
+            closing = self._closed.is_set()
+            written = self._write_batch()
+            retry = RETRY_SECONDS[0] if written else min(retry * 2, RETRY_SECONDS[1])
+            if closing:
                 return
 
-    def _write_batch(self) -> None:
-        with self._plane_lock:  # events and job rows of one moment, so a batch is consistent
-            with self._pending:
-                queue_ops, self._queue_ops = self._queue_ops, []
-                events, self._events = self._events, []
-                dirty, self._dirty = self._dirty, {}
-            jobs = [job_row(job, self._item(job)) for job in dirty.values()]
-            logs = [(run.id, job.id, run.log.lines()) for job in dirty.values() for run in self._finished_runs(job)]
-        if not (queue_ops or events or jobs):
-            return
-        encode = self._encoder.encode
-        event_rows = [
-            (r.job.queue, r.job.job_set, *key, int(last), r.kind, r.job.id, r.created, encode(r.kind, r.fields))
-            for key, last, r in events
+    def _write_batch(self) -> bool:
+        """Write what changed; a batch that fails goes back to be written again. False if it failed."""
+        changes = _Changes()
+        try:
+            with self._plane_lock:  # events and job rows of one moment, so a batch is consistent
+                with self._pending:
+                    changes, self._changes = self._changes, _Changes()
+                if not changes:
+                    return True
+                jobs, ended_runs = self._job_rows(changes)
+            encode = self._encoder.encode
+            events = [
+                (r.job.queue, r.job.job_set, *key, int(last), r.kind, r.job.id, r.created, encode(r.kind, r.fields))
+                for key, last, r in changes.events
+            ]
+            logs = [(run_id, job_id, log_data(lines)) for run_id, job_id, lines in ended_runs]
+            state_file.write(self._db, state_file.Rows(changes.queue_ops, jobs, events, logs))
+        except Exception as exc:  # a full disk, an I/O error, or a fault of ours: nothing is dropped
+            return self._keep(changes, exc)
+        self._written.update(row.id for row in jobs)
+        self._logged.update(run_id for run_id, _, _ in logs)  # saved only now that the transaction is in
+        ended = self.health.recovered()
+        if ended is not None:
+            log.warning(
+                "the state folder %s can be written again after %.0f s: %d changes kept meanwhile are written, "
+                "and new jobs and queues are accepted again",
+                self.folder,
+                time.time() - ended.since,
+                len(changes),
+            )
+        return True
+
+    def _job_rows(self, changes: _Changes) -> tuple[list[JobRow], list[tuple[str, str, list[LogLine]]]]:
+        """The changed jobs' rows, and the log lines of their runs that ended and whose log isn't in the file."""
+        jobs = list(changes.jobs.values())
+        rows = [job_row(job, b"" if job.id in self._written else item_bytes(job)) for job in jobs]
+        logs = [
+            (run.id, job.id, run.log.lines())
+            for job in jobs
+            for run in job.runs
+            if run.finished_at is not None and run.id not in self._logged
         ]
-        with self._db:
-            for name, data in queue_ops:
-                if data is None:
-                    self._db.execute("DELETE FROM queues WHERE name = ?", (name,))
-                else:
-                    self._db.execute(
-                        "INSERT INTO queues (name, data) VALUES (?, ?) "
-                        "ON CONFLICT (name) DO UPDATE SET data = excluded.data",
-                        (name, data),
-                    )
-            self._db.executemany(
-                "INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "state = excluded.state, last_transition = excluded.last_transition, record = excluded.record",
-                [(r.id, r.seq, r.queue, r.job_set, r.state, r.last_transition, r.item, r.record) for r in jobs],
+        return rows, logs
+
+    def _keep(self, changes: _Changes, error: Exception) -> bool:
+        """Put a batch that failed back in front of what changed since, and say so (once per failure)."""
+        with self._pending:
+            self._changes.put_back(changes)
+        failure = self.health.failed(error)
+        if self._closed.is_set():
+            log.error(
+                "%d changes to the state in %s could not be written before the server stopped, and are lost: %s",
+                len(changes),
+                self.folder,
+                cause_of(error, self.folder),
             )
-            self._db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", event_rows)
-            self._db.executemany(
-                "INSERT OR REPLACE INTO logs VALUES (?, ?, ?)",
-                [(run_id, job_id, log_data(lines)) for run_id, job_id, lines in logs],
-            )
-        self._written.update(r.id for r in jobs)
-
-    def _item(self, job: Job) -> bytes:
-        return b"" if job.id in self._written else item_bytes(job)
-
-    def _finished_runs(self, job: Job) -> Iterable:
-        """Runs that ended and whose log isn't saved yet (a log is saved once, when its run has ended)."""
-        for run in job.runs:
-            if run.finished_at is not None and run.id not in self._logged:
-                self._logged.add(run.id)
-                yield run
-
-    def _expire(self) -> None:
-        """Drop ended jobs (with their events and pod logs) whose last change is older than the retention."""
-        marks = ",".join("?" * len(_TERMINAL))
-        expired = f"SELECT id FROM jobs WHERE state IN ({marks}) AND last_transition < ?"
-        arguments = (*_TERMINAL, time.time() - self._retention)
-        with self._db:
-            self._db.execute(f"DELETE FROM events WHERE job_id IN ({expired})", arguments)
-            self._db.execute(f"DELETE FROM logs WHERE job_id IN ({expired})", arguments)
-            dropped = self._db.execute(f"DELETE FROM jobs WHERE id IN ({expired})", arguments).rowcount
-        if dropped:
-            hours = self._retention // 3600
-            log.info("dropped %d jobs that ended over %d hours ago, with their events and logs", dropped, hours)
-
-
-def _connect(path: pathlib.Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, check_same_thread=False)  # `with db:` makes each batch one transaction
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    return db
-
-
-def saved_job_states(folder: str | pathlib.Path) -> dict[str, JobState]:
-    """Each saved job's state as written so far (read-only; for tools and tests beside a running server)."""
-    db = sqlite3.connect(f"file:{pathlib.Path(folder) / 'state.sqlite3'}?mode=ro", uri=True)
-    try:
-        return {job_id: JobState(state) for job_id, state in db.execute("SELECT id, state FROM jobs")}
-    finally:
-        db.close()
+        elif failure is not None:
+            log.error("%s; %d changes are kept in memory until then", failure.explanation(), len(changes))
+            if not isinstance(error, (sqlite3.Error, OSError)):
+                log.error("the state write failed on an unexpected error", exc_info=error)
+        return False
 
 
 def make_store(state_dir: Optional[str | pathlib.Path]) -> StateStore:

@@ -15,6 +15,7 @@ from armada_client.armada import submit_pb2
 
 from armada_flyte.embedded.model.refusals import InvalidArgument, NotFound
 from armada_flyte.embedded.store.persistence import EphemeralStore, StateStore
+from armada_flyte.embedded.store.write_health import QueueNotWritable
 
 ALL_VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
 """`AllPermissionVerbs` in pkg/client/queue/permission_verb.go, granted to a queue's owners."""
@@ -28,12 +29,14 @@ class QueueRegistry:
 
     def create(self, queue: submit_pb2.Queue, creator: str) -> None:
         """CreateQueue: a queue without owners is owned by its creator (`queue_service.go`)."""
-        self._put(_stored(queue, "error validating queue: ", creator))
+        self._put(_stored(queue, "error validating queue: ", creator), "error creating queue: ")
 
     def update(self, queue: submit_pb2.Queue) -> None:
-        self._put(_stored(queue, "error: "))
+        self._put(_stored(queue, "error: "), f'error getting queue "{queue.name}": ')
 
-    def _put(self, queue: submit_pb2.Queue) -> None:
+    def _put(self, queue: submit_pb2.Queue, unwritable: str) -> None:
+        """Refused while the state can't be written, with Armada's words for a failed repository."""
+        self._store.health.require_writable(QueueNotWritable, unwritable)
         with self._lock:
             self._queues[queue.name] = queue
             self._store.queue_saved(queue)
