@@ -73,8 +73,9 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     _remove_local_shadows(tctx.output_path, tctx.raw_data_path.path)
     connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
     cfg = get_init_config()
+    root_dir = absolute_root(cfg.root_dir)
     prefix = tctx.raw_data_path.get_random_remote_path()
-    code_bundle = await upload_code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
+    code_bundle = await upload_code_bundle(root_dir, tctx.raw_data_path.path, prefix)
     sctx = SerializationContext(
         project=tctx.action.project,
         domain=tctx.action.domain,
@@ -82,7 +83,7 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
         code_bundle=code_bundle,
         version=tctx.version,
         image_cache=await build_images.aio(task.parent_env()) if task.parent_env else None,
-        root_dir=cfg.root_dir,
+        root_dir=root_dir,
     )
     template = render_task_template(get_proto_task(task, sctx, tctx), prefix)
     _claim_own_identity(template.container.args, tctx.action, cfg)
@@ -286,6 +287,12 @@ def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
         raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
     code = error.code if error is not None else outcome.info.get("armada_state", "ArmadaJobFailed")
     raise RuntimeSystemError(code, f"task {task_name}: {outcome.message}")
+
+
+def absolute_root(root_dir: Any) -> pathlib.Path:
+    """Flyte's root dir as an absolute path: `flyte.init(root_dir=".")` keeps the string it was given,
+    and Flyte's bundler compares it with the loaded modules' absolute paths."""
+    return pathlib.Path(root_dir or pathlib.Path.cwd()).expanduser().resolve()
 
 
 async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:

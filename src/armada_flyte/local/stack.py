@@ -86,7 +86,7 @@ class LocalEndpoints:
         """`flyte.init` for local runs whose tasks go through Armada."""
         import flyte
 
-        flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
+        flyte.init(root_dir=pathlib.Path(root_dir).expanduser().resolve(), storage=self.flyte_storage())
 
 
 def blob_credentials_manifest() -> dict[str, Any]:
