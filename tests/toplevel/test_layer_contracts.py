@@ -51,7 +51,9 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             ),
         ),
     ),
-    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack | task_logs")),),
+    "armada_flyte.local": (
+        Layers("armada_flyte.local", ("run", "stack | task_logs", "inflight | journal", "console | pod_log_lines")),
+    ),
     "armada_flyte.admin": (
         Layers(
             "armada_flyte.admin",

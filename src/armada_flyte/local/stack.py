@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from armada_flyte.connector import settings as connector_settings
 from armada_flyte.http_guard import IDLE_SECONDS, HttpGuard, misdirected
+from armada_flyte.local import console, inflight
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,11 @@ def stack_view(
     if guard is None:
         guard = stack.server.config.http_guard if stack.server is not None else HttpGuard()
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port, guard=guard) as view:
-        yield view.url
+        console.summary.view_url = view.url
+        try:
+            yield view.url
+        finally:
+            console.summary.view_url = ""
 
 
 @contextlib.contextmanager
@@ -296,8 +301,13 @@ def local_stack(
             )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
-            with _connector_configured(endpoints, configure_connector):
-                yield endpoints
+            console.summary.in_process = armada.url if state_dir is None else ""
+            try:
+                with _connector_configured(endpoints, configure_connector):
+                    yield endpoints
+            finally:
+                if state_dir is None:  # its jobs are gone with it: no job set to point at
+                    console.summary.forget()
     finally:
         if blob is not None:
             blob.stop()
@@ -312,6 +322,7 @@ def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterato
     try:
         yield
     finally:
+        inflight.abandon_all()  # calls a failed run left running: cancelled while the server still answers
         stop_connector_view()
         if configure:
             connector_settings.reset()
