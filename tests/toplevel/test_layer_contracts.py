@@ -59,7 +59,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.admin",
             (
                 "cli",
-                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command",
+                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command | logs_command",
                 "image_build | view_command",
                 "auth_sources | dry_run | image_preflight",
             ),
@@ -90,7 +90,11 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.services": (
         Layers(
             "armada_flyte.embedded.services",
-            ("grpc_server", "binoculars | events | jobs | node | reporting | submit", "auth | call_counts | messages"),
+            (
+                "grpc_server",
+                "binoculars | events | job_sets | jobs | node | reporting | submit",
+                "auth | call_counts | messages",
+            ),
         ),
     ),
     "armada_flyte.embedded.kube_api": (
@@ -144,7 +148,9 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.cluster": (
         Layers("armada_flyte.cluster", ("cluster_file", "error_categories | ingress | pod_metadata | secrets")),
     ),
-    "armada_flyte.view": (Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs")),),
+    "armada_flyte.view": (
+        Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs | known_job_sets")),
+    ),
     "armada_flyte.executor": (
         Layers(
             "armada_flyte.executor",

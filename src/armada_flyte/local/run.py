@@ -52,6 +52,7 @@ from armada_flyte.task.flyte_internals import (
     io,
     render_task_template,
 )
+from armada_flyte.view import known_job_sets
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,10 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     meta = await connector.submit(task_template=template, output_prefix=prefix, inputs=kwargs, attempt=attempt)
     inflight.started(connector, meta)
     console.quiet_flyte()
-    console.summary.used((await connector.context()).settings.armada_url, meta.queue, meta.job_set_id)
+    armada_url = (await connector.context()).settings.armada_url
+    console.summary.used(armada_url, meta.queue, meta.job_set_id)
+    if armada_url != console.summary.in_process:  # an Armada that outlives this process: the view can follow it
+        known_job_sets.remember(armada_url, meta.queue, meta.job_set_id)
     started = time.monotonic()
     call = (tctx.output_path, attempt)
     label = console.call_label(index, kwargs)

@@ -111,12 +111,13 @@ def serving(
     queues: Iterable[str] = (),
     port: int = 0,
     guard: HttpGuard = HttpGuard(),
+    source: str = "",
 ) -> Iterator[ViewServer]:
     """The view of the Armada `settings` point at, on 127.0.0.1:`port` (0: a free port), until the block ends;
     `guard` says which requests it answers (default: any whose Host names this machine)."""
     reader = ArmadaReader(settings)
     try:
-        with ViewServer(Gatherer(reader, job_sets, node_groups, queues), port, guard) as server:
+        with ViewServer(Gatherer(reader, job_sets, node_groups, queues, source), port, guard) as server:
             yield server
     finally:
         reader.close()

@@ -67,6 +67,7 @@ def overview_html(overview: Overview) -> str:
         f"refreshes every {REFRESH_SECONDS} s</div>",
         _problems(overview.problems),
         "<h2>Queues and job sets</h2>",
+        f'<div class="muted following">following {_e(overview.following)}</div>' if overview.following else "",
         _queues(overview),
         "<h2>Timeline: one lane per node</h2>",
         _timeline(overview.timeline),

@@ -46,6 +46,8 @@ class Overview:
     timeline: Timeline
     jobs_total: int
     problems: list[str] = field(default_factory=list)
+    following: str = ""
+    """Which job sets the page follows, and why those (Armada's API can't list them)."""
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,12 @@ class Gatherer:
         job_sets: JobSetSource,
         node_groups: Optional[NodeGroups] = None,
         queues: Iterable[str] = (),
+        source: str = "",
     ):
         self._reader = reader
         self._job_sets = job_sets
+        self._source = source
+        """Where the job sets given come from, for the page (e.g. "given with --job-set")."""
         self._node_groups = node_groups
         self._named_queues = list(queues)
         self._node_group_of = node_group_finder(node_groups)
@@ -98,8 +103,9 @@ class Gatherer:
             queues |= set(self._reader.queues())
         except ArmadaFlyteError as exc:
             problems.append(str(exc))
+        followed, following = self._followed()
         ids_by_set: dict[tuple[str, str], list[str]] = {}
-        for queue, job_set in sorted(set(self._job_sets())):
+        for queue, job_set in followed:
             queues.add(queue)
             try:
                 ids_by_set[(queue, job_set)] = self._reader.job_ids(queue, job_set)
@@ -122,6 +128,24 @@ class Gatherer:
             timeline(rows, taken_at),
             len(set(all_ids)),
             problems,
+            following,
+        )
+
+    def _followed(self) -> tuple[list[tuple[str, str]], str]:
+        """The job sets to read, and the page's line about them: every one the Armada holds when it can list
+        them (the embedded server), else those given."""
+        given = set(self._job_sets())
+        try:
+            listed = self._reader.listed_job_sets()
+        except ArmadaFlyteError:  # the other reads say what is wrong
+            listed = None
+        if listed is not None:
+            every = given | {(s.queue, s.job_set) for s in listed}
+            return sorted(every), f"every job set this Armada holds ({len(every)})"
+        source = f" {self._source}" if self._source else ""
+        return sorted(given), (
+            f"{len(given)} job set(s){source}: this Armada's gRPC API cannot list job sets, so the view follows "
+            "those it is given"
         )
 
     def _rows(self, job_ids: list[str], problems: list[str]) -> list[JobRow]:

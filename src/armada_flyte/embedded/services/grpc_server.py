@@ -25,6 +25,7 @@ from armada_flyte.embedded.services.auth import RequireAuth
 from armada_flyte.embedded.services.binoculars import BinocularsServicer
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.events import EventServicer
+from armada_flyte.embedded.services.job_sets import job_sets_handler
 from armada_flyte.embedded.services.jobs import JobsServicer
 from armada_flyte.embedded.services.node import NodeServicer
 from armada_flyte.embedded.services.reporting import SchedulerReportingServicer
@@ -150,6 +151,7 @@ async def _start(
     node_pb2_grpc.add_NodeServicer_to_server(NodeServicer(plane, credentials), server)
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
     scheduler_reporting_pb2_grpc.add_SchedulerReportingServicer_to_server(SchedulerReportingServicer(plane), server)
+    server.add_generic_rpc_handlers((job_sets_handler(plane),))  # not Armada's: `armada-flyte view` of dev
     health_servicer = health.HealthServicer()
     for name in ("", *SERVICE_NAMES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
