@@ -149,7 +149,10 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         Layers("armada_flyte.cluster", ("cluster_file", "error_categories | ingress | pod_metadata | secrets")),
     ),
     "armada_flyte.view": (
-        Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs | known_job_sets")),
+        Layers(
+            "armada_flyte.view",
+            ("http_server", "pages", "snapshot", "armada_reader | jobs | known_job_sets | task_errors"),
+        ),
     ),
     "armada_flyte.executor": (
         Layers(

@@ -125,6 +125,7 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
         armada_ca_cert=args.tls_cert,
         armada_allow_plaintext_auth=True,  # 127.0.0.1 only
         **_client_settings(stack.server.config.credentials),
+        **stack.blob_settings(),  # what each task recorded (a0's error.pb): a task that raised reads FAILED
     )
     with stack_view(stack, port=args.view_port, settings=settings) as url:
         yield url

@@ -46,6 +46,17 @@ class LocalEndpoints:
     def raw_data_path(self) -> str:
         return f"s3://{self.bucket}/raw"
 
+    def blob_settings(self) -> dict[str, Any]:
+        """The connector's settings for this stack's blob store (empty without one)."""
+        if not self.blob_endpoint:
+            return {}
+        return {
+            "blob_endpoint": self.blob_endpoint,
+            "blob_access_key": ACCESS_KEY,
+            "blob_secret_key": SECRET_KEY,
+            "blob_credentials_secret": BLOB_CREDENTIALS_SECRET,
+        }
+
     def connector_settings(self) -> dict[str, Any]:
         """Settings that point the connector at this stack (for `armada_flyte.configure`)."""
         return {
@@ -213,13 +224,14 @@ def stack_view(
 ) -> Iterator[str]:
     """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
 
-    `settings` say how to reach the server when it needs TLS or credentials. The view requires what the
-    server's HTTP parts do (`guard`, default the embedded server's: its credentials, its allowed Host
-    names): it shows what the server tells those settings' credentials."""
+    `settings` say how to reach the server when it needs TLS or credentials, and the blob store, where the
+    view reads what each task recorded (a0's error.pb: a task that raised reads FAILED, not Armada's
+    SUCCEEDED). The view requires what the server's HTTP parts do (`guard`, default the embedded server's:
+    its credentials, its allowed Host names): it shows what the server tells those settings' credentials."""
     from armada_flyte.connector.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)
+    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url, **stack.blob_settings())
     if guard is None:
         guard = stack.server.config.http_guard if stack.server is not None else HttpGuard()
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port, guard=guard) as view:

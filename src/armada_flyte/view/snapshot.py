@@ -17,12 +17,26 @@ from armada_flyte.connector.node_groups import NodeGroups
 from armada_flyte.connector.queued_report import gist
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.view.armada_reader import ArmadaReader
-from armada_flyte.view.jobs import JobRow, NodeGroupOf, Timeline, job_row, no_node_groups, pod_spec_of, timeline
+from armada_flyte.view.jobs import (
+    NOT_KNOWN,
+    JobRow,
+    NodeGroupOf,
+    RunTimeline,
+    job_row,
+    link_spills,
+    no_node_groups,
+    pod_spec_of,
+    run_timelines,
+)
+from armada_flyte.view.task_errors import TaskErrors
 
 T = TypeVar("T")
 
 JobSetSource = Callable[[], Iterable[tuple[str, str]]]
 """(queue, job set) pairs to follow, asked again at each page load."""
+
+PREFERENCE_JOB_SET = "-prefer-"
+"""In the job set of a task with an architecture preference (`<job set>-prefer-<hash>`, connector/preference.py)."""
 
 MAX_JOBS_SHOWN = 500
 """The newest jobs the overview lists (one GetJobDetails call); the page says how many it left out."""
@@ -43,7 +57,8 @@ class Overview:
     queues: list[str]
     job_sets: list[JobSetSummary]
     rows: list[JobRow]
-    timeline: Timeline
+    timelines: list[RunTimeline]
+    """One per Flyte run (else per job set), the latest first."""
     jobs_total: int
     problems: list[str] = field(default_factory=list)
     following: str = ""
@@ -87,8 +102,10 @@ class Gatherer:
         node_groups: Optional[NodeGroups] = None,
         queues: Iterable[str] = (),
         source: str = "",
+        task_errors: Optional[TaskErrors] = None,
     ):
         self._reader = reader
+        self._task_errors = task_errors
         self._job_sets = job_sets
         self._source = source
         """Where the job sets given come from, for the page (e.g. "given with --job-set")."""
@@ -117,7 +134,8 @@ class Gatherer:
         taken_at = time.time()
         summaries = []
         for queue, job_set in ids_by_set:
-            states = Counter(row.state for row in rows if row.queue == queue and row.job_set == job_set)
+            of_set = [row for row in rows if row.queue == queue and row.job_set == job_set]
+            states = Counter(row.shown_state.split(" ", 1)[0] for row in of_set)
             summaries.append(JobSetSummary(queue, job_set, dict(sorted(states.items()))))
         return Overview(
             self._reader.url,
@@ -125,7 +143,7 @@ class Gatherer:
             sorted(queues),
             summaries,
             rows,
-            timeline(rows, taken_at),
+            run_timelines(rows, taken_at),
             len(set(all_ids)),
             problems,
             following,
@@ -161,8 +179,23 @@ class Gatherer:
                 errors = self._reader.errors(failed)
             except ArmadaFlyteError as exc:
                 problems.append(str(exc))
-        rows = [job_row(details[i], errors.get(i, ""), self._node_group_of) for i in job_ids if i in details]
-        return sorted(rows, key=lambda r: (r.submitted_at, r.job_id))
+        known = self._known_outcomes(details, problems)
+        rows = [
+            job_row(details[i], errors.get(i, ""), self._node_group_of, known.get(i, NOT_KNOWN))
+            for i in job_ids
+            if i in details
+        ]
+        return link_spills(sorted(rows, key=lambda r: (r.submitted_at, r.job_id)))
+
+    def _known_outcomes(self, details: dict, problems: list[str]) -> dict:
+        """What a0 recorded for the jobs Armada says SUCCEEDED, where the view can read it."""
+        if self._task_errors is None:
+            return {}
+        try:
+            return self._task_errors.of(details)
+        except Exception as exc:  # the page goes on with Armada's states
+            problems.append(f"could not read the tasks' outcomes from the blob store: {exc}")
+            return {}
 
     def job_page(self, job_id: str) -> JobPage:
         problems: list[str] = []
@@ -175,7 +208,11 @@ class Gatherer:
         errors = {}
         if details.state in (JobState.FAILED, JobState.REJECTED):
             errors = self._read(problems, lambda: self._reader.errors([job_id]), {})
-        row = job_row(details, errors.get(job_id, ""), self._node_group_of)
+        known = self._known_outcomes({job_id: details}, problems)
+        row = job_row(details, errors.get(job_id, ""), self._node_group_of, known.get(job_id, NOT_KNOWN))
+        if PREFERENCE_JOB_SET in details.jobset:  # a preference task's steps: link a spill to its successor
+            steps = self._read(problems, lambda: self._reader.job_ids(details.queue, details.jobset), [])
+            row = next((r for r in self._rows(steps, problems) if r.job_id == job_id), row)
         log = self._read(problems, lambda: self._reader.log(job_id, details.namespace), []) if row.node else []
         reason = report = ""
         if details.state == JobState.QUEUED:
