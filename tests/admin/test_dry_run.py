@@ -48,3 +48,22 @@ def test_an_architecture_the_platform_lacks_is_the_clear_error(capsys, tmp_path)
 def test_a_bad_task_reference_names_the_form(capsys):
     code, out = dry_run(capsys, "workflows", "--preset", "gke")
     assert code == 1 and "module:task" in out.err
+
+
+def test_a_preference_shows_the_job_of_each_architecture_it_may_move_to(capsys):
+    project = pathlib.Path(__file__).parents[1] / "view" / "project"
+    code = main(["dry-run", "outcomes:prefers", "--preset", "gke", "--root", str(project)])
+    request = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert request["jobRequestItems"][0]["podSpec"]["nodeSelector"]["kubernetes.io/arch"] == "arm64"
+    assert "-prefer-" in request["jobSetId"]
+    (step,) = request["spillSteps"]
+    assert (step["architecture"], step["afterQueuedSeconds"]) == ("amd64", 1.0)
+    (item,) = step["jobRequestItems"]
+    assert item["podSpec"]["nodeSelector"]["kubernetes.io/arch"] == "amd64"
+    assert item["labels"]["armada-flyte.io/architecture"] == "amd64"
+
+
+def test_a_pinned_task_has_no_spill_steps(capsys):
+    code, out = dry_run(capsys, "workflows:summarise", "--preset", "gke")
+    assert code == 0 and "spillSteps" not in json.loads(out.out)

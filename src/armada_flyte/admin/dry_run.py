@@ -50,7 +50,9 @@ def load_task(reference: str, root_dir: pathlib.Path) -> Any:
 
 
 def render_submission(task: Any, node_groups: NodeGroups, root_dir: pathlib.Path) -> dict[str, Any]:
-    """The JobSubmitRequest (as Armada's JSON) for one run of `task`, placed with `node_groups`."""
+    """The JobSubmitRequest (as Armada's JSON) for one run of `task`, placed with `node_groups`; for a task with
+    an architecture preference, `spillSteps` adds the job of each later architecture, in order, as the
+    connector submits it when the one before waited `spill_after` seconds for room (to the same job set)."""
     sctx = SerializationContext(
         project="project",
         domain="development",
@@ -61,5 +63,18 @@ def render_submission(task: Any, node_groups: NodeGroups, root_dir: pathlib.Path
     template = get_proto_task(task, sctx)
     identity = RunIdentity(project="project", domain="development", run="dry-run", action="a0", task=template.id.name)
     plan = plan_job(template, node_groups, identity, _PLACEHOLDER_OUTPUTS, BlobSettings())
-    request = submit_request(plan.spec.queue, plan.spec.job_set_id or "flyte-dry-run", [plan.job])
-    return json_format.MessageToDict(request)
+    job_set = plan.job_set_id
+    rendered = json_format.MessageToDict(submit_request(plan.spec.queue, job_set, [plan.job]))
+    if plan.spill_jobs:
+        rendered["spillSteps"] = [
+            {
+                "architecture": step.architecture.value,
+                "nodeGroup": step.node_group,
+                "afterQueuedSeconds": plan.spill_after * (index + 1),
+                "jobRequestItems": json_format.MessageToDict(submit_request(plan.spec.queue, job_set, [step.job]))[
+                    "jobRequestItems"
+                ],
+            }
+            for index, step in enumerate(plan.spill_jobs)
+        ]
+    return rendered
