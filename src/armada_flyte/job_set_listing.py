@@ -1,4 +1,5 @@
-"""The embedded server's one call beyond Armada's API: the job sets it holds (`armada-flyte view` of `dev`).
+"""The embedded server's one call beyond Armada's API: the job sets it holds (`armada-flyte view` of `dev`), and
+the address of the local view served beside it, if one is (a local run's last line names it).
 
 Armada's gRPC API cannot list job sets (Lookout's database answers that on a real Armada), so a view of
 another process's embedded server asks it with this call; a real Armada answers UNIMPLEMENTED, and the view
@@ -33,9 +34,17 @@ def decode_request(data: bytes) -> dict:
     return json.loads(data or b"{}")
 
 
-def encode_response(job_sets: list[ListedJobSet]) -> bytes:
-    return json.dumps({"job_sets": [vars(s) for s in job_sets]}).encode()
+@dataclass(frozen=True)
+class Listing:
+    job_sets: list[ListedJobSet]
+    view: str = ""
+    """The local view's address, when one serves beside the server (`armada-flyte dev`, `stack_view`)."""
 
 
-def decode_response(data: bytes) -> list[ListedJobSet]:
-    return [ListedJobSet(**entry) for entry in json.loads(data)["job_sets"]]
+def encode_response(listing: Listing) -> bytes:
+    return json.dumps({"job_sets": [vars(s) for s in listing.job_sets], "view": listing.view}).encode()
+
+
+def decode_response(data: bytes) -> Listing:
+    document = json.loads(data)
+    return Listing([ListedJobSet(**entry) for entry in document["job_sets"]], document.get("view", ""))

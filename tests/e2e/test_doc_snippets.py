@@ -125,6 +125,10 @@ def test_runnable_snippet_runs_as_written_from_a_folder_of_its_own(snippet, read
             timeout=400,
         )
     assert done.returncode == 0, f"{snippet.where} exited {done.returncode}:\n{done.stdout}"
+    # the run's last word: its job set, and where to look (beside dev: the view dev serves)
+    (said,) = [line for line in done.stdout.splitlines() if line.startswith("Armada job set flyte-")]
+    if snippet.with_dev:
+        assert re.search(r": see the jobs in the view at http://127\.0\.0\.1:\d+/$", said), said
 
 
 SHELL = [s for s in all_snippets() if s.lang in ("bash", "sh")]

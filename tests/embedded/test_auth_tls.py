@@ -117,4 +117,4 @@ def test_the_job_set_listing_requires_credentials_as_every_call_does(secured, tl
     client = client_for(secured, tls.cert, basic("ann", "pw-1"))
     submit_one(client, "flyte", "listed-with-auth", item(pod(["true"])))
     listed = _list_job_sets(secured, tls.cert, basic("ann", "pw-1"))
-    assert ("flyte", "listed-with-auth") in [(s.queue, s.job_set) for s in listed]
+    assert ("flyte", "listed-with-auth") in [(s.queue, s.job_set) for s in listed.job_sets]

@@ -101,3 +101,12 @@ def test_the_overview_says_why_a_server_whose_state_cannot_be_written_takes_no_n
     said = f"Armada at {server.url} reports NOT_SERVING: the embedded server cannot write its state folder"
     assert problems[0].startswith(said)
     assert "; free space on that disk" in problems[0]
+
+
+def test_the_embedded_server_tells_where_its_view_serves(armada, reader):
+    assert reader.listing().view == ""
+    armada.about["view"] = "http://127.0.0.1:1234/"
+    try:
+        assert reader.listing().view == "http://127.0.0.1:1234/"
+    finally:
+        armada.about.pop("view")

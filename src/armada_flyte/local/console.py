@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional, TextIO
+from typing import Callable, Optional, TextIO
 
 FLYTE_LOGGER = "flyte"
 """The logger of Flyte's SDK (its runtime and local controller log to it)."""
@@ -164,6 +164,8 @@ class RunSummary:
         """The local view serving the Armada these runs use (`stack_view` sets it while it serves)."""
         self.in_process = ""
         """The address of an Armada this process runs and keeps nothing of (`local_stack()`'s)."""
+        self.find_view: Optional[Callable[[str], str]] = None
+        """Asks an Armada for the view serving beside it ("" when none: a real Armada, dev with --no-view)."""
 
     def used(self, armada_url: str, queue: str, job_set: str) -> None:
         with self._lock:
@@ -181,7 +183,10 @@ class RunSummary:
         """The summary of what is pending, and clears it ("" when nothing is)."""
         with self._lock:
             pending, self._pending = list(self._pending), {}
-        return summary_line(pending, self.view_url, self.in_process)
+        view_url = self.view_url
+        if pending and not view_url and self.find_view is not None and pending[0][0] != self.in_process:
+            view_url = self.find_view(pending[0][0])
+        return summary_line(pending, view_url, self.in_process)
 
     def print_pending(self, out: Optional[TextIO] = None) -> None:
         text = self.line()

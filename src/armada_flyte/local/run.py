@@ -95,6 +95,7 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     inflight.started(connector, meta)
     console.quiet_flyte()
     armada_url = (await connector.context()).settings.armada_url
+    console.summary.find_view = view_beside
     console.summary.used(armada_url, meta.queue, meta.job_set_id)
     if armada_url != console.summary.in_process:  # an Armada that outlives this process: the view can follow it
         known_job_sets.remember(armada_url, meta.queue, meta.job_set_id)
@@ -131,6 +132,27 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
             "(check the job's log; the pod may not reach the blob store)",
         )
     return None
+
+
+def view_beside(armada_url: str) -> str:
+    """The address of the view `armada-flyte dev` serves beside the Armada at `armada_url` ("" for an Armada that
+    serves none, or says nothing: a real one)."""
+    from armada_flyte.connector.settings import resolve_settings
+    from armada_flyte.view.armada_reader import ArmadaReader
+
+    try:
+        reader = ArmadaReader(resolve_settings(armada_url=armada_url, grpc_timeout_seconds=VIEW_QUESTION_SECONDS))
+        try:
+            listing = reader.listing()
+        finally:
+            reader.close()
+    except Exception as exc:  # only the last line's hint depends on it
+        log.debug("could not ask %s for its view: %s", armada_url, exc)
+        return ""
+    return listing.view if listing is not None else ""
+
+
+VIEW_QUESTION_SECONDS = 3.0
 
 
 async def _quiet_until_exit() -> None:

@@ -236,10 +236,14 @@ def stack_view(
         guard = stack.server.config.http_guard if stack.server is not None else HttpGuard()
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port, guard=guard) as view:
         console.summary.view_url = view.url
+        if stack.server is not None:
+            stack.server.about["view"] = view.url  # a run of another process asks the server where to look
         try:
             yield view.url
         finally:
             console.summary.view_url = ""
+            if stack.server is not None:
+                stack.server.about.pop("view", None)
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from armada_flyte.connector.channels import authorization_metadata, id_chunks, o
 from armada_flyte.connector.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.health_reasons import reason_in
-from armada_flyte.job_set_listing import PATH, ListedJobSet, decode_response, encode_request
+from armada_flyte.job_set_listing import PATH, ListedJobSet, Listing, decode_response, encode_request
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 
@@ -133,9 +133,9 @@ class ArmadaReader:
             self._followed[key] = (last, found)
         return list(found)
 
-    def listed_job_sets(self) -> Optional[list[ListedJobSet]]:
-        """Every job set the Armada holds, newest first, when it can say (the embedded server); None for an
-        Armada whose API lists no job sets (a real one answers UNIMPLEMENTED)."""
+    def listing(self) -> Optional[Listing]:
+        """The job sets the Armada holds, newest first, and the view beside it, when it can say (the embedded
+        server); None for an Armada whose API lists no job sets (a real one answers UNIMPLEMENTED)."""
         call = self._channel().unary_unary(
             PATH, request_serializer=lambda _: encode_request(), response_deserializer=decode_response
         )
@@ -145,6 +145,11 @@ class ArmadaReader:
             if exc.code == "UNIMPLEMENTED":
                 return None
             raise
+
+    def listed_job_sets(self) -> Optional[list[ListedJobSet]]:
+        """`listing()`'s job sets (None where the Armada can't list them)."""
+        listing = self.listing()
+        return listing.job_sets if listing is not None else None
 
     def details(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobDetails]:
         """GetJobDetails with the job spec and runs, at most 500 ids a call."""

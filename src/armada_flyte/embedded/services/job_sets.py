@@ -1,8 +1,9 @@
-"""Lists the job sets the server holds, newest first (`armada_flyte.job_set_listing`; not an Armada API)."""
+"""Lists the job sets the server holds, newest first, and the view beside it (`armada_flyte.job_set_listing`;
+not an Armada API)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import grpc
 
@@ -11,6 +12,7 @@ from armada_flyte.job_set_listing import (
     METHOD,
     SERVICE,
     ListedJobSet,
+    Listing,
     decode_request,
     encode_response,
 )
@@ -26,9 +28,11 @@ def job_sets_of(plane: ControlPlane) -> list[ListedJobSet]:
     return sorted(listed, key=lambda s: s.newest_job, reverse=True)
 
 
-def job_sets_handler(plane: ControlPlane) -> grpc.GenericRpcHandler:
-    def list_job_sets(request: Any, context: grpc.ServicerContext) -> list[ListedJobSet]:
-        return job_sets_of(plane)
+def job_sets_handler(plane: ControlPlane, about: Mapping[str, str]) -> grpc.GenericRpcHandler:
+    """`about` is read at each call: its `view` is set once the view serves."""
+
+    def list_job_sets(request: Any, context: grpc.ServicerContext) -> Listing:
+        return Listing(job_sets_of(plane), about.get("view", ""))
 
     handler = grpc.unary_unary_rpc_method_handler(
         list_job_sets, request_deserializer=decode_request, response_serializer=encode_response
