@@ -61,6 +61,11 @@ def invalid_config_from(exc: Any, origin: str = "", *, hidden: Iterable[str] = (
     return InvalidConfig(field, value, fix)
 
 
+def _a(word: str) -> str:
+    """The article before `word` as said aloud: "an arm64", "an amd64", "a riscv64"."""
+    return "an" if word[:1].lower() in "aeioux" else "a"
+
+
 class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
     """The task asks for an architecture the platform's node groups don't offer."""
 
@@ -72,7 +77,7 @@ class ArchitectureNotOffered(ArmadaFlyteError, ValueError):
         super().__init__(
             f"architecture {architecture!r} (set by {source}) is not offered by this platform; "
             f"offered: {offered_text}. Set ArmadaConfig(architecture=...) to one of those, "
-            f"or ask your platform admin to add a {architecture} node group to the node-group file."
+            f"or ask your platform admin to add {_a(architecture)} {architecture} node group to the node-group file."
         )
 
 

@@ -96,12 +96,10 @@ def test_unknown_preset_lists_the_known_ones(doctor_json):
 
 
 def test_without_a_file_or_preset_it_checks_what_the_connector_settings_name(doctor_json, monkeypatch):
-    monkeypatch.setenv("ARMADA_FLYTE_NODE_GROUPS_PRESET", "eks-karpenter")
+    monkeypatch.setenv("ARMADA_FLYTE_NODE_GROUPS_PRESET", "gke")
     code, report = doctor_json()
     assert code == 0
-    assert report["findings"][0]["message"].startswith(
-        "preset eks-karpenter (ARMADA_FLYTE_NODE_GROUPS_PRESET): platform eks-karpenter"
-    )
+    assert report["findings"][0]["message"].startswith("preset gke (ARMADA_FLYTE_NODE_GROUPS_PRESET): platform gke")
 
 
 def test_without_any_setting_it_checks_the_connectors_default_preset(doctor_json):
@@ -165,3 +163,23 @@ def test_node_groups_and_preset_are_exclusive(doctor):
     with pytest.raises(SystemExit) as exit_info:
         doctor("--preset", "gke", "--node-groups", "x.yaml")
     assert exit_info.value.code == 2
+
+
+def test_the_eks_preset_is_told_its_node_names_carry_no_pool(doctor_json):
+    code, report = doctor_json("--preset", "eks-karpenter")
+    assert code == 1
+    (found,) = [f for f in report["findings"] if f["check"] == "node-groups.node-names"]
+    assert "ip-10-0-1-23.ec2.internal" in found["message"] and 'reads "not known"' in found["message"]
+    assert "node_name_prefixes" in found["fix"]
+
+
+def test_the_shipped_armada_config_examples_are_printed_for_a_pip_install(capsys):
+    import yaml
+
+    from armada_flyte.admin.cli import main
+
+    assert main(["doctor", "--example", "executor-config"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert "kubernetes.io/arch" in config["kubernetes"]["trackedNodeLabels"]
+    assert main(["doctor", "--example", "scheduler-config"]) == 0
+    assert "indexedNodeLabels" in capsys.readouterr().out

@@ -266,3 +266,27 @@ def test_priority_classes_must_exist_and_match_preemptibility(good_scheduler):
     assert "preemptible: False" in bad.message
     scheduler["scheduling"]["priorityClasses"]["armada-preemptible"]["preemptible"] = True
     assert not _problems(check_scheduler_config(scheduler, groups=_gke()))
+
+
+def test_node_groups_that_say_how_their_node_names_start_pass_on_eks():
+    from armada_flyte.admin.doctor.config_checks import check_node_names
+
+    preset = NodeGroups.preset("eks-karpenter")
+    named = {
+        arch: group.model_copy(update={"node_name_prefixes": [f"ip-10-{n}-"]})
+        for n, (arch, group) in enumerate(preset.architectures.items())
+    }
+    [good] = check_node_names(preset.model_copy(update={"architectures": named}))
+    assert good.ok
+
+
+def test_node_names_are_no_concern_where_they_carry_the_pool():
+    from armada_flyte.admin.doctor.config_checks import check_node_names
+
+    assert check_node_names(_gke()) == []
+
+
+def test_a_fix_points_to_the_example_a_pip_install_can_print(good_executor):
+    findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=["nvidia.com/gpu"]))
+    [bad] = _problems(findings)
+    assert "armada-flyte doctor --example executor-config" in bad.fix

@@ -36,19 +36,21 @@ def _view_url(process: subprocess.Popen) -> str:
     return match.group(1)
 
 
-def test_it_shows_the_named_job_sets_and_every_queue(armada) -> None:
+def test_pointed_at_an_embedded_server_it_shows_every_job_set_and_every_queue(armada) -> None:
+    """No --job-set needed: the embedded server (as `armada-flyte dev`) lists its job sets."""
     with grpc.insecure_channel(armada.url) as channel:
         client = ArmadaClient(channel)
         job_id = submit_one(client, "viewed", "named", item(pod(["true"])))
-        submit_one(client, "viewed", "not-named", item(pod(["true"])))
+        other = submit_one(client, "viewed", "not-named", item(pod(["true"])))
         wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
-    command = [*VIEW, "--armada", armada.url, "--job-set", "viewed/named", "--preset", "embedded"]
+    command = [*VIEW, "--armada", armada.url, "--preset", "embedded"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         with urllib.request.urlopen(_view_url(process), timeout=30) as response:
             page = response.read().decode()
-        assert f'data-job-id="{job_id}" data-state="SUCCEEDED"' in page
-        assert 'data-job-set="named"' in page and "not-named" not in page
+        assert f'data-job-id="{job_id}" data-state="SUCCEEDED"' in page and f'data-job-id="{other}"' in page
+        assert 'data-job-set="named"' in page and 'data-job-set="not-named"' in page
+        assert "following every job set this Armada holds" in page
         assert 'data-queue="quiet"' in page  # Submit.GetQueues lists every queue
     finally:
         process.send_signal(signal.SIGTERM)

@@ -32,6 +32,11 @@ def test_wheel_contains_presets_cluster_and_runtime_image_files(tmp_path):
     presets = {p.name for p in (ROOT / "arch").glob("*.yaml")}
     assert {f"armada_flyte/connector/config/presets/{name}" for name in presets} <= names
     assert "armada_flyte/cluster/default_cluster.yaml" in names
+    # the Armada config examples the doctor's fixes point to (`armada-flyte doctor --example ...`)
+    assert {
+        "armada_flyte/admin/doctor/armada_configs/executor-config.yaml",
+        "armada_flyte/admin/doctor/armada_configs/scheduler-config.yaml",
+    } <= names
     # generated from the .proto at build time (setup.py), never committed
     assert {
         "armada_flyte/protos/scheduler_reporting_pb2.py",

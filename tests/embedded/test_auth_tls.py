@@ -45,11 +45,15 @@ def secured(tls) -> EmbeddedArmada:
         yield armada
 
 
-def client_for(armada: EmbeddedArmada, ca: pathlib.Path, header: str | None) -> ArmadaClient:
+def channel_credentials(ca: pathlib.Path, header: str | None) -> grpc.ChannelCredentials:
     credentials = grpc.ssl_channel_credentials(ca.read_bytes())
     if header is not None:
         credentials = grpc.composite_channel_credentials(credentials, grpc.metadata_call_credentials(Header(header)))
-    return ArmadaClient(grpc.secure_channel(armada.url, credentials))
+    return credentials
+
+
+def client_for(armada: EmbeddedArmada, ca: pathlib.Path, header: str | None) -> ArmadaClient:
+    return ArmadaClient(grpc.secure_channel(armada.url, channel_credentials(ca, header)))
 
 
 @pytest.mark.parametrize(
@@ -94,3 +98,23 @@ def test_a_malformed_credential_names_the_fix_and_never_echoes_the_secret():
 def test_a_certificate_without_its_key_is_refused(tls):
     with pytest.raises(InvalidConfig, match="tls_key"):
         EmbeddedArmada(EmbeddedConfig(tls_cert=tls.cert))
+
+
+def _list_job_sets(armada: EmbeddedArmada, ca: pathlib.Path, header: str | None):
+    from armada_flyte.job_set_listing import PATH, decode_response, encode_request
+
+    with grpc.secure_channel(armada.url, channel_credentials(ca, header)) as channel:
+        listing = channel.unary_unary(
+            PATH, request_serializer=lambda _: encode_request(), response_deserializer=decode_response
+        )
+        return listing(None, timeout=30)
+
+
+def test_the_job_set_listing_requires_credentials_as_every_call_does(secured, tls):
+    with pytest.raises(grpc.RpcError) as refused:
+        _list_job_sets(secured, tls.cert, None)
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    client = client_for(secured, tls.cert, basic("ann", "pw-1"))
+    submit_one(client, "flyte", "listed-with-auth", item(pod(["true"])))
+    listed = _list_job_sets(secured, tls.cert, basic("ann", "pw-1"))
+    assert ("flyte", "listed-with-auth") in [(s.queue, s.job_set) for s in listed.job_sets]

@@ -36,12 +36,19 @@ def test_rows_show_the_outcome_armadas_state_where_it_differs_and_retries_under_
         ]
     )
     lines = table.splitlines()
-    assert lines[0].split() == ["task", "attempt", "architecture", "from", "node", "group", "node", "state", "seconds"]
+    header = ["task", "attempt", "architecture", "from", "node", "group", "node", "state", "seconds", "job", "id"]
+    assert lines[0].split() == header
     rows = [line.split("  ") for line in lines[2:]]
     cells = [[cell.strip() for cell in row if cell.strip()] for row in rows]
     assert cells[0][:2] == ["flaky", "0"] and "FAILED ValueError, retried (Armada: SUCCEEDED)" in cells[0]
     assert lines[3].startswith(" ") and cells[1][0] == "1" and "SUCCEEDED" in cells[1]
     assert cells[2][:2] == ["plain", "0"] and "(Armada:" not in lines[4]
+
+
+def test_each_row_ends_with_its_job_id():
+    """The id `armada-flyte logs` and armadactl take."""
+    table = format_jobs_table([_job("plain", "SUCCEEDED", "SUCCEEDED", 0, call="c1")])
+    assert table.splitlines()[2].endswith(" j-plain-0")
 
 
 def test_the_architecture_says_how_it_was_chosen():

@@ -9,6 +9,7 @@ import pytest
 
 import armada_flyte
 from armada_flyte.local import run as local_run
+from armada_flyte.local.console import CallName
 from armada_flyte.local.run import poll_delays
 
 from support.armada_templates import execution_metadata, python_template
@@ -46,7 +47,7 @@ def test_the_end_is_seen_as_it_happens_without_polling_armada(armada):
             task_execution_metadata=execution_metadata(run="waits"),
         )
         try:
-            outcome = await local_run._wait_for_end(connector, meta, "[t#0]")
+            outcome, _ = await local_run._wait_for_end(connector, meta, CallName("t", ":0", 0, "amd64"))
             return meta, outcome, time.time()
         finally:
             await connector.close()

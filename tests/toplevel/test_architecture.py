@@ -77,3 +77,11 @@ def test_bad_image_architectures_in_a_template_name_the_field():
     with pytest.raises(InvalidConfig) as info:
         SubmissionSpec.from_custom({"architecture": "any", "image_architectures": ["sparc"]})
     assert "custom.image_architectures" in str(info.value)
+
+
+@pytest.mark.pure
+def test_an_architecture_not_offered_reads_as_english() -> None:
+    from armada_flyte.errors import ArchitectureNotOffered
+
+    said = str(ArchitectureNotOffered("arm64", ["amd64"]))
+    assert "ask your platform admin to add an arm64 node group to the node-group file" in said

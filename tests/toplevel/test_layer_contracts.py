@@ -69,13 +69,15 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             ),
         ),
     ),
-    "armada_flyte.local": (Layers("armada_flyte.local", ("run", "inflight | journal | stack | task_logs")),),
+    "armada_flyte.local": (
+        Layers("armada_flyte.local", ("run", "stack | task_logs", "inflight | journal", "console | pod_log_lines")),
+    ),
     "armada_flyte.admin": (
         Layers(
             "armada_flyte.admin",
             (
                 "cli",
-                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command",
+                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command | logs_command",
                 "image_build | view_command",
                 "auth_sources | dry_run | image_preflight",
             ),
@@ -106,7 +108,11 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.embedded.services": (
         Layers(
             "armada_flyte.embedded.services",
-            ("grpc_server", "binoculars | events | jobs | node | reporting | submit", "auth | call_counts | messages"),
+            (
+                "grpc_server",
+                "binoculars | events | job_sets | jobs | node | reporting | submit",
+                "auth | call_counts | messages",
+            ),
         ),
     ),
     "armada_flyte.embedded.kube_api": (
@@ -161,7 +167,12 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.cluster": (
         Layers("armada_flyte.cluster", ("cluster_file", "error_categories | ingress | pod_metadata | secrets")),
     ),
-    "armada_flyte.view": (Layers("armada_flyte.view", ("http_server", "pages", "snapshot", "armada_reader | jobs")),),
+    "armada_flyte.view": (
+        Layers(
+            "armada_flyte.view",
+            ("http_server", "pages", "snapshot", "armada_reader | jobs | known_job_sets | task_errors"),
+        ),
+    ),
     "armada_flyte.executor": (
         Layers(
             "armada_flyte.executor",

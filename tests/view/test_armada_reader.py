@@ -66,8 +66,29 @@ def test_a_failed_read_says_which_call_and_why(reader):
 def test_the_overview_shows_what_it_could_read_and_says_what_it_could_not(client, reader):
     job_id = submit_one(client, "read", "shown", item(pod(["true"])))
     overview = Gatherer(reader, lambda: [("read", "shown"), ("no-such-queue", "js")]).overview()
-    assert [row.job_id for row in overview.rows] == [job_id]
+    assert [row.job_id for row in overview.rows if row.job_set == "shown"] == [job_id]
     assert any("job set js of queue no-such-queue" in problem for problem in overview.problems)
+
+
+def test_the_embedded_server_lists_its_job_sets_newest_first(client, reader):
+    older = submit_one(client, "read", "listed-older", item(pod(["true"])))
+    newer = submit_one(client, "read", "listed-newer", item(pod(["true"])))
+    listed = [(s.queue, s.job_set, s.newest_job) for s in reader.listed_job_sets()]
+    assert listed.index(("read", "listed-newer", newer)) < listed.index(("read", "listed-older", older))
+
+
+def test_the_overview_of_the_embedded_server_follows_every_job_set_it_holds(client, reader):
+    job_id = submit_one(client, "read", "never-named", item(pod(["true"])))
+    overview = Gatherer(reader, lambda: []).overview()
+    assert job_id in [row.job_id for row in overview.rows]
+    assert overview.following.startswith("every job set this Armada holds")
+
+
+def test_an_armada_that_lists_no_job_sets_is_followed_by_those_given_and_the_page_says_so(reader, monkeypatch):
+    monkeypatch.setattr(reader, "listed_job_sets", lambda: None)  # as a real Armada answers UNIMPLEMENTED
+    overview = Gatherer(reader, lambda: [("read", "given")], source="given with --job-set").overview()
+    assert {row.job_set for row in overview.rows} <= {"given"}
+    assert overview.following.startswith("1 job set(s) given with --job-set: this Armada's gRPC API cannot list")
 
 
 def test_the_overview_says_why_a_server_whose_state_cannot_be_written_takes_no_new_work(tmp_path):
@@ -80,3 +101,12 @@ def test_the_overview_says_why_a_server_whose_state_cannot_be_written_takes_no_n
     said = f"Armada at {server.url} reports NOT_SERVING: the embedded server cannot write its state folder"
     assert problems[0].startswith(said)
     assert "; free space on that disk" in problems[0]
+
+
+def test_the_embedded_server_tells_where_its_view_serves(armada, reader):
+    assert reader.listing().view == ""
+    armada.about["view"] = "http://127.0.0.1:1234/"
+    try:
+        assert reader.listing().view == "http://127.0.0.1:1234/"
+    finally:
+        armada.about.pop("view")

@@ -10,7 +10,6 @@ table's state badges in the rows' order.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import urllib.request
 from collections import defaultdict
@@ -29,23 +28,14 @@ from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.view.http_server import ViewServer, serving
 from armada_flyte.view.pages import ARCHITECTURE_COLOURS, STATE_COLOURS
 
+from support.chromium import WINDOW, run_chromium
 from support.html_elements import Elements
 from support.png import colour_bands, read_png
 from support.pod_folders import folder_pods_can_use
 from support.pods import ARM64_TOLERATION, cluster, node_group, pod, python
-from support.real_parts import missing_part
 from support.waiting import wait_for_state, wait_until
 
 QUEUE, JOB_SET = "flyte", "multiarch"
-WINDOW = (1400, 1000)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        missing_part("Chromium is not installed (apt-get install chromium; scripts/install-test-parts.sh does as root)")
-    return found
 
 
 def _job(spec, task: str, architecture: str, source: str) -> submit_pb2.JobSubmitRequestItem:
@@ -106,21 +96,7 @@ def _run(release: Path) -> Iterator[dict]:
 
 
 def _chromium(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [
-        chromium,
-        "--headless",
-        "--no-sandbox",  # as root (CI); harmless otherwise
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        "--force-color-profile=srgb",  # colours on the screenshot exactly as the stylesheet writes them
-        f"--user-data-dir={profile}",
-        f"--window-size={WINDOW[0]},{WINDOW[1]}",
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, f"chromium failed ({done.returncode}): {done.stderr[-3000:]}"
-    return done
+    return run_chromium(chromium, profile, *args)
 
 
 def _fetch(url: str) -> str:

@@ -8,7 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
 from armada_flyte.connector.config.node_groups import NodeGroups
-from armada_flyte.view.jobs import JobRow, job_row, pod_spec_of, timeline
+from armada_flyte.view.jobs import JobRow, job_row, link_spills, pod_spec_of, run_timelines, timeline
 from armada_flyte.view.snapshot import node_group_finder
 
 from support.pods import pod
@@ -145,3 +145,62 @@ def test_a_node_that_ran_two_architectures_has_no_lane_architecture():
 
 def test_no_placed_job_means_no_lanes():
     assert timeline([_row("queued", "", "arm64", 0.0)], now=T0).lanes == ()
+
+
+def test_a_task_a0_recorded_an_error_for_reads_failed_beside_armadas_succeeded():
+    from armada_flyte.connector.model.task_error import TaskError
+
+    row = job_row(details(), task_error=TaskError("ValueError", "four is unlucky", "user", True))
+    assert (row.state, row.outcome, row.shown_state) == ("SUCCEEDED", "FAILED ValueError", "FAILED ValueError")
+    assert row.task_error == "ValueError: four is unlucky" and row.failed
+
+
+def test_a_task_a0_recorded_no_error_for_succeeded_and_an_unread_one_shows_armadas_state():
+    assert job_row(details(), task_error=None).outcome == "SUCCEEDED"
+    unread = job_row(details())
+    assert unread.outcome == "" and unread.shown_state == "SUCCEEDED" and not unread.failed
+
+
+def test_the_run_is_the_flyte_run_label():
+    row = job_row(details(labels={"flyte.org/run": "r-42", **CONNECTOR_TRAIN["labels"]}))
+    assert row.run == "r-42"
+
+
+def test_a_job_cancelled_to_spill_is_linked_to_the_next_job_of_its_task_in_its_job_set():
+    from dataclasses import replace
+
+    from armada_flyte.connector.poll.spill import SPILL_REASON
+
+    base = job_row(details(annotations=CONNECTOR_TRAIN["annotations"]))
+    spilled = replace(base, job_id="01a", state="CANCELLED", cancel_reason=SPILL_REASON, submitted_at=T0)
+    other_task = replace(base, job_id="01b", task="other", submitted_at=T0 + 1)
+    successor = replace(base, job_id="01c", submitted_at=T0 + 2)
+    rows = {r.job_id: r for r in link_spills([spilled, other_task, successor])}
+    assert rows["01a"].spilled_to == "01c" and rows["01c"].spilled_from == "01a"
+    assert rows["01b"].spilled_from == "" and rows["01b"].spilled_to == ""
+
+
+def test_a_job_cancelled_for_another_reason_is_no_spill():
+    from dataclasses import replace
+
+    base = job_row(details(annotations=CONNECTOR_TRAIN["annotations"]))
+    cancelled = replace(base, job_id="01a", state="CANCELLED", cancel_reason="by hand", submitted_at=T0)
+    rows = link_spills([cancelled, replace(base, job_id="01c", submitted_at=T0 + 2)])
+    assert [r.spilled_to for r in rows] == ["", ""]
+
+
+def test_each_run_gets_a_timeline_spanning_its_own_jobs_the_latest_first():
+    from dataclasses import replace
+
+    early = job_row(details("01e", node="amd64-0", started=T0, finished=T0 + 2))
+    late = job_row(details("01l", node="amd64-0", started=T0 + 600, finished=T0 + 602))
+    early, late = replace(early, run="early"), replace(late, run="late", submitted_at=T0 + 599)
+    timelines = run_timelines([early, late], now=T0 + 700)
+    assert [t.run for t in timelines] == ["late", "early"]
+    assert [(t.timeline.begin, t.timeline.end) for t in timelines] == [(T0 + 600, T0 + 602), (T0, T0 + 2)]
+
+
+def test_jobs_of_no_run_are_grouped_by_job_set():
+    one = job_row(details("01a", node="amd64-0", started=T0, finished=T0 + 1))
+    (group,) = run_timelines([one], now=T0 + 5)
+    assert (group.run, group.job_sets) == ("", ("run1",))

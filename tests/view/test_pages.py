@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from armada_flyte.view.jobs import JobRow, timeline
+from dataclasses import replace
+
+from armada_flyte.view.jobs import JobRow, run_timelines
 from armada_flyte.view.pages import ARCHITECTURE_COLOURS, job_html, overview_html
 from armada_flyte.view.snapshot import JobPage, JobSetSummary, Overview
 
@@ -34,7 +36,7 @@ def overview(rows: list[JobRow] = ROWS, **changes) -> Overview:
         queues=["flyte", "idle"],
         job_sets=[JobSetSummary("flyte", "run1", {"QUEUED": 1, "RUNNING": 1, "SUCCEEDED": 2})],
         rows=rows,
-        timeline=timeline(rows, T0 + 4),
+        timelines=run_timelines(rows, T0 + 4),
         jobs_total=len(rows),
     )
     return Overview(**{**fields, **changes})
@@ -125,3 +127,60 @@ def test_an_unknown_jobs_page_says_what_armada_said():
     page = job_html(JobPage("127.0.0.1:50051", "01zz", None, None, [], "", "", ["Armada does not know job 01zz"]))
     assert "Armada does not know job 01zz" in page
     assert "Log" not in page
+
+
+def test_a_task_that_raised_reads_failed_with_armadas_state_beside_it():
+    raised = replace(ROWS[1], outcome="FAILED ValueError", task_error="ValueError: four is unlucky")
+    page = overview_html(overview([ROWS[0], raised]))
+    (job,) = [r for r in Elements(page).with_class("job") if r["data-job-id"] == "01b"]
+    assert (job["data-state"], job["data-outcome"]) == ("SUCCEEDED", "FAILED ValueError")
+    assert '<span class="state" style="background:#b91c1c">FAILED ValueError</span>' in page
+    assert '<span class="armada-state">Armada: SUCCEEDED</span>' in page
+    assert "ValueError: four is unlucky" in page
+
+
+def test_a_job_sets_counts_are_of_the_tasks_outcomes():
+    page = overview_html(overview(job_sets=[JobSetSummary("flyte", "run1", {"FAILED": 2, "SUCCEEDED": 7})]))
+    assert "2 failed, 7 succeeded" in page
+
+
+def test_an_error_has_a_row_of_its_own_and_a_long_one_expands():
+    long_error = "Container armada-task failed with exit code 137 because OOMKilled: " + "x" * 300 + "\nsecond line"
+    failed = replace(ROWS[1], state="FAILED", error=long_error)
+    page = Elements(overview_html(overview([failed])))
+    (error_row,) = page.with_class("job-error")
+    assert error_row["data-job-id"] == "01b"
+    html = overview_html(overview([failed]))
+    assert '<td class="error" colspan="11"><details class="problem"><summary>Container armada-task' in html
+    assert "x" * 300 + "\nsecond line</pre></details>" in html
+
+
+def test_a_failed_tasks_bar_is_marked():
+    raised = replace(ROWS[1], outcome="FAILED ValueError")
+    bars = {bar["data-job-id"]: bar for bar in Elements(overview_html(overview([ROWS[0], raised]))).with_class("bar")}
+    assert bars["01b"]["class"] == "bar failed" and bars["01b"]["data-failed"] == "true"
+    assert bars["01a"]["class"] == "bar" and bars["01a"]["data-failed"] == "false"
+
+
+def test_a_spilled_job_links_to_its_successor_and_back():
+    cancelled = replace(ROWS[3], job_id="01s", state="CANCELLED", spilled_to="01b")
+    moved = replace(ROWS[1], spilled_from="01s")
+    page = overview_html(overview([cancelled, moved]))
+    rows = {r["data-job-id"]: r for r in Elements(page).with_class("job")}
+    assert rows["01s"]["data-spilled-to"] == "01b" and rows["01b"]["data-spilled-from"] == "01s"
+    assert 'spilled: moved to <a href="/jobs/01b">01b</a>' in page
+    assert 'took the place of <a href="/jobs/01s">01s</a> (spilled)' in page
+    (bar,) = Elements(page).with_class("spilled")
+    assert bar["data-spilled-from"] == "01s" and "took the place of job 01s" in bar["title"]
+
+
+def test_each_run_has_a_timeline_of_its_own_the_latest_first():
+    first = [replace(r, run="r1", submitted_at=T0) for r in ROWS[:2]]
+    later = [
+        replace(r, job_id=r.job_id + "x", run="r2", job_set="flyte-r2-prefer-ab", submitted_at=T0 + 60)
+        for r in ROWS[:2]
+    ]
+    page = Elements(overview_html(overview(first + later)))
+    sections = page.with_class("run-timeline")
+    assert [s["data-run"] for s in sections] == ["r2", "r1"]
+    assert sections[0]["data-job-sets"] == "flyte-r2-prefer-ab"

@@ -13,13 +13,23 @@ from armada_flyte.admin import (
     dry_run_command,
     executor_command,
     image_command,
+    logs_command,
     view_command,
 )
 from armada_flyte.admin.doctor import command as doctor_command
 from armada_flyte.errors import ArmadaFlyteError
 
 # Each module exposes `register(subparsers)`, adding its subcommand with `func` set.
-_SUBCOMMANDS = (dev_command, view_command, executor_command, c0_command, image_command, doctor_command, dry_run_command)
+_SUBCOMMANDS = (
+    dev_command,
+    view_command,
+    logs_command,
+    executor_command,
+    c0_command,
+    image_command,
+    doctor_command,
+    dry_run_command,
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,8 +1,9 @@
 """`armada-flyte view`: the local view (a page on 127.0.0.1) of any Armada, and the view `dev` starts beside
 its server.
 
-Pointed at a real Armada, the page follows the job sets named with `--job-set` (Armada's gRPC API
-lists queues but not job sets); beside `armada-flyte dev` it follows every job set of that server.
+Pointed at a real Armada, the page follows the job sets named with `--job-set` and those local runs on this
+machine recorded for that address (Armada's gRPC API lists queues but not job sets), and says so; pointed at
+`armada-flyte dev` (or beside it), it follows every job set of that server, which it can list.
 """
 
 from __future__ import annotations
@@ -68,17 +69,25 @@ def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from armada_flyte.connector.config.node_groups import NodeGroups
     from armada_flyte.connector.config.settings import resolve_settings
+    from armada_flyte.view import known_job_sets
     from armada_flyte.view.http_server import serving
 
-    job_sets = [_job_set(text) for text in args.job_set]
+    given = [_job_set(text) for text in args.job_set]
     settings = resolve_settings(**({"armada_url": args.armada} if args.armada else {}))
+
+    def job_sets() -> list[tuple[str, str]]:
+        return given + known_job_sets.recorded(settings.armada_url)
+
+    source = f"given with --job-set or recorded by local runs on this machine ({known_job_sets.default_path()})"
     node_groups = NodeGroups.load(args.node_groups, args.preset) if (args.node_groups or args.preset) else None
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        with serving(settings, lambda: job_sets, node_groups=node_groups, queues=args.queue, port=args.port) as view:
+        with serving(
+            settings, job_sets, node_groups=node_groups, queues=args.queue, port=args.port, source=source
+        ) as view:
             print(f"view: {view.url}", flush=True)
-            print(f"reading Armada at {settings.armada_url}; following {len(job_sets)} job set(s). Ctrl-C stops.")
+            print(f"reading Armada at {settings.armada_url}; the page says which job sets it follows. Ctrl-C stops.")
             try:
                 while not stop.wait(timeout=0.5):
                     pass
@@ -116,6 +125,7 @@ def beside_dev(stack: Any, args: argparse.Namespace) -> Iterator[Optional[str]]:
         armada_ca_cert=args.tls_cert,
         armada_allow_plaintext_auth=True,  # 127.0.0.1 only
         **_client_settings(stack.server.config.credentials),
+        **stack.blob_settings(),  # what each task recorded (a0's error.pb): a task that raised reads FAILED
     )
     with stack_view(stack, port=args.view_port, settings=settings) as url:
         yield url

@@ -87,6 +87,9 @@ class EmbeddedArmada:
         self.port = 0
         self.calls = CallCounter()
         """Calls the server has answered, by gRPC method name."""
+        self.about: dict[str, str] = {}
+        """What the server's job-set listing tells clients beyond Armada's API: `view`, the address of the local
+        view serving beside it (`stack_view` sets it)."""
 
     def start(self) -> EmbeddedArmada:
         """Start every part; if one fails, those already started are stopped again, newest first."""
@@ -111,7 +114,7 @@ class EmbeddedArmada:
             self._start_kube_api(plane)
             plane.start()
             self._server, self.port = start_grpc_server(
-                plane, config.port, credentials=self.credentials, tls=self.tls, counter=self.calls
+                plane, config.port, credentials=self.credentials, tls=self.tls, counter=self.calls, about=self.about
             )
             rollback.pop_all()
         self._ingress = ingress

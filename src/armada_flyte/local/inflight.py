@@ -8,6 +8,10 @@ A Ctrl-C that ends the process says so in one line, with the jobs it cancelled, 
 traceback of where the main thread happened to wait. The run's own wait, still polling in its
 thread, may see those jobs end before the interpreter is gone: `exiting()` tells it to say
 nothing (else Flyte would log the cancelled job as a task failure after the one line).
+
+A run that ends when one task fails leaves its other calls running (Flyte does not cancel them). When the
+local stack stops, `abandon_all` cancels them while the server still answers, and their waits end quietly
+(`abandoned`) instead of polling a server that is gone.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import atexit
 import logging
 import sys
 import threading
+import time
 from typing import Any
+
+from armada_flyte.local import console
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +33,8 @@ _jobs: dict[str, tuple[Any, Any]] = {}
 _lock = threading.Lock()
 _registered = False
 _exiting = threading.Event()
+_abandoned: set[str] = set()
+ABANDON_SETTLE_SECONDS = 10.0
 
 
 def started(connector: Any, meta: Any) -> None:
@@ -49,6 +58,34 @@ def exiting() -> bool:
     return _exiting.is_set()
 
 
+def abandoned(job_id: str) -> bool:
+    """True for a job `abandon_all` cancelled: its wait ends quietly."""
+    with _lock:
+        return job_id in _abandoned
+
+
+def abandon_all(settle: float = ABANDON_SETTLE_SECONDS) -> list[str]:
+    """Cancel every job still in flight, whose run has ended without it, and wait (at most `settle` seconds) for
+    their waits to notice; the ids cancelled. Called before the Armada they run on stops."""
+    with _lock:
+        pending = list(_jobs.values())
+        _abandoned.update(meta.job_id for _, meta in pending)
+    cancelled = _cancel(pending)
+    if cancelled:
+        log.warning(
+            "cancelled %s still running after their run ended: %s",
+            "Armada job" if len(cancelled) == 1 else f"{len(cancelled)} Armada jobs",
+            ", ".join(cancelled),
+        )
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        with _lock:
+            if not any(meta.job_id in _jobs for _, meta in pending):
+                break
+        time.sleep(0.05)
+    return cancelled
+
+
 def cancel_all() -> list[str]:
     """Cancel every job still in flight, on a loop of its own (the run's loop may be gone); the ids cancelled.
     Only for the process's end: from here on `exiting()` is true."""
@@ -56,6 +93,10 @@ def cancel_all() -> list[str]:
     with _lock:
         pending = list(_jobs.values())
         _jobs.clear()
+    return _cancel(pending)
+
+
+def _cancel(pending: list[tuple[Any, Any]]) -> list[str]:
     if not pending:
         return []
     cancelled: list[str] = []
@@ -75,8 +116,15 @@ def cancel_all() -> list[str]:
 
 
 def _cancel_at_exit() -> None:
-    for job_id in cancel_all():
-        log.warning("cancelled Armada job %s: its run was interrupted", job_id)
+    cancelled = cancel_all()
+    if len(cancelled) == 1:
+        log.warning("cancelled Armada job %s: its run was interrupted or ended without it", cancelled[0])
+    elif cancelled:
+        log.warning(
+            "cancelled %d Armada jobs: their run was interrupted or ended without them: %s",
+            len(cancelled),
+            ", ".join(cancelled),
+        )
 
 
 def interrupted_message(cancelled: list[str]) -> str:
@@ -95,6 +143,8 @@ def _interrupt_in_one_line(previous: Any) -> Any:
         if not issubclass(kind, KeyboardInterrupt):
             previous(kind, value, trace)
             return
-        print(interrupted_message(cancel_all()), file=sys.stderr, flush=True)
+        cancelled = cancel_all()
+        console.summary.print_pending(sys.stderr)  # where to see the run's jobs, before the last line
+        print(interrupted_message(cancelled), file=sys.stderr, flush=True)
 
     return hook

@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass
 from typing import Optional, TextIO
 
+from armada_flyte.local import console
+
 
 @dataclass(frozen=True)
 class JobRecord:
@@ -92,9 +94,9 @@ def _state_cell(entry: JobRecord, retried: bool) -> str:
 
 def format_jobs_table(entries: Optional[list[JobRecord]] = None) -> str:
     """The jobs as an aligned text table: task and attempt, requested architecture and its source, placement,
-    the task's outcome (with Armada's state where it differs), time."""
+    the task's outcome (with Armada's state where it differs), time, and the job's id (for `armada-flyte logs`)."""
     entries = jobs() if entries is None else entries
-    header = ("task", "attempt", "architecture", "from", "node group", "node", "state", "seconds")
+    header = ("task", "attempt", "architecture", "from", "node group", "node", "state", "seconds", "job id")
     rows = [
         (
             e.task if first else "",
@@ -105,6 +107,7 @@ def format_jobs_table(entries: Optional[list[JobRecord]] = None) -> str:
             e.node or "-",
             _state_cell(e, retried),
             f"{e.seconds:.2f}",
+            e.job_id or "-",
         )
         for e, first, retried in _ordered(entries)
     ]
@@ -115,4 +118,6 @@ def format_jobs_table(entries: Optional[list[JobRecord]] = None) -> str:
 
 
 def print_jobs_table(out: Optional[TextIO] = None) -> None:
+    """The table, then one line naming the job sets of the runs since the last such line and where to see them."""
     print(format_jobs_table(), file=out)
+    console.summary.print_pending(out)

@@ -9,7 +9,8 @@ in-process, and comes here for an `s3://` one):
   event stream), with `poll_interval_seconds` as the longest wait, and no sleep after the end;
 - the code bundle is built and uploaded once per content (concurrent first calls share one): a
   cheap fingerprint of the loaded code comes before Flyte's file walk, tar and upload;
-- the task's log lines are printed as they arrive, prefixed `[task#attempt]` (`stream_task_logs`);
+- the task's log lines are printed as they arrive, prefixed with the call's name (`[task:call#attempt arch]`,
+  `stream_task_logs`), and a failure or a spill prints one line (`local.console`);
 - each attempt of a retried call gets its attempt number (`flyte.ctx().attempt_number` in the task);
 - an interrupted or cancelled run cancels its Armada job;
 - a failure raises Flyte's error of the failure's kind (`RuntimeUserError` for the user's exception,
@@ -23,11 +24,11 @@ import asyncio
 import logging
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
 import weakref
-from collections import OrderedDict
 from typing import Any, Iterator
 
 from flyte import storage
@@ -39,7 +40,7 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 import armada_flyte.connector.service  # noqa: F401  (registers the connector; the task side doesn't load it)
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.poll.phases import state_name
-from armada_flyte.local import inflight
+from armada_flyte.local import console, inflight
 from armada_flyte.local.journal import JobRecord, architecture_label, outcome_label, record
 from armada_flyte.local.task_logs import TaskLogFollower
 from armada_flyte.task.flyte_internals import (
@@ -51,6 +52,7 @@ from armada_flyte.task.flyte_internals import (
     io,
     render_task_template,
 )
+from armada_flyte.view import known_job_sets
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +64,8 @@ every later call with the same code) neither tars nor uploads again."""
 _bundling: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 """One lock per event loop, so concurrent first calls of a run make one bundle between them."""
 
-MAX_REMEMBERED_CALLS = 10_000
-_attempts: OrderedDict[str, int] = OrderedDict()
-"""A call's output path -> attempts started: Flyte's local controller retries a call by calling the task
-again with the same output path, and says nothing else about the attempt (the oldest are dropped first)."""
+_calls = console.CallNumbers()
+"""Each call's index among its task's calls, and its attempt (`flyte.ctx().attempt_number` in the task)."""
 
 
 async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
@@ -73,8 +73,9 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     _remove_local_shadows(tctx.output_path, tctx.raw_data_path.path)
     connector = ConnectorRegistry.get_connector(task.task_type, task.task_type_version)
     cfg = get_init_config()
+    root_dir = absolute_root(cfg.root_dir)
     prefix = tctx.raw_data_path.get_random_remote_path()
-    code_bundle = await upload_code_bundle(cfg.root_dir, tctx.raw_data_path.path, prefix)
+    code_bundle = await upload_code_bundle(root_dir, tctx.raw_data_path.path, prefix)
     sctx = SerializationContext(
         project=tctx.action.project,
         domain=tctx.action.domain,
@@ -82,23 +83,35 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
         code_bundle=code_bundle,
         version=tctx.version,
         image_cache=await build_images.aio(task.parent_env()) if task.parent_env else None,
-        root_dir=cfg.root_dir,
+        root_dir=root_dir,
     )
     template = render_task_template(get_proto_task(task, sctx, tctx), prefix)
     _claim_own_identity(template.container.args, tctx.action, cfg)
     inputs = await convert.convert_from_native_to_inputs(task.native_interface, **kwargs)
     await io.upload_inputs(inputs, io.inputs_path(prefix))
 
-    attempt = _next_attempt(tctx.output_path)
+    index, attempt = _calls.next(task.name, tctx.output_path)
     meta = await connector.submit(task_template=template, output_prefix=prefix, inputs=kwargs, attempt=attempt)
     inflight.started(connector, meta)
+    console.quiet_flyte()
+    armada_url = (await connector.context()).settings.armada_url
+    console.summary.find_view = view_beside
+    console.summary.used(armada_url, meta.queue, meta.job_set_id)
+    if armada_url != console.summary.in_process:  # an Armada that outlives this process: the view can follow it
+        known_job_sets.remember(armada_url, meta.queue, meta.job_set_id)
     started = time.monotonic()
     call = (tctx.output_path, attempt)
+    label = console.call_label(index, kwargs)
+    name = console.CallName(meta.task or task.name, label, attempt, meta.architecture or ("any" if meta.any_of else ""))
     try:
-        outcome = await _wait_for_end(connector, meta, f"[{meta.task or task.name}#{attempt}]")
-        if inflight.exiting():
+        outcome, shown = await _wait_for_end(connector, meta, name)
+        if inflight.exiting() or inflight.abandoned(meta.job_id):
+            inflight.ended(meta)
             await _quiet_until_exit()
     except BaseException:
+        if inflight.abandoned(meta.job_id):  # cancelled as the stack stopped; the server may be gone
+            inflight.ended(meta)
+            raise
         state = await asyncio.shield(_cancel_quietly(connector, meta))
         inflight.ended(meta)
         _record(task.name, meta, None, time.monotonic() - started, call, state)
@@ -106,7 +119,8 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
     inflight.ended(meta)
     state = await _state_after_cancel(connector, meta) if outcome.cancel else ""
     _record(task.name, meta, outcome, time.monotonic() - started, call, state)
-    _raise_unless_succeeded(task.name, outcome)
+    retries = getattr(task.retries, "count", task.retries) or 0
+    _raise_unless_succeeded(task.name, outcome, name, shown, current_job_id(meta, outcome), attempt < retries)
     outputs_path = io.outputs_path(prefix)
     if await storage.exists(outputs_path):
         outputs = await io.load_outputs(outputs_path)
@@ -118,6 +132,27 @@ async def run_through_armada(task: Any, tctx: Any, **kwargs: Any) -> Any:
             "(check the job's log; the pod may not reach the blob store)",
         )
     return None
+
+
+def view_beside(armada_url: str) -> str:
+    """The address of the view `armada-flyte dev` serves beside the Armada at `armada_url` ("" for an Armada that
+    serves none, or says nothing: a real one)."""
+    from armada_flyte.connector.config.settings import resolve_settings
+    from armada_flyte.view.armada_reader import ArmadaReader
+
+    try:
+        reader = ArmadaReader(resolve_settings(armada_url=armada_url, grpc_timeout_seconds=VIEW_QUESTION_SECONDS))
+        try:
+            listing = reader.listing()
+        finally:
+            reader.close()
+    except Exception as exc:  # only the last line's hint depends on it
+        log.debug("could not ask %s for its view: %s", armada_url, exc)
+        return ""
+    return listing.view if listing is not None else ""
+
+
+VIEW_QUESTION_SECONDS = 3.0
 
 
 async def _quiet_until_exit() -> None:
@@ -179,16 +214,6 @@ def _remove_local_shadows(*remote_paths: str) -> None:
                 break
 
 
-def _next_attempt(output_path: str) -> int:
-    """This call's attempt number: 0 for the first, as Flyte numbers attempts."""
-    attempt = _attempts.get(output_path, -1) + 1
-    _attempts[output_path] = attempt
-    _attempts.move_to_end(output_path)
-    while len(_attempts) > MAX_REMEMBERED_CALLS:
-        _attempts.popitem(last=False)
-    return attempt
-
-
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
     said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`, and a preference's
@@ -212,7 +237,7 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple
             outcome=label,
             armada_state=state or info.get("armada_state", ""),
             seconds=seconds,
-            job_id=meta.job_id,
+            job_id=current_job_id(meta, outcome),
             call=call[0],
             attempt=call[1],
         )
@@ -227,23 +252,50 @@ def poll_delays(first: float, longest: float) -> Iterator[float]:
         delay = min(delay * 1.5, longest)
 
 
-async def _wait_for_end(connector: Any, meta: Any, log_prefix: str) -> Any:
+async def _wait_for_end(connector: Any, meta: Any, name: console.CallName) -> tuple[Any, bool]:
     """Poll at once, then wait for the job's state to change (the status view wakes us when its event
     stream says so; the backed-off delays bound each wait), printing the task's new log lines after
-    each wait; return the terminal outcome, without waiting after it."""
+    each wait, and one line when the task spills to another architecture; return the terminal outcome,
+    without waiting after it, and whether the task's traceback was printed from its log."""
     current = await connector.context()
     settings, view = current.settings, current.view
+    follow = settings.timeouts.stream_task_logs
     task_log = None
-    if settings.timeouts.stream_task_logs:
-        task_log = TaskLogFollower(current.api, meta.job_id, meta.namespace, log_prefix)
+    job_id = meta.job_id
     for delay in poll_delays(settings.timeouts.first_poll_seconds, settings.timeouts.poll_interval_seconds):
         outcome = await connector.poll(meta)
+        if (moved := current_job_id(meta, outcome)) != job_id:  # a preference's next step: a job of its own
+            console.say(f"{name} {spill_line(meta, outcome, job_id, moved)}")
+            job_id, task_log = moved, None
+            name.architecture = outcome.info.get("architecture") or name.architecture
+        if follow and task_log is None:
+            task_log = TaskLogFollower(current.api, job_id, meta.namespace, name)
         if task_log is not None and outcome.state in _LOG_STATES:
+            if name.architecture == "any" and outcome.info.get("architecture"):
+                name.architecture = f"{outcome.info['architecture']} (any)"
             await task_log.catch_up()
         if outcome.terminal:
-            return outcome
-        await view.wait_for_change(meta.job_id, outcome.state, delay)
+            return outcome, task_log is not None and task_log.lines.traceback_printed
+        await view.wait_for_change(job_id, outcome.state, delay)
     raise AssertionError("unreachable")
+
+
+_JOB_IN_MESSAGE = re.compile(r"\bArmada job (\w+)")
+
+
+def current_job_id(meta: Any, outcome: Any) -> str:
+    """The job the task runs as now: a preference's later step is a job of its own (the outcome's `job_id`
+    fact, else the job its message names), else the job create submitted."""
+    if outcome is None or not meta.spill_jobs:
+        return meta.job_id
+    found = outcome.facts.get("job_id") or next(iter(_JOB_IN_MESSAGE.findall(outcome.message)[-1:]), "")
+    return found or meta.job_id
+
+
+def spill_line(meta: Any, outcome: Any, before: str, now: str) -> str:
+    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room (Armada job A cancelled; now job B)`."""
+    why = outcome.message.split("; ", 1)[0] if outcome.message.startswith("spilled ") else "moved on"
+    return f"{why} (Armada job {before} cancelled; now job {now}, job set {meta.job_set_id})"
 
 
 _LOG_STATES = frozenset({JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
@@ -277,15 +329,35 @@ async def _cancel_quietly(connector: Any, meta: Any) -> str:
         return f"cancel failed: {exc}"
 
 
-def _raise_unless_succeeded(task_name: str, outcome: Any) -> None:
-    """Flyte's error of the failure's kind (the kind `custom_info` gives it), so retries and callers see one."""
+def _raise_unless_succeeded(
+    task_name: str, outcome: Any, name: console.CallName, shown: bool, job_id: str, retries_left: bool
+) -> None:
+    """Flyte's error of the failure's kind (the kind `custom_info` gives it), so retries and callers see one;
+    first one line on the console (the message's first part only when the task's traceback was not printed),
+    and Flyte's own reports of the error are demoted to debug (`console.QuietFlyte`)."""
     if outcome.phase == TaskExecution.SUCCEEDED:
         return
     error = outcome.error
     if error is not None and error.kind == "USER":
-        raise RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
-    code = error.code if error is not None else outcome.info.get("armada_state", "ArmadaJobFailed")
-    raise RuntimeSystemError(code, f"task {task_name}: {outcome.message}")
+        failure: Exception = RuntimeUserError(error.code, f"task {task_name} failed: {outcome.message}")
+    else:
+        code = error.code if error is not None else outcome.info.get("armada_state", "ArmadaJobFailed")
+        failure = RuntimeSystemError(code, f"task {task_name}: {outcome.message}")
+    retried = retries_left and (error is None or error.recoverable)
+    then = "; Flyte retries it" if retried else ""
+    if shown and error is not None:
+        console.say(f"{name} failed: {error.code} in Armada job {job_id} (its traceback is above){then}")
+    else:
+        console.say(f"{name} failed: {console.headline(outcome.message)}{then}")
+    console.reported.add(str(failure))
+    console.reported.tasks.add(task_name)
+    raise failure
+
+
+def absolute_root(root_dir: Any) -> pathlib.Path:
+    """Flyte's root dir as an absolute path: `flyte.init(root_dir=".")` keeps the string it was given,
+    and Flyte's bundler compares it with the loaded modules' absolute paths."""
+    return pathlib.Path(root_dir or pathlib.Path.cwd()).expanduser().resolve()
 
 
 async def upload_code_bundle(root_dir: pathlib.Path, raw_base: str, prefix: str) -> Any:

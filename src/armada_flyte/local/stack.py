@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from armada_flyte.connector.config import settings as connector_settings
 from armada_flyte.http_guard import IDLE_SECONDS, HttpGuard, misdirected
+from armada_flyte.local import console, inflight
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,17 @@ class LocalEndpoints:
     @property
     def raw_data_path(self) -> str:
         return f"s3://{self.bucket}/raw"
+
+    def blob_settings(self) -> dict[str, Any]:
+        """The connector's settings for this stack's blob store (empty without one)."""
+        if not self.blob_endpoint:
+            return {}
+        return {
+            "blob_endpoint": self.blob_endpoint,
+            "blob_access_key": ACCESS_KEY,
+            "blob_secret_key": SECRET_KEY,
+            "blob_credentials_secret": BLOB_CREDENTIALS_SECRET,
+        }
 
     def connector_settings(self) -> dict[str, Any]:
         """Settings that point the connector at this stack (for `armada_flyte.configure`)."""
@@ -86,7 +98,7 @@ class LocalEndpoints:
         """`flyte.init` for local runs whose tasks go through Armada."""
         import flyte
 
-        flyte.init(root_dir=pathlib.Path(root_dir), storage=self.flyte_storage())
+        flyte.init(root_dir=pathlib.Path(root_dir).expanduser().resolve(), storage=self.flyte_storage())
 
 
 def blob_credentials_manifest() -> dict[str, Any]:
@@ -212,17 +224,26 @@ def stack_view(
 ) -> Iterator[str]:
     """The local view of the stack's server on 127.0.0.1, following every job set it holds; yields its address.
 
-    `settings` say how to reach the server when it needs TLS or credentials. The view requires what the
-    server's HTTP parts do (`guard`, default the embedded server's: its credentials, its allowed Host
-    names): it shows what the server tells those settings' credentials."""
+    `settings` say how to reach the server when it needs TLS or credentials, and the blob store, where the
+    view reads what each task recorded (a0's error.pb: a task that raised reads FAILED, not Armada's
+    SUCCEEDED). The view requires what the server's HTTP parts do (`guard`, default the embedded server's:
+    its credentials, its allowed Host names): it shows what the server tells those settings' credentials."""
     from armada_flyte.connector.config.node_groups import NodeGroups
     from armada_flyte.view.http_server import serving
 
-    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url)
+    settings = settings or connector_settings.settings_from(armada_url=stack.armada_url, **stack.blob_settings())
     if guard is None:
         guard = stack.server.config.http_guard if stack.server is not None else HttpGuard()
     with serving(settings, stack.job_sets, node_groups=NodeGroups.preset("embedded"), port=port, guard=guard) as view:
-        yield view.url
+        console.summary.view_url = view.url
+        if stack.server is not None:
+            stack.server.about["view"] = view.url  # a run of another process asks the server where to look
+        try:
+            yield view.url
+        finally:
+            console.summary.view_url = ""
+            if stack.server is not None:
+                stack.server.about.pop("view", None)
 
 
 @contextlib.contextmanager
@@ -296,8 +317,13 @@ def local_stack(
             )
         ) as armada:
             endpoints = LocalEndpoints(armada.url, blob.endpoint if blob else "", BUCKET, queue, armada)
-            with _connector_configured(endpoints, configure_connector):
-                yield endpoints
+            console.summary.in_process = armada.url if state_dir is None else ""
+            try:
+                with _connector_configured(endpoints, configure_connector):
+                    yield endpoints
+            finally:
+                if state_dir is None:  # its jobs are gone with it: no job set to point at
+                    console.summary.forget()
     finally:
         if blob is not None:
             blob.stop()
@@ -312,6 +338,7 @@ def _connector_configured(endpoints: LocalEndpoints, configure: bool) -> Iterato
     try:
         yield
     finally:
+        inflight.abandon_all()  # calls a failed run left running: cancelled while the server still answers
         stop_connector_view()
         if configure:
             connector_settings.reset()

@@ -2,7 +2,8 @@
 
 A task runs in a pod elsewhere, so its `print()` goes to the pod's log, not to the laptop. While a
 local run waits for a job, it reads the job's log from Armada's log service (Binoculars) and prints
-the lines it has not printed yet, prefixed with the task and the attempt.
+the lines it has not printed yet, prefixed with the call (`local.console.CallName`); a0's own chatter
+is left out (`pod_log_lines`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import logging
 import sys
 from typing import Any, Optional, TextIO
+
+from armada_flyte.local.pod_log_lines import PodLogLines
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,7 @@ class TaskLogFollower:
         self._out = out
         self._printed = 0
         self._broken = False
+        self.lines = PodLogLines()
 
     async def catch_up(self) -> None:
         """Print the lines that arrived since the last call (the log of the job's latest run)."""
@@ -43,8 +47,9 @@ class TaskLogFollower:
             return
         if len(lines) < self._printed:  # a new run of the job (Armada retried it): its log starts over
             self._printed = 0
+            self.lines.restart()
         out = self._out or sys.stdout
-        for line in lines[self._printed :]:
-            print(f"{self.prefix} {line}", file=out)
+        for line in self.lines.shown(lines[self._printed :]):
+            print(f"{self.prefix} {line}".rstrip(), file=out)
         out.flush()
         self._printed = len(lines)

@@ -11,7 +11,7 @@ The channel and credentials are the connector's (TLS, CA bundle, token or basic 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import grpc
 from armada_client.armada import (
@@ -32,6 +32,7 @@ from armada_flyte.connector.armada.channels import authorization_metadata, id_ch
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
 from armada_flyte.health_reasons import reason_in
+from armada_flyte.job_set_listing import PATH, ListedJobSet, Listing, decode_response, encode_request
 from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
 from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
 
@@ -40,6 +41,11 @@ T = TypeVar("T")
 
 class ArmadaReadError(ArmadaFlyteError):
     """A read the page needed failed; the page shows this text where the data would be."""
+
+    def __init__(self, message: str, code: str = ""):
+        super().__init__(message)
+        self.code = code
+        """gRPC's status code name (`NOT_FOUND`, `UNIMPLEMENTED`, ...)."""
 
 
 class ArmadaReader:
@@ -68,11 +74,12 @@ class ArmadaReader:
         metadata = authorization_metadata(self._credentials.header())
         return {"metadata": metadata, "timeout": self._settings.grpc_timeout_seconds}
 
-    def _call(self, what: str, call: Callable[[dict[str, Any]], T]) -> T:
+    def _call(self, what: str, call: Callable[[dict[str, Any]], T], where: str = "") -> T:
         try:
             return call(self._kw())
         except grpc.RpcError as exc:
-            raise ArmadaReadError(f"Armada {what} at {self.url} failed: {exc.code().name}: {exc.details()}") from None
+            code, at = exc.code().name, where or self.url
+            raise ArmadaReadError(f"Armada {what} at {at} failed: {code}: {exc.details()}", code) from None
 
     def not_serving(self) -> str:
         """Why Armada says it is not serving (Submit.Health, with the reason the embedded server gives), or ""
@@ -126,6 +133,24 @@ class ArmadaReader:
             self._followed[key] = (last, found)
         return list(found)
 
+    def listing(self) -> Optional[Listing]:
+        """The job sets the Armada holds, newest first, and the view beside it, when it can say (the embedded
+        server); None for an Armada whose API lists no job sets (a real one answers UNIMPLEMENTED)."""
+        call = self._channel().unary_unary(
+            PATH, request_serializer=lambda _: encode_request(), response_deserializer=decode_response
+        )
+        try:
+            return self._call("ListJobSets", lambda kw: call(None, **kw))
+        except ArmadaReadError as exc:
+            if exc.code == "UNIMPLEMENTED":
+                return None
+            raise
+
+    def listed_job_sets(self) -> Optional[list[ListedJobSet]]:
+        """`listing()`'s job sets (None where the Armada can't list them)."""
+        listing = self.listing()
+        return listing.job_sets if listing is not None else None
+
     def details(self, job_ids: Iterable[str]) -> dict[str, job_pb2.JobDetails]:
         """GetJobDetails with the job spec and runs, at most 500 ids a call."""
         stub = job_pb2_grpc.JobsStub(self._channel())
@@ -144,11 +169,17 @@ class ArmadaReader:
             found.update(self._call("GetJobErrors", lambda kw, r=request: stub.GetJobErrors(r, **kw)).job_errors)
         return {job_id: text for job_id, text in found.items() if text}
 
+    @property
+    def binoculars_url(self) -> str:
+        """Where the logs are asked for: `binoculars_url`, else the Armada address (the embedded server serves both)."""
+        return self._settings.binoculars_url or self._settings.armada_url
+
     def log(self, job_id: str, namespace: str) -> list[str]:
-        """The job's pod log lines, from Binoculars (`binoculars_url`, else the Armada address)."""
-        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._settings.binoculars_url or ""))
+        """The job's pod log lines, from Binoculars."""
+        stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self.binoculars_url))
         request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
-        return [line.line for line in self._call("Logs", lambda kw: stub.Logs(request, **kw)).log]
+        response = self._call("Logs", lambda kw: stub.Logs(request, **kw), self.binoculars_url)
+        return [line.line for line in response.log]
 
     def job_report(self, job_id: str) -> str:
         stub = reporting_pb2_grpc.SchedulerReportingStub(self._channel())

@@ -16,6 +16,7 @@ from http import HTTPStatus
 from typing import Any, Iterable, Iterator, Optional
 from urllib.parse import unquote, urlsplit
 
+from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.errors import ArmadaFlyteError
@@ -23,6 +24,7 @@ from armada_flyte.http_guard import GuardedHttpServer, GuardedRequestHandler, Ht
 from armada_flyte.view.armada_reader import ArmadaReader
 from armada_flyte.view.pages import job_html, overview_html
 from armada_flyte.view.snapshot import Gatherer, JobSetSource
+from armada_flyte.view.task_errors import TaskErrors
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +113,14 @@ def serving(
     queues: Iterable[str] = (),
     port: int = 0,
     guard: HttpGuard = HttpGuard(),
+    source: str = "",
 ) -> Iterator[ViewServer]:
     """The view of the Armada `settings` point at, on 127.0.0.1:`port` (0: a free port), until the block ends;
     `guard` says which requests it answers (default: any whose Host names this machine)."""
     reader = ArmadaReader(settings)
+    task_errors = TaskErrors(BlobSettings.from_settings(settings.blob))  # a0's error.pb, where the blob store is known
     try:
-        with ViewServer(Gatherer(reader, job_sets, node_groups, queues), port, guard) as server:
+        with ViewServer(Gatherer(reader, job_sets, node_groups, queues, source, task_errors), port, guard) as server:
             yield server
     finally:
         reader.close()

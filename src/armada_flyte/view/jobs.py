@@ -3,13 +3,16 @@
 A job's task, architecture and where that came from are the annotations and labels the connector
 writes on every job (`connector/model/job_request.py`); a job submitted some other way is read from its pod
 spec's `kubernetes.io/arch` node selector. Its node and times are its latest run's, from
-Jobs.GetJobDetails. Its outcome is Armada's job state, with GetJobErrors' text when there is one:
-the page says what Armada says, nothing more.
+Jobs.GetJobDetails. Its state is Armada's, with GetJobErrors' text when there is one; beside it, the
+task's outcome where the view knows it (a0's error.pb, `task_errors`): a task that raised reads FAILED
+although its pod exited 0 and Armada says SUCCEEDED. A preference's job cancelled to spill is linked to
+the job that took its place (`link_spills`). Jobs are grouped into one timeline per Flyte run (the
+`flyte.org/run` label; a preference task has a job set of its own, so job sets don't group a run).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Optional
 
 from armada_client.armada import job_pb2
@@ -22,7 +25,10 @@ from armada_flyte.connector.model.job_request import (
     ANNOTATION_NODE_GROUP,
     ANNOTATION_TASK,
     LABEL_ARCH,
+    LABEL_RUN,
 )
+from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll.spill import SPILL_REASON
 from armada_flyte.kube import ARCH_LABEL
 
 NodeGroupOf = Callable[[str], tuple[str, str]]
@@ -63,6 +69,31 @@ class JobRow:
     """When the latest run started (else was pending, else leased); 0: never placed."""
     finished_at: float
     """When the latest run ended; 0: not ended."""
+    outcome: str = ""
+    """The task's outcome where the view knows it (a0's error.pb): SUCCEEDED or FAILED <code>; "" unknown."""
+    task_error: str = ""
+    """The error a0 recorded (`ValueError: ...`), for a task that raised."""
+    run: str = ""
+    """The Flyte run the job belongs to (its `flyte.org/run` label); empty for other jobs."""
+    cancel_reason: str = ""
+    spilled_to: str = ""
+    """For a preference's job cancelled to spill: the job that took its place."""
+    spilled_from: str = ""
+    """For the job that took a spilled job's place: that job."""
+
+    @property
+    def shown_state(self) -> str:
+        """What the badge says: the task's outcome where known, else Armada's state."""
+        return self.outcome or self.state
+
+    @property
+    def failed(self) -> bool:
+        return self.shown_state.split(" ", 1)[0] in FAILED_STATES
+
+    @property
+    def spilled(self) -> bool:
+        """Cancelled by the connector to move the task to its next architecture."""
+        return self.state == "CANCELLED" and self.cancel_reason == SPILL_REASON
 
     @property
     def seconds(self) -> Optional[float]:
@@ -72,8 +103,19 @@ class JobRow:
         return max(0.0, self.finished_at - self.started_at)
 
 
-def job_row(details: job_pb2.JobDetails, error: str = "", node_group_of: NodeGroupOf = no_node_groups) -> JobRow:
-    """The row for one job, from GetJobDetails (with `expand_job_spec` and `expand_job_run`) and its error."""
+FAILED_STATES = ("FAILED", "REJECTED", "PREEMPTED")
+NOT_KNOWN = object()
+"""`job_row`'s `task_error` when the view could not read what a0 recorded."""
+
+
+def job_row(
+    details: job_pb2.JobDetails,
+    error: str = "",
+    node_group_of: NodeGroupOf = no_node_groups,
+    task_error: object = NOT_KNOWN,
+) -> JobRow:
+    """The row for one job, from GetJobDetails (with `expand_job_spec` and `expand_job_run`), its error, and
+    what a0 recorded (`task_error`: a `TaskError`, None when it recorded none, `NOT_KNOWN`)."""
     spec = details.job_spec
     labels, annotations = dict(spec.labels), dict(spec.annotations)
     run = latest_run(details)
@@ -102,7 +144,37 @@ def job_row(details: job_pb2.JobDetails, error: str = "", node_group_of: NodeGro
         submitted_at=_seconds(details, "submitted_ts"),
         started_at=_started(run) if run else 0.0,
         finished_at=_seconds(run, "finished_ts") if run else 0.0,
+        outcome=_outcome(task_error),
+        task_error=task_error.describe() if isinstance(task_error, TaskError) else "",
+        run=labels.get(LABEL_RUN, ""),
+        cancel_reason=details.cancel_reason,
     )
+
+
+def _outcome(task_error: object) -> str:
+    if task_error is NOT_KNOWN:
+        return ""
+    return f"FAILED {task_error.code}" if isinstance(task_error, TaskError) else "SUCCEEDED"
+
+
+def link_spills(rows: list[JobRow]) -> list[JobRow]:
+    """Each preference job cancelled to spill linked to the job that took its place: the next job of the same
+    task in the same job set (a preference task's job set holds its steps alone; a gang's, its members')."""
+    by_id = {row.job_id: row for row in rows}
+    ordered = sorted(rows, key=lambda r: (r.submitted_at, r.job_id))
+    for index, row in enumerate(ordered):
+        if not row.spilled or by_id[row.job_id].spilled_to:
+            continue
+        after = (
+            later
+            for later in ordered[index + 1 :]
+            if (later.job_set, later.task) == (row.job_set, row.task) and not by_id[later.job_id].spilled_from
+        )
+        successor = next(after, None)
+        if successor is not None:
+            by_id[row.job_id] = replace(by_id[row.job_id], spilled_to=successor.job_id)
+            by_id[successor.job_id] = replace(by_id[successor.job_id], spilled_from=row.job_id)
+    return [by_id[row.job_id] for row in rows]
 
 
 def _started(run: job_pb2.JobRunDetails) -> float:
@@ -149,6 +221,10 @@ class Bar:
     start: float
     end: float
     slot: int = 0
+    failed: bool = False
+    """The task failed (its outcome, else Armada's state): the bar is marked."""
+    spilled_from: str = ""
+    """The job this one took the place of (a preference's spill): the bar is marked and says so."""
     """Which of the lane's rows it is drawn on: runs that overlap in time (a node runs several pods) get their
     own row, so no bar hides another."""
 
@@ -205,11 +281,44 @@ def timeline(rows: Iterable[JobRow], now: float) -> Timeline:
                     start=(row.started_at - begin) / span,
                     end=(ends - begin) / span,
                     slot=slot,
+                    failed=row.failed,
+                    spilled_from=row.spilled_from,
                 )
             )
         groups = sorted({row.node_group for row in on_node if row.node_group})
         lanes.append(Lane(node, ", ".join(groups), lane_architecture(on_node), tuple(bars)))
     return Timeline(begin, end, tuple(lanes))
+
+
+@dataclass(frozen=True)
+class RunTimeline:
+    """One Flyte run's timeline (or, for jobs of no run, one job set's)."""
+
+    run: str
+    """The run's name ("" for jobs of no run: `job_set` names the group)."""
+    job_sets: tuple[str, ...]
+    timeline: Timeline
+    latest: float
+    """When its newest job was submitted (the page lists the latest run first)."""
+
+
+def run_timelines(rows: Iterable[JobRow], now: float) -> list[RunTimeline]:
+    """A timeline per Flyte run (its `flyte.org/run` label: its own job set and its preference tasks' ones),
+    else per job set, the latest first; each spans its own jobs' time, so an earlier run is no sliver."""
+    groups: dict[tuple[str, str], list[JobRow]] = {}
+    for row in rows:
+        key = (row.run, "") if row.run else ("", f"{row.queue}/{row.job_set}")
+        groups.setdefault(key, []).append(row)
+    found = [
+        RunTimeline(
+            run,
+            tuple(sorted({row.job_set for row in members})),
+            timeline(members, now),
+            max(row.submitted_at for row in members),
+        )
+        for (run, _), members in groups.items()
+    ]
+    return sorted(found, key=lambda t: t.latest, reverse=True)
 
 
 def lane_architecture(rows: list[JobRow]) -> str:

@@ -1,4 +1,5 @@
-"""Tasks for what a person sees in a local run: output, a failure, a retry, a timeout, an OOM kill."""
+"""Tasks for what a person sees in a local run: output, a failure, a retry, a timeout, an OOM kill, and two calls
+of one task at once on arm64 (where the embedded server's process executor adds a note to each pod's log)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ tasks = flyte.TaskEnvironment("journeys", image=IMAGE, resources=SMALL, plugin_c
 tight = flyte.TaskEnvironment(
     "journeys-tight", image=IMAGE, resources=flyte.Resources(cpu="250m", memory="300Mi"), plugin_config=ArmadaConfig()
 )
-driver = flyte.TaskEnvironment("journeys-driver", depends_on=[tasks, tight])
+on_arm = flyte.TaskEnvironment(
+    "journeys-arm", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="arm64")
+)
+driver = flyte.TaskEnvironment("journeys-driver", depends_on=[tasks, tight, on_arm])
 
 
 @tasks.task
@@ -32,6 +36,17 @@ async def flaky(x: int) -> int:
     if attempt == 0:
         raise ValueError("the first attempt fails")
     return attempt
+
+
+@tasks.task
+async def broken(x: int) -> int:
+    raise ValueError("broken on purpose")
+
+
+@on_arm.task
+async def twin(x: int) -> int:
+    print(f"twin {x} here", flush=True)
+    return x
 
 
 @tasks.task(timeout=3)
@@ -57,6 +72,14 @@ async def journeys(x: int = 1) -> dict[str, str]:
         except Exception as exc:
             return f"{type(exc).__name__} {getattr(exc, 'code', '')}: {exc}"
 
-    names = ("chatty", "flaky", "slow", "hungry")
-    results = await asyncio.gather(outcome(chatty(x=x)), outcome(flaky(x=x)), outcome(slow(x=x)), outcome(hungry(x=x)))
-    return dict(zip(names, results))
+    calls = {
+        "chatty": chatty(x=x),
+        "flaky": flaky(x=x),
+        "slow": slow(x=x),
+        "hungry": hungry(x=x),
+        "broken": broken(x=x),
+        "twin1": twin(x=1),
+        "twin2": twin(x=2),
+    }
+    results = await asyncio.gather(*(outcome(call) for call in calls.values()))
+    return dict(zip(calls, results))

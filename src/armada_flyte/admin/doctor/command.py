@@ -63,10 +63,27 @@ def register(subparsers: Any) -> None:
         help="the runtime image; its platforms are read from its registry (credentials from the docker config)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--example",
+        choices=sorted(EXAMPLES),
+        help="print the shipped example of an Armada config with what armada-flyte needs, and exit",
+    )
     parser.set_defaults(func=run)
 
 
+EXAMPLES = {"executor-config": "executor-config.yaml", "scheduler-config": "scheduler-config.yaml"}
+"""The examples the fixes point to (deploy/armada/ in the repository; `armada_configs` in the package)."""
+
+
+def example(name: str) -> str:
+    """The text of a shipped example config."""
+    return (pathlib.Path(__file__).parent / "armada_configs" / EXAMPLES[name]).read_text()
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.example:
+        print(example(args.example), end="")
+        return 0
     findings = collect(args)
     print(as_json(findings) if args.json else table(findings))
     return 1 if problems(findings) else 0
@@ -78,6 +95,7 @@ def collect(args: argparse.Namespace) -> list[Finding]:
     findings = [loaded]
     if groups is not None:
         findings += config_checks.check_node_groups(groups)
+        findings += config_checks.check_node_names(groups)
     if args.executor_config is not None:
         executor, unreadable = load_yaml_mapping(args.executor_config, "executor.config", "executor config")
         if unreadable is not None:

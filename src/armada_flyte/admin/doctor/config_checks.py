@@ -27,8 +27,9 @@ DEFAULT_TRACKED_LABELS = ("kubernetes.io/hostname",)
 UNIFORMITY_LABEL = ARCH_LABEL
 """The node uniformity label the connector gives gangs that pin no architecture."""
 
-EXECUTOR_CONFIG_EXAMPLE = "deploy/armada/executor-config.yaml"
-SCHEDULER_CONFIG_EXAMPLE = "deploy/armada/scheduler-config.yaml"
+EXECUTOR_CONFIG_EXAMPLE = "the example `armada-flyte doctor --example executor-config` prints"
+SCHEDULER_CONFIG_EXAMPLE = "the example `armada-flyte doctor --example scheduler-config` prints"
+"""The shipped examples (deploy/armada/ in the repository, in the package for a pip install)."""
 
 # Affinity operators that hold only on nodes carrying the label: with the label untracked, no
 # node reported to Armada carries it and the job is rejected, as for a node selector.
@@ -59,6 +60,37 @@ def check_node_groups(groups: NodeGroups) -> list[Finding]:
                 )
             )
     return findings
+
+
+NAMES_WITHOUT_POOL = ("eks",)
+"""Platforms (by the node-group file's `platform`, its start) whose node names don't carry the node pool: EKS names
+a node by its private address (`ip-10-0-1-23.ec2.internal`)."""
+
+
+def check_node_names(groups: NodeGroups) -> list[Finding]:
+    """Armada reports a run's node by name only, so where names carry no pool, `node_name_prefixes` must say
+    which architecture a node is; without them an `any` task's architecture reads "not known"."""
+    if not groups.platform.startswith(NAMES_WITHOUT_POOL) or len(groups.architectures) < 2:
+        return []
+    unnamed = [
+        f"node group {group.node_group or arch.value} ({arch.value})"
+        for arch, group in sorted(groups.architectures.items(), key=lambda item: item[0].value)
+        if not group.node_name_prefixes
+    ]
+    if not unnamed:
+        return [passed("node-groups.node-names", "every architecture's node group says how its node names start")]
+    return [
+        problem(
+            "node-groups.node-names",
+            f"platform {groups.platform}: nodes are named by their private address (ip-10-0-1-23.ec2.internal), "
+            f"without their pool, and {', '.join(unnamed)} set no node_name_prefixes, so the architecture a task "
+            'with architecture `any` ran on reads "not known" in its Flyte message, custom_info, the jobs table '
+            "and the view (placement itself is unaffected)",
+            "give each architecture's NodePool subnets of its own and list how their node names start under "
+            "node_name_prefixes in the node-group file (e.g. arm64: node_name_prefixes: [ip-10-1-]); see the EKS "
+            "guide, docs/admins/eks-karpenter.md",
+        )
+    ]
 
 
 def check_executor_config(groups: NodeGroups, config: Mapping[str, Any]) -> list[Finding]:

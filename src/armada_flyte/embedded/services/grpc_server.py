@@ -25,6 +25,7 @@ from armada_flyte.embedded.services.auth import RequireAuth
 from armada_flyte.embedded.services.binoculars import BinocularsServicer
 from armada_flyte.embedded.services.call_counts import CallCounter
 from armada_flyte.embedded.services.events import EventServicer
+from armada_flyte.embedded.services.job_sets import job_sets_handler
 from armada_flyte.embedded.services.jobs import JobsServicer
 from armada_flyte.embedded.services.node import NodeServicer
 from armada_flyte.embedded.services.reporting import SchedulerReportingServicer
@@ -103,15 +104,16 @@ def start_grpc_server(
     credentials: Optional[Credentials] = None,
     tls: Optional[TlsFiles] = None,
     counter: Optional[CallCounter] = None,
+    about: Optional[dict[str, str]] = None,
 ) -> tuple[GrpcServer, int]:
     """Serve `plane` on 127.0.0.1:`port` (0 picks a free port); returns the server and the bound port.
-    `counter`, if given, counts every call by method."""
+    `counter`, if given, counts every call by method; `about` is what the job-set listing adds (the view)."""
     server_credentials = tls.server_credentials() if tls is not None else None
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=_run_loop, args=(loop,), name="armada-api-loop", daemon=True)
     thread.start()
     try:
-        started = _start(plane, port, credentials, server_credentials, counter)
+        started = _start(plane, port, credentials, server_credentials, counter, about if about is not None else {})
         server, bound = asyncio.run_coroutine_threadsafe(started, loop).result()
     except BaseException:
         loop.call_soon_threadsafe(loop.stop)
@@ -134,6 +136,7 @@ async def _start(
     credentials: Optional[Credentials],
     server_credentials: Optional[grpc.ServerCredentials],
     counter: Optional[CallCounter],
+    about: dict[str, str],
 ) -> tuple[grpc.aio.Server, int]:
     server = grpc.aio.server(
         migration_thread_pool=futures.ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="armada-api"),
@@ -150,6 +153,7 @@ async def _start(
     node_pb2_grpc.add_NodeServicer_to_server(NodeServicer(plane, credentials), server)
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsServicer(plane), server)
     scheduler_reporting_pb2_grpc.add_SchedulerReportingServicer_to_server(SchedulerReportingServicer(plane), server)
+    server.add_generic_rpc_handlers((job_sets_handler(plane, about),))  # not Armada's: `armada-flyte view` of dev
     health_servicer = health.HealthServicer()
     for name in ("", *SERVICE_NAMES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
