@@ -7,12 +7,27 @@ import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
-from armada_flyte.admin import dev_command, dry_run_command, executor_command, image_command, view_command
+from armada_flyte.admin import (
+    dev_command,
+    dry_run_command,
+    executor_command,
+    image_command,
+    node_agent_command,
+    view_command,
+)
 from armada_flyte.admin.doctor import command as doctor_command
 from armada_flyte.errors import ArmadaFlyteError
 
 # Each module exposes `register(subparsers)`, adding its subcommand with `func` set.
-_SUBCOMMANDS = (dev_command, view_command, executor_command, image_command, doctor_command, dry_run_command)
+_SUBCOMMANDS = (
+    dev_command,
+    view_command,
+    executor_command,
+    node_agent_command,
+    image_command,
+    doctor_command,
+    dry_run_command,
+)
 
 
 class _Parser(argparse.ArgumentParser):

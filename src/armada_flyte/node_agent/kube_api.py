@@ -1,0 +1,139 @@
+"""The Kubernetes API as the node agent calls it: JSON over HTTPS, one connection per call, and watches.
+
+All of the agent's calls to the API server go through `KubeApi`: it logs in with the kubeconfig's
+credential, checks the server's certificate against the kubeconfig's authority, and turns a refusal into
+`KubeApiError` with the API server's own status (reason, code, message), so callers act on the reason
+and users read the API server's words. The standard library's http.client: no dependency to add.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import urllib.parse
+from typing import Any, Iterator, Mapping, Optional
+
+from armada_flyte.node_agent.kubeconfig import ApiServerLogin
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeApiError(Exception):
+    """The API server refused a call (or could not be reached: code 0); `message` is its own words."""
+
+    def __init__(self, code: int, reason: str, message: str):
+        self.code = code
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{code} {reason}: {message}")
+
+
+class KubeApi:
+    """Calls to one API server as one user. Safe to share between threads (each call has its own connection)."""
+
+    def __init__(self, login: ApiServerLogin, timeout: float = 30.0):
+        self.login = login
+        self.timeout = timeout
+        parsed = urllib.parse.urlsplit(login.server)
+        self._host = parsed.hostname or "127.0.0.1"
+        self._port = parsed.port or 443
+        self._prefix = parsed.path.rstrip("/")
+        self._tls = ssl.create_default_context(cafile=str(login.ca_file) if login.ca_file else None)
+        if login.client_cert and login.client_key:
+            self._tls.load_cert_chain(str(login.client_cert), str(login.client_key))
+
+    def _connection(self, timeout: Optional[float]) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._tls)
+
+    def _headers(self, content_type: str = "application/json") -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": "armada-flyte-node-agent"}
+        if self.login.token:
+            headers["Authorization"] = f"Bearer {self.login.token}"
+        return headers
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: Optional[Mapping[str, str]] = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One call; the decoded JSON answer, or KubeApiError."""
+        data = self._send(method, path, body, params, self._headers(content_type))
+        return json.loads(data) if data else None
+
+    def _send(
+        self, method: str, path: str, body: Any, params: Optional[Mapping[str, str]], headers: dict[str, str]
+    ) -> bytes:
+        """One call on a connection of its own; the answer's body, or KubeApiError."""
+        connection = self._connection(self.timeout)
+        try:
+            payload = None if body is None else json.dumps(body).encode()
+            connection.request(method, self._url(path, params), body=payload, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except OSError as exc:
+            raise KubeApiError(0, "Unreachable", f"{self.login.server}: {exc}") from None
+        finally:
+            connection.close()
+        if response.status >= 300:
+            raise _refusal(response.status, data)
+        return data
+
+    def get(self, path: str, params: Optional[Mapping[str, str]] = None) -> Any:
+        return self.request("GET", path, params=params)
+
+    def create(self, path: str, body: Any) -> Any:
+        return self.request("POST", path, body)
+
+    def merge_patch(self, path: str, body: Any) -> Any:
+        return self.request("PATCH", path, body, content_type=MERGE_PATCH)
+
+    def put(self, path: str, body: Any) -> Any:
+        return self.request("PUT", path, body)
+
+    def delete(self, path: str, body: Any = None) -> Any:
+        return self.request("DELETE", path, body)
+
+    def text(self, path: str, params: Optional[Mapping[str, str]] = None) -> str:
+        """A call whose answer is text (a pod's log)."""
+        return self._send("GET", path, None, params, {**self._headers(), "Accept": "*/*"}).decode(errors="replace")
+
+    def watch(self, path: str, params: Mapping[str, str], timeout_seconds: int) -> Iterator[dict[str, Any]]:
+        """The events of a watch (`{"type": ..., "object": ...}`), until the server ends it after `timeout_seconds`."""
+        query = {**params, "watch": "1", "timeoutSeconds": str(timeout_seconds), "allowWatchBookmarks": "true"}
+        connection = self._connection(timeout_seconds + 30)
+        try:
+            connection.request("GET", self._url(path, query), headers=self._headers())
+            response = connection.getresponse()
+            if response.status >= 300:
+                raise _refusal(response.status, response.read())
+            for line in response:
+                if line.strip():
+                    yield json.loads(line)
+        except OSError as exc:
+            raise KubeApiError(0, "Unreachable", f"{self.login.server}: {exc}") from None
+        finally:
+            connection.close()
+
+    def _url(self, path: str, params: Optional[Mapping[str, str]]) -> str:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        return f"{self._prefix}{path}{query}"
+
+
+def _refusal(code: int, data: bytes) -> KubeApiError:
+    """The API server's Status object as an error (its reason and message), else the raw answer."""
+    try:
+        status = json.loads(data)
+    except ValueError:
+        return KubeApiError(code, "", data.decode(errors="replace")[:2000])
+    if not isinstance(status, dict):
+        return KubeApiError(code, "", str(status)[:2000])
+    return KubeApiError(code, str(status.get("reason", "")), str(status.get("message", "")))
+
+
+def pod_path(namespace: str, name: str = "") -> str:
+    base = f"/api/v1/namespaces/{urllib.parse.quote(namespace)}/pods"
+    return f"{base}/{urllib.parse.quote(name)}" if name else base
