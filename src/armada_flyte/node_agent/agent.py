@@ -102,6 +102,7 @@ class NodeAgent:
 
     def stop(self) -> None:
         self._stopping.set()
+        self.api.end_watches()
 
     def register_nodes(self) -> None:
         for node in self.nodes.values():
@@ -165,6 +166,8 @@ class NodeAgent:
                     if kind != "BOOKMARK":
                         self.handle(kind, pod)
             except KubeApiError as exc:
+                if self._stopping.is_set():
+                    return
                 log.warning("watching pods: %s; listing again", exc)
                 version = ""
                 self._stopping.wait(1.0)

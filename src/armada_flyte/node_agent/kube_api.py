@@ -8,9 +8,12 @@ and users read the API server's words. The standard library's http.client: no de
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import ssl
+import threading
 import urllib.parse
 from typing import Any, Iterator, Mapping, Optional
 
@@ -40,6 +43,9 @@ class KubeApi:
         self._port = parsed.port or 443
         self._prefix = parsed.path.rstrip("/")
         self._tls = ssl.create_default_context(cafile=str(login.ca_file) if login.ca_file else None)
+        self._watches: set[http.client.HTTPSConnection] = set()
+        self._watches_lock = threading.Lock()
+        self._watches_ended = False
         if login.client_cert and login.client_key:
             self._tls.load_cert_chain(str(login.client_cert), str(login.client_key))
 
@@ -105,6 +111,10 @@ class KubeApi:
         """The events of a watch (`{"type": ..., "object": ...}`), until the server ends it after `timeout_seconds`."""
         query = {**params, "watch": "1", "timeoutSeconds": str(timeout_seconds), "allowWatchBookmarks": "true"}
         connection = self._connection(timeout_seconds + 30)
+        with self._watches_lock:
+            if self._watches_ended:
+                raise KubeApiError(0, "WatchesEnded", "the client's watches were ended")
+            self._watches.add(connection)
         try:
             connection.request("GET", self._url(path, query), headers=self._headers())
             response = connection.getresponse()
@@ -116,7 +126,19 @@ class KubeApi:
         except OSError as exc:
             raise KubeApiError(0, "Unreachable", f"{self.login.server}: {exc}") from None
         finally:
+            with self._watches_lock:
+                self._watches.discard(connection)
             connection.close()
+
+    def end_watches(self) -> None:
+        """End the watches in progress now (their reads return at once) and refuse new ones, so a stopping agent
+        need not wait for the API server to end them."""
+        with self._watches_lock:
+            self._watches_ended = True
+            for connection in self._watches:
+                if connection.sock is not None:
+                    with contextlib.suppress(OSError):
+                        connection.sock.shutdown(socket.SHUT_RDWR)
 
     def _url(self, path: str, params: Optional[Mapping[str, str]]) -> str:
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
