@@ -9,13 +9,16 @@
 #   scripts/real-armada.sh up --kubernetes   # + a Kubernetes cluster (etcd, kube-apiserver, kube-scheduler,
 #                                            #   kube-controller-manager), our node agent as its kubelet, and
 #                                            #   Armada's own executor and Binoculars on it (scripts/real-armada/kubernetes.sh)
+#   scripts/real-armada.sh up --two-clusters # two clusters, one Armada: Armada's executor on Kubernetes with the
+#                                            #   arm64 nodes, ours (armada-flyte executor) with the amd64 nodes
 #   REAL_ARMADA_STATE=... scripts/real-armada.sh status | down   # the bed `up` printed (its handle)
 #   REAL_ARMADA_STATE=... scripts/real-armada.sh stop COMPONENT | start COMPONENT | restart COMPONENT
 #
 # stop/start/restart act on one part of a running bed in place (a fault and its recovery), with the
 # command, config and ports `up` gave it; `start` waits until it is ready again. COMPONENT is one of
 # postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor, and on a
-# bed with --kubernetes etcd kube-apiserver kube-scheduler kube-controller-manager node-agent binoculars.
+# bed with --kubernetes etcd kube-apiserver kube-scheduler kube-controller-manager node-agent binoculars
+# (and our-executor with --two-clusters).
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
 # REAL_ARMADA_STATE, and the bed's credentials: ARMADA_FLYTE_AUTH_USERNAME and
@@ -50,7 +53,7 @@ QUEUES=(e2e-test-queue flyte conformance)
 WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
 # Started in this order.
 ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler
-  etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars)
+  etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars our-executor)
 
 say() { echo "real-armada: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -83,7 +86,7 @@ if [ -z "$BASE" ] && [ -n "${REAL_ARMADA_STATE:-}" ] && [ -f "$REAL_ARMADA_STATE
 fi
 if [ -n "$BASE" ]; then use_base "$BASE"; else set_state "${REAL_ARMADA_STATE:-}"; fi
 
-usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -423,6 +426,7 @@ cmd_up() {
       --no-executor) executor=none ;;
       --fake-executor) executor=fake ;;
       --kubernetes) executor=kubernetes with_kubernetes=true ;;
+      --two-clusters) executor=kubernetes with_kubernetes=true two_clusters=true ;;
       *) usage; die "unknown option for up: $1" ;;
     esac
     shift

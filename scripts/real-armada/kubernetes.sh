@@ -17,10 +17,12 @@
 # Needs: $state, $logs, ports from kube_ports_from_base, BED_USER, ARMADA_PASSWORD, EXECUTOR_API, and the
 # functions start / wait_until / await_ready of real-armada.sh.
 
-KUBE_PARTS=(etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars)
+KUBE_PARTS=(etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars our-executor)
 KUBE_NAMESPACES=(personal-anonymous)  # Armada's own local set-up submits there; `default` is Kubernetes' own
 KUBE_SERVICE_RANGE=10.96.0.0/24       # kube-apiserver requires one; nothing here routes to it
 KUBE_CLUSTER_ID=real-kubernetes-bed   # Armada's executor reports the cluster under this id (and our node agent's cluster file)
+OUR_CLUSTER_ID=armada-flyte-amd64     # with --two-clusters: our executor's cluster (the amd64 nodes, no Kubernetes)
+two_clusters=false
 
 kube_ports_from_base() {  # $1 = base: the Kubernetes parts' ports, after Armada's (base+1..+17)
   local b=$1
@@ -160,21 +162,25 @@ kubernetes:
 YAML
 }
 
-write_node_agent_cluster() {  # the cluster file of the node agent's nodes: amd64 and arm64 (tainted as GKE does)
-  cat <<YAML
-executor: $KUBE_CLUSTER_ID
-pool: default
-node_groups:
-  - name: amd64
+AMD64_GROUP='  - name: amd64
     nodes: 2
     labels: {kubernetes.io/arch: amd64}
-    allocatable: {cpu: "4", memory: 16Gi}
-  - name: arm64
+    allocatable: {cpu: "4", memory: 16Gi}'
+ARM64_GROUP='  - name: arm64
     nodes: 2
     labels: {kubernetes.io/arch: arm64}
     taints: [{key: kubernetes.io/arch, value: arm64, effect: NoSchedule}]
-    allocatable: {cpu: "4", memory: 16Gi}
-YAML
+    allocatable: {cpu: "4", memory: 16Gi}'
+
+write_node_agent_cluster() {  # the node agent's nodes: amd64 and arm64 (tainted as GKE does); arm64 only with two clusters
+  printf 'executor: %s\npool: default\nnode_groups:\n' "$KUBE_CLUSTER_ID"
+  "$two_clusters" || printf '%s\n' "$AMD64_GROUP"
+  printf '%s\n' "$ARM64_GROUP"
+}
+
+write_our_executor_cluster() {  # with two clusters: the amd64 nodes, run by our executor (no Kubernetes)
+  printf 'executor: %s\npool: default\nnamespaces: [%s]\nnode_groups:\n%s\n' "$OUR_CLUSTER_ID" \
+    "${KUBE_NAMESPACES[*]}" "$AMD64_GROUP"
 }
 
 write_kube_manifests() {  # namespaces, Armada's priority classes, and each user's rights
@@ -230,6 +236,7 @@ write_kube_configs() {
   write_armada_executor_config >"$state/config/armada-executor.yaml"
   write_binoculars_config >"$state/config/binoculars.yaml"
   write_node_agent_cluster >"$state/config/node-agent-cluster.yaml"
+  ! "$two_clusters" || write_our_executor_cluster >"$state/config/our-executor-cluster.yaml"
   write_kube_manifests >"$state/config/kubernetes-manifests.yaml"
 }
 
@@ -300,12 +307,19 @@ start_armada_on_kubernetes() {  # Armada's executor and Binoculars, each with th
     "$kcache/bin/binoculars" --config "$state/config/binoculars.yaml"
   await_ready executor
   await_ready binoculars
+  "$two_clusters" || return 0
+  local secrets=()
+  [ -z "${REAL_ARMADA_SECRETS_FILE:-}" ] || secrets=(--secrets-file "$REAL_ARMADA_SECRETS_FILE")
+  start our-executor "$executor_cmd" executor --scheduler "127.0.0.1:$EXECUTOR_API" --auth-username "$BED_USER" \
+    --auth-password-file "$auth/armada-password" --cluster "$state/config/our-executor-cluster.yaml" "${secrets[@]}"
+  await_ready our-executor
 }
 
 nodes_ready() {  # every node of the agent's cluster file registered and Ready
-  local ready
+  local ready expected=4
+  ! "$two_clusters" || expected=2
   ready="$(kubectl_admin get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)"
-  [ "$ready" -ge 4 ]
+  [ "$ready" -ge "$expected" ]
 }
 
 await_kube_part() {  # name: the readiness check of a Kubernetes part (real-armada.sh's await_ready calls it)
@@ -319,6 +333,8 @@ await_kube_part() {  # name: the readiness check of a Kubernetes part (real-arma
       curl -sfk -o /dev/null --max-time 5 "https://127.0.0.1:$KUBE_CONTROLLER_MANAGER_PORT/healthz" ;;
     node-agent) wait_until node-agent "its nodes Ready" 120 nodes_ready ;;
     binoculars) wait_until binoculars "port $BINOCULARS_GRPC" 60 port_open "$BINOCULARS_GRPC" ;;
+    our-executor) wait_until our-executor "connection to the executor API" 60 \
+      logged_since_start our-executor "connected to the scheduler" ;;
     *) return 1 ;;
   esac
 }
