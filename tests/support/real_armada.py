@@ -76,13 +76,25 @@ def uses_real_armada(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On real Armada, tests marked `embedded_only` (they look behind the API) skip."""
+    """On real Armada, tests marked `embedded_only` (they look behind the API) skip, and so do those marked
+    `needs_binoculars` unless the bed has Kubernetes (Armada's Binoculars reads logs through it)."""
     if not uses_real_armada(config):
         return
     skip = pytest.mark.skip(reason="looks behind the API at the embedded server (the suite runs against real Armada)")
+    no_logs = pytest.mark.skip(reason="reads logs through Binoculars: a real-Armada bed has it only with Kubernetes")
+    with_binoculars = bed_has_binoculars(config)
     for test in items:
         if "embedded_only" in test.keywords:
             test.add_marker(skip)
+        elif "needs_binoculars" in test.keywords and not with_binoculars:
+            test.add_marker(no_logs)
+
+
+def bed_has_binoculars(config: pytest.Config) -> bool:
+    """Whether the real bed runs Armada's Binoculars: one with Kubernetes (the environment's, or started here)."""
+    if os.environ.get("ARMADA_URL"):
+        return bool(os.environ.get("ARMADA_FLYTE_BINOCULARS_URL"))
+    return config.getoption("--real-armada-executor") == "kubernetes"
 
 
 def on_real_armada(config: pytest.Config) -> bool:
