@@ -162,15 +162,17 @@ kubernetes:
 YAML
 }
 
+# `pods` (a kubelet's --max-pods, default 110): Armada's scheduler does not count pods, and packs up to a node's
+# cpu (4 cpu of 10m pods: 400); the tests run 200 at once.
 AMD64_GROUP='  - name: amd64
     nodes: 2
     labels: {kubernetes.io/arch: amd64}
-    allocatable: {cpu: "4", memory: 16Gi}'
+    allocatable: {cpu: "4", memory: 16Gi, pods: "500"}'
 ARM64_GROUP='  - name: arm64
     nodes: 2
     labels: {kubernetes.io/arch: arm64}
     taints: [{key: kubernetes.io/arch, value: arm64, effect: NoSchedule}]
-    allocatable: {cpu: "4", memory: 16Gi}'
+    allocatable: {cpu: "4", memory: 16Gi, pods: "500"}'
 
 write_node_agent_cluster() {  # the node agent's nodes: amd64 and arm64 (tainted as GKE does); arm64 only with two clusters
   printf 'executor: %s\npool: default\nnode_groups:\n' "$KUBE_CLUSTER_ID"

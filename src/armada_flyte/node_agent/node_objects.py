@@ -18,7 +18,7 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
 """A kubelet's default node lease duration (nodeLeaseDurationSeconds)."""
 MAX_PODS = 110
-"""A kubelet's default maxPods: every node reports it as its pods capacity."""
+"""A kubelet's default maxPods: a node's pods capacity unless its group's allocatable names `pods`."""
 AGENT_VERSION = "armada-flyte-node-agent"
 OS_LABEL = "kubernetes.io/os"
 
@@ -64,7 +64,7 @@ def node_spec(node: Node) -> dict[str, Any]:
 def node_status(node: Node, kubelet_port: int, now: datetime.datetime, started: datetime.datetime) -> dict[str, Any]:
     """The status a kubelet reports: resources, Ready (and no pressure), addresses, its endpoint, its software."""
     resources = {name: quantity_text(amount) for name, amount in node.allocatable.items()}
-    resources["pods"] = str(MAX_PODS)
+    resources.setdefault("pods", str(MAX_PODS))  # the cluster file's `pods`, as a kubelet's --max-pods
     heartbeat, since = rfc3339(now), rfc3339(started)
 
     def condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
