@@ -64,7 +64,9 @@ start=$(date +%s)
 
 fetch_etcd() { # Debian's package, unpacked: no install, no service started
   mkdir -p "$work/etcd"
+  # A machine that never ran apt-get update has no package lists: as root, update them once and try again.
   (cd "$work/etcd" && apt-get download "$ETCD_PACKAGE") \
+    || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && (cd "$work/etcd" && apt-get download "$ETCD_PACKAGE"); } \
     || { echo "apt-get download $ETCD_PACKAGE failed: with no package lists, run apt-get update once"; return 1; }
   dpkg-deb -x "$work/etcd/"*.deb "$work/etcd/root"
   cp "$work/etcd/root/usr/bin/etcd" "$stage/bin/etcd"
