@@ -50,3 +50,15 @@ def test_an_arm64_job_lands_on_an_arm64_node_by_kube_schedulers_binding(armada, 
 def test_a_failing_container_fails_the_job_with_its_exit_code_as_the_kubelet_reports_it(armada, kubernetes_bed):
     job_id = run_to_end(armada, kubernetes_bed, pod(python("import sys; sys.exit(3)")), state=submit_pb2.FAILED)
     assert "failed with exit code 3" in job_error(armada, job_id)
+
+
+def test_a_cancelled_job_stops_its_pod_and_the_agent_finishes_the_deletion(armada, kubernetes_bed):
+    """Armada's executor deletes the pod of a cancelled run; the pod stays Terminating until its kubelet has
+    stopped the containers and deleted it with grace 0, as the node agent does."""
+    job_set = unique("kube-cancel")
+    job_id = submit_one(armada, QUEUE, job_set, item(pod(python("import time; time.sleep(300)"))))
+    wait_for_state(armada, job_id, submit_pb2.RUNNING, timeout=TIMEOUT)
+    wait_until(lambda: job_pod(kubernetes_bed, job_id), 30, f"the pod of job {job_id}")
+    armada.cancel_jobs(queue=QUEUE, job_set_id=job_set, job_id=job_id)
+    wait_for_state(armada, job_id, submit_pb2.CANCELLED, timeout=TIMEOUT)
+    wait_until(lambda: job_pod(kubernetes_bed, job_id) is None, 60, f"the pod of job {job_id} to be deleted")
