@@ -208,8 +208,7 @@ write_kube_manifests() {  # namespaces, Armada's priority classes, and each user
     '{apiGroups: [""], resources: [nodes], verbs: [get, list, watch, create, patch]}' \
     '{apiGroups: [""], resources: [nodes/status, pods/status], verbs: [patch]}' \
     '{apiGroups: [""], resources: [pods], verbs: [get, list, watch, delete]}' \
-    '{apiGroups: [""], resources: [secrets], verbs: [get]}' \
-    '{apiGroups: [""], resources: [events], verbs: [create]}'
+    '{apiGroups: [""], resources: [secrets], verbs: [get]}'
   cat <<YAML
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
