@@ -133,3 +133,32 @@ def _apply(bed: dict[str, str], manifest: dict) -> None:
         timeout=60,
     )
     assert applied.returncode == 0, applied.stderr
+
+
+def test_a_task_whose_pod_the_api_server_refuses_fails_with_the_api_servers_words(kubernetes_bed):
+    """Through the connector, as Flyte sees it: the backend's service account does not exist in the namespace."""
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    import armada_flyte
+    from armada_flyte.connector.service import ArmadaConnector
+
+    from support.armada_templates import execution_metadata, python_template, run, wait_for
+    from support.real_armada import ensure_queues
+
+    ensure_queues(kubernetes_bed["ARMADA_URL"], ("flyte",))
+    armada_flyte.configure(armada_url=kubernetes_bed["ARMADA_URL"], node_groups_preset="embedded")
+    connector = ArmadaConnector()
+    metadata = execution_metadata(run=unique("refused"), action="a0")
+    metadata.k8s_service_account = "no-such-runner"
+    done = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.RETRYABLE_FAILED}
+
+    async def scenario():
+        meta = await connector.create(python_template("print('never')"), "s3://b/raw", task_execution_metadata=metadata)
+        return await wait_for(connector, meta, done, timeout=TIMEOUT)
+
+    try:
+        resource = run(scenario())
+    finally:
+        run(connector.close())
+    assert resource.phase in (TaskExecution.FAILED, TaskExecution.RETRYABLE_FAILED)
+    assert 'serviceaccount "no-such-runner" not found' in resource.message, resource.message
