@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from support.exposure import accepts_connections, process_group_members
 from support.real_armada import UP_TIMEOUT_SECONDS, bed_script, parse_assignments, uses_real_armada
 
 KUBE_PARTS = {
@@ -19,16 +20,6 @@ KUBE_PARTS = {
     "executor",
     "binoculars",
 }
-
-
-def group_members(pgid: int) -> list[int]:
-    ps = subprocess.run(["ps", "-o", "pid=", "-g", str(pgid)], capture_output=True, text=True)
-    return [int(pid) for pid in ps.stdout.split()]
-
-
-def listening_ports() -> set[int]:
-    listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
-    return {int(line.split()[3].rsplit(":", 1)[-1]) for line in listening.splitlines()}
 
 
 @pytest.mark.timeout(UP_TIMEOUT_SECONDS)
@@ -50,10 +41,10 @@ def test_up_with_kubernetes_runs_armadas_executor_on_the_cluster_and_down_leaves
         assert "/real-kubernetes/" in executor and "/bin/executor " in executor  # Armada's own, from its cache
         leaders = {path.stem: int(path.read_text()) for path in (state / "pids").glob("*.pid")}
         assert set(leaders) >= KUBE_PARTS
-        started = {pid for leader in leaders.values() for pid in group_members(leader)}
+        started = process_group_members(set(leaders.values()))
     finally:
         down = bed_script("down", bed=bed)
     assert down.returncode == 0, down.stderr
     assert not [pid for pid in started if pathlib.Path(f"/proc/{pid}").exists()]
     assert not list((state / "pids").glob("*.pid"))
-    assert not listening_ports() & set(range(base + 1, base + 29))
+    assert not [port for port in range(base + 1, base + 29) if accepts_connections("127.0.0.1", port, timeout=1)]
