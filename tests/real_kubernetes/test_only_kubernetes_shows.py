@@ -105,6 +105,26 @@ def test_a_missing_secret_keeps_the_container_waiting_as_a_kubelet_does(armada, 
     armada.cancel_jobs(queue=QUEUE, job_set_id=JOB_SET, job_id=job_id)
 
 
+def test_a_pod_waiting_for_its_secret_starts_once_the_secret_is_created(armada, kubernetes_bed):
+    """The kubelet tries a missing Secret again; the node agent does too (every few seconds)."""
+    name, value = f"late-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    spec = pod(python("import os; print(os.environ['LATE'])"))
+    reference = core.SecretKeySelector(localObjectReference=core.LocalObjectReference(name=name), key="value")
+    spec.containers[0].env.append(core.EnvVar(name="LATE", valueFrom=core.EnvVarSource(secretKeyRef=reference)))
+    job_id = submitted(armada, spec)
+
+    def waiting_reason() -> str:
+        found = job_pod(kubernetes_bed, job_id) or {}
+        statuses = found.get("status", {}).get("containerStatuses") or [{}]
+        return statuses[0].get("state", {}).get("waiting", {}).get("reason", "")
+
+    wait_until(lambda: waiting_reason() == "CreateContainerConfigError", TIMEOUT, f"job {job_id} to wait for {name}")
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}}
+    _apply(kubernetes_bed, {**secret, "data": {"value": base64.b64encode(value.encode()).decode()}})
+    ended(armada, kubernetes_bed, job_id, submit_pb2.SUCCEEDED)
+    assert kubectl(kubernetes_bed, "logs", f"armada-{job_id}-0").stdout.splitlines() == [value]
+
+
 def test_active_deadline_seconds_fails_the_pod_with_the_kubelets_reason(armada, kubernetes_bed):
     spec = pod(python("import time; time.sleep(120)"))
     spec.activeDeadlineSeconds = 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -134,9 +135,14 @@ class NodeAgent:
             self.api.create(path, lease)
 
     def _heartbeat(self) -> None:
-        beats = 0
-        while not self._stopping.wait(self.settings.heartbeat_interval):
-            beats += 1
+        """Every `retry_interval`: pods waiting for a Secret are tried again; every `heartbeat_interval`: each
+        node's Lease is renewed (and every `status_every` renewals, its status)."""
+        beats, next_beat = 0, time.monotonic() + self.settings.heartbeat_interval
+        while not self._stopping.wait(self.settings.retry_interval):
+            self._retry_waiting_pods()
+            if time.monotonic() < next_beat:
+                continue
+            beats, next_beat = beats + 1, time.monotonic() + self.settings.heartbeat_interval
             for node in self.nodes.values():
                 try:
                     self._renew_lease(node)
@@ -144,7 +150,6 @@ class NodeAgent:
                         self._post_node_status(node)
                 except KubeApiError as exc:
                     log.warning("heartbeat of node %s: %s", node.name, exc)
-            self._retry_waiting_pods()
 
     # --- the watch ---
 
