@@ -128,6 +128,7 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   for group in "${groups[@]}"; do
     # Its own process group; SIGINT back to its default (a background job starts with it ignored).
     (
+      unset KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL # only a bed with Kubernetes names them (not the user's own)
       eval "$(cat "$beds/$group.env")"
       # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
       export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
@@ -152,7 +153,7 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     wait "${group_pid[$group]}" || failed_groups+=("$group")
   done
   for group in "${groups[@]}"; do
-    echo "==> real Armada, $group (pytest -m $group)"
+    echo "==> real Armada, $group (pytest -m ${group%@*}$([ "${group#*@}" != kubernetes ] || echo ", on a bed with Kubernetes"))"
     cat "$beds/$group.log"
   done
   echo "==> real Armada: the tier took $((SECONDS - tier_start)) s (the beds up, then the groups side by side)"

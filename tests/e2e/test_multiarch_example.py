@@ -42,9 +42,9 @@ def test_the_examples_arm64_tasks_land_on_arm64_nodes_and_the_others_on_amd64(st
         + [("train", "arm64", "arm64", "SUCCEEDED")] * 3
         + [("evaluate", "amd64", "amd64", "SUCCEEDED")] * 3
     ), armada_logs()
-    if stack.server is None and os.environ.get("KUBECONFIG"):  # a real bed with Kubernetes (up --kubernetes)
-        from support.real_kubernetes import job_pod, pod_events
+    from support.real_kubernetes import bed_kubeconfig, job_pod, pod_events
 
+    if stack.server is None and bed_kubeconfig():  # a real bed with Kubernetes (up --kubernetes)
         bed = dict(os.environ)
         for job in journal.jobs():
             pod = job_pod(bed, job.job_id)

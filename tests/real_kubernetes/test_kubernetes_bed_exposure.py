@@ -88,7 +88,8 @@ def test_the_kubernetes_parts_refuse_another_machines_connection(remote, base, p
 
 def test_the_api_server_refuses_a_local_user_without_a_token(kubernetes_bed, base):
     ca = pathlib.Path(kubernetes_bed["KUBECONFIG"]).parent / "ca.crt"
-    answer = httpx.get(f"https://127.0.0.1:{base + KUBE_APISERVER}/api/v1/secrets", verify=str(ca), timeout=30)
+    trust = ssl.create_default_context(cafile=str(ca))
+    answer = httpx.get(f"https://127.0.0.1:{base + KUBE_APISERVER}/api/v1/secrets", verify=trust, timeout=30)
     assert answer.status_code == 401
 
 

@@ -25,9 +25,19 @@ from support.real_parts import missing_part
 KUBE_VARIABLES = ("KUBECONFIG", "ARMADA_FLYTE_BINOCULARS_URL")
 
 
+def bed_kubeconfig() -> str:
+    """The kubeconfig of the environment's bed when it has Kubernetes (one inside its state folder), else "": a
+    KUBECONFIG of the user's own names some other cluster."""
+    state, kubeconfig = os.environ.get("REAL_ARMADA_STATE", ""), os.environ.get("KUBECONFIG", "")
+    inside = bool(state and kubeconfig) and pathlib.Path(kubeconfig).resolve().is_relative_to(
+        pathlib.Path(state).resolve()
+    )
+    return kubeconfig if inside else ""
+
+
 def on_kubernetes_bed() -> bool:
     """Whether the session's bed (from the environment) is one with Kubernetes."""
-    return bool(os.environ.get("ARMADA_URL") and os.environ.get("KUBECONFIG") and os.environ.get("REAL_ARMADA_STATE"))
+    return bool(os.environ.get("ARMADA_URL") and bed_kubeconfig())
 
 
 @pytest.fixture(scope="module")
