@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 JOB_ID_LABEL = "armada_job_id"
 """The label Armada's executor puts the job id in (a pod of someone else's is named by its pod name)."""
 STOPPED_MESSAGE = "the node agent stopped while the pod ran"
+STOPPED_REASON = "NodeAgentStopped"
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class NodeAgent:
         self._dirty: list[str] = []
         self._dirty_changed = threading.Condition(self._lock)
         self._started = _now()
+        self._shutting_down = False
         self.registered = threading.Event()
         """Set once every node is registered (and Ready)."""
 
@@ -302,6 +304,10 @@ class NodeAgent:
         self, run_id: str, exit_code: int, error: str, containers: tuple[ContainerEnd, ...] = (), reason: str = ""
     ) -> None:
         end = PodEnd(exit_code, error, containers, reason)
+        with self._lock:
+            held = self._pods.get(run_id)
+            if self._shutting_down and held is not None and not held.deleting:
+                end = PodEnd(exit_code, STOPPED_MESSAGE, containers, STOPPED_REASON)  # killed by the agent's stop
         self._advance(run_id, ended_phase(end), ended_at=_now(), end=end, ends=containers)
         with self._lock:
             held = self._pods.get(run_id)
@@ -408,14 +414,14 @@ class NodeAgent:
     def _shut_down(self) -> None:
         """Pods cannot outlive the agent (their processes end with it): they are stopped and reported failed."""
         with self._lock:
+            self._shutting_down = True
             running = [h for h in self._pods.values() if h.launched and not h.progress.phase.ended]
         if running:
             log.info("stopping %d pods: %s", len(running), STOPPED_MESSAGE)
         self.runner.shutdown()
-        for held in running:
-            self._advance(
-                held.uid, Phase.FAILED, ended_at=_now(), end=PodEnd(137, STOPPED_MESSAGE, (), "NodeAgentStopped")
-            )
+        for held in running:  # a pod the runner did not report ended
+            end = PodEnd(137, STOPPED_MESSAGE, (), STOPPED_REASON)
+            self._advance(held.uid, Phase.FAILED, ended_at=_now(), end=end)
 
     # --- for the kubelet endpoint ---
 
