@@ -188,6 +188,18 @@ def _bed_url() -> tuple[str, bool]:
     return found["ARMADA_URL"].strip("'"), True
 
 
+KEPT_MARK = "<!-- written by hand: scripts/differential-report.py keeps what follows -->"
+"""The report's tables are rewritten each run; the sections after this line (the production path on a third
+judge, real Armada's own executor on Kubernetes) are kept as they are."""
+
+
+def kept_tail(path: pathlib.Path) -> str:
+    """The hand-written part of the report at `path`, from KEPT_MARK on ("" when there is none)."""
+    text = path.read_text() if path.exists() else ""
+    start = text.find(KEPT_MARK)
+    return text[start:] if start >= 0 else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folders", nargs="*", default=[], help="the testsuite folders to run (default: all)")
@@ -214,7 +226,8 @@ def main() -> int:
         f"conformance suite and `test_armadas_own_tests.py`; Armada's testsuite: {folders}) against the embedded "
         "server and against real Armada v0.22.7 (`scripts/real-armada.sh` with `armada-flyte executor`). " + args.note
     ).strip()
-    args.out.write_text(render(rows, heading))
+    kept = kept_tail(args.out)
+    args.out.write_text(render(rows, heading) + (f"\n{kept}" if kept else ""))
     unexplained = [row.case for row in rows if row.cause == UNEXPLAINED]
     print(f"differential-report: wrote {args.out}; unexplained: {len(unexplained)}", file=sys.stderr)
     for case in unexplained:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the tests run for real, from Debian's packages: docker-registry (image tests), the
 # docker.io engine (Docker SDK paths and the docker executor), htpasswd (a basic-auth registry),
-# kubectl (kubernetes-client: pods of Armada's gang and service cases query the embedded cluster),
+# kubectl (kubernetes-client: pods of Armada's gang and service cases query the embedded cluster, and the
+# real tier's Kubernetes beds), openssl (those beds' certificates),
 # a static busybox for FROM-scratch images (and the alpine programs of Armada's testsuite cases),
 # stress-ng (its load cases), Chromium (the local view's browser test, headless), and QEMU in
 # binfmt_misc with a busybox of the other architecture (a foreign-arch pod really running under
@@ -21,6 +22,7 @@ command -v docker-registry >/dev/null 2>&1 || packages+=(docker-registry)
 command -v dockerd >/dev/null 2>&1 || packages+=(docker.io)
 command -v htpasswd >/dev/null 2>&1 || packages+=(apache2-utils)
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+command -v openssl >/dev/null 2>&1 || packages+=(openssl) # the certificates of the real tier's Kubernetes beds
 dpkg -s busybox-static >/dev/null 2>&1 || packages+=(busybox-static)
 command -v stress-ng >/dev/null 2>&1 || packages+=(stress-ng)
 command -v chromium >/dev/null 2>&1 || packages+=(chromium)

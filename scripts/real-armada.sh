@@ -6,12 +6,19 @@
 #
 #   set -a; eval "$(scripts/real-armada.sh up)"; set +a      # + our executor (armada-flyte executor)
 #   scripts/real-armada.sh up --no-executor | --fake-executor   # Armada only | Armada's simulated executor
+#   scripts/real-armada.sh up --kubernetes   # + a Kubernetes cluster (etcd, kube-apiserver, kube-scheduler,
+#                                            #   kube-controller-manager), our node agent as its kubelet, and
+#                                            #   Armada's own executor and Binoculars on it (scripts/real-armada/kubernetes.sh)
+#   scripts/real-armada.sh up --two-clusters # two clusters, one Armada: Armada's executor on Kubernetes with the
+#                                            #   arm64 nodes, ours (armada-flyte executor) with the amd64 nodes
 #   REAL_ARMADA_STATE=... scripts/real-armada.sh status | down   # the bed `up` printed (its handle)
 #   REAL_ARMADA_STATE=... scripts/real-armada.sh stop COMPONENT | start COMPONENT | restart COMPONENT
 #
 # stop/start/restart act on one part of a running bed in place (a fault and its recovery), with the
 # command, config and ports `up` gave it; `start` waits until it is ready again. COMPONENT is one of
-# postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor.
+# postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor, and on a
+# bed with --kubernetes etcd kube-apiserver kube-scheduler kube-controller-manager node-agent binoculars
+# (and our-executor with --two-clusters).
 #
 # `up` prints shell assignments on stdout (ARMADA_URL, ARMADA_EXECUTOR_API, REAL_ARMADA_LOGS,
 # REAL_ARMADA_STATE, and the bed's credentials: ARMADA_FLYTE_AUTH_USERNAME and
@@ -29,19 +36,24 @@
 # 127.0.0.1 only, Postgres and Redis with passwords of their own.
 # ARMADA_FLYTE_CMD names the armada-flyte command (default: on PATH, else the repo's .venv).
 # REAL_ARMADA_SECRETS_FILE (Kubernetes Secret manifests) is handed to our executor as --secrets-file,
-# so pods' Secret references (blob keys, task secrets) resolve.
+# so pods' Secret references (blob keys, task secrets) resolve; with --kubernetes they are created in the
+# cluster's namespaces instead. With --kubernetes `up` also prints KUBECONFIG (the bed's admin) and
+# ARMADA_FLYTE_BINOCULARS_URL (Armada's log service for the cluster).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 # shellcheck source=real-armada/configs.sh
 . "$here/real-armada/configs.sh"
+# shellcheck source=real-armada/kubernetes.sh
+. "$here/real-armada/kubernetes.sh"
 
 BASE="${REAL_ARMADA_PORT_BASE:-24150}"
 QUEUES=(e2e-test-queue flyte conformance)
 WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
 # Started in this order.
-ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler executor)
+ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler
+  etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars our-executor)
 
 say() { echo "real-armada: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -58,11 +70,12 @@ use_base() { # base: the bed's ports, and the bed recorded for it (unless REAL_A
   case "$BASE" in '' | *[!0-9]*) die "REAL_ARMADA_PORT_BASE must be a number, got '$BASE'" ;; esac
   [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65500 ] || die "REAL_ARMADA_PORT_BASE must be within 1024..65500, got $BASE"
   ports_from_base "$BASE"
+  kube_ports_from_base "$BASE"
   set_state "${REAL_ARMADA_STATE:-$(recorded_state || true)}"
 }
 
 set_state() { # folder: the bed's state folder and the paths inside it
-  state=$1 logs="$1/logs" pids="$1/pids" commands="$1/commands" auth="$1/auth"
+  state=$1 logs="$1/logs" pids="$1/pids" commands="$1/commands" auth="$1/auth" kdir="$1/kubernetes"
 }
 
 # Which bed: REAL_ARMADA_STATE (what `up` prints; its base is in its `base` file), else the one recorded for
@@ -73,7 +86,7 @@ if [ -z "$BASE" ] && [ -n "${REAL_ARMADA_STATE:-}" ] && [ -f "$REAL_ARMADA_STATE
 fi
 if [ -n "$BASE" ]; then use_base "$BASE"; else set_state "${REAL_ARMADA_STATE:-}"; fi
 
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 pid_of() { [ -f "$pids/$1.pid" ] && cat "$pids/$1.pid"; }
 is_running() { local pid; pid="$(pid_of "$1")" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -88,8 +101,9 @@ check_ports_free() {
     "scheduler metrics:$SCHEDULER_METRICS" "scheduleringester metrics:$SCHEDULERINGESTER_METRICS" \
     "eventingester metrics:$EVENTINGESTER_METRICS" "lookoutingester metrics:$LOOKOUTINGESTER_METRICS" \
     "lookout (migrations) API:$LOOKOUT_API" "lookout (migrations) metrics:$LOOKOUT_METRICS" \
-    "fake executor HTTP:$FAKEEXECUTOR_HTTP" "fake executor metrics:$FAKEEXECUTOR_METRICS"; do
-    name="${entry%:*}" port="${entry##*:}"
+    "fake executor HTTP:$FAKEEXECUTOR_HTTP" "fake executor metrics:$FAKEEXECUTOR_METRICS" \
+    $(if "$with_kubernetes"; then kube_port_entries | tr ' ' '_'; fi); do
+    name="${entry%:*}" port="${entry##*:}" name="${name//_/ }"
     if port_in_use "$port"; then
       die "port $port ($name, REAL_ARMADA_PORT_BASE=$BASE + $((port - BASE))) is already in use; pick another REAL_ARMADA_PORT_BASE or stop what holds it"
     fi
@@ -346,9 +360,15 @@ start_executor() { # $1: ours | fake
 connected_to() { ss -tnH state established "dport = :$1" 2>/dev/null | grep -q .; }
 # Ours says so once the scheduler has taken a lease request (with its credentials), not at the first TCP connection.
 logged_since_start() { tail -c "+$((${LOG_START[$1]:-0} + 1))" "$logs/$1.log" 2>/dev/null | grep -q "$2"; }
+# Armada's executor: once its startup is complete (/health) and it holds a connection to the executor API.
+armada_executor_ready() {
+  http_ok "http://127.0.0.1:$ARMADA_EXECUTOR_HTTP/health" &&
+    ss -tnpH state established "dport = :$EXECUTOR_API" 2>/dev/null | grep -q "pid=$(pid_of executor),"
+}
 executor_ready() {
-  if grep -q fakeexecutor "$commands/executor"; then connected_to "$EXECUTOR_API"; else
-    logged_since_start executor "connected to the scheduler"; fi
+  if grep -q fakeexecutor "$commands/executor"; then connected_to "$EXECUTOR_API"
+  elif grep -q "/bin/executor " "$commands/executor"; then armada_executor_ready
+  else logged_since_start executor "connected to the scheduler"; fi
 }
 
 await_ready() { # name: wait (bounded) until the component serves: the one readiness check per component
@@ -364,6 +384,7 @@ await_ready() { # name: wait (bounded) until the component serves: the one readi
     eventingester) wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS" ;;
     lookoutingester) wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS" ;;
     executor) wait_until executor "connection to the executor API" 60 executor_ready ;;
+    *) await_kube_part "$1" ;;
   esac
 }
 
@@ -385,20 +406,27 @@ await_group() { # name: wait (bounded) for the group to be gone, then KILL what 
   rm -f "$pids/$1.pid"
 }
 
-stop_all() { # Armada, its executor, Pulsar and Redis together, then PostgreSQL
+STOPPED_LAST=(kube-apiserver etcd postgres)
+stop_all() { # Armada, its executor, Pulsar, Redis and Kubernetes' clients together, then the stores in order: the
+  # API server before etcd (with etcd gone first it waits on it, past the 20 s bound), then PostgreSQL
   local name
-  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || signal_group "$name"; done
-  for name in "${ORDER[@]}"; do [ "$name" = postgres ] || await_group "$name"; done
-  signal_group postgres
-  await_group postgres
+  for name in "${ORDER[@]}"; do [[ " ${STOPPED_LAST[*]} " == *" $name "* ]] || signal_group "$name"; done
+  for name in "${ORDER[@]}"; do [[ " ${STOPPED_LAST[*]} " == *" $name "* ]] || await_group "$name"; done
+  for name in "${STOPPED_LAST[@]}"; do
+    signal_group "$name"
+    await_group "$name"
+  done
 }
 
+with_kubernetes=false
 cmd_up() {
   local executor=ours
   while [ $# -gt 0 ]; do
     case "$1" in
       --no-executor) executor=none ;;
       --fake-executor) executor=fake ;;
+      --kubernetes) executor=kubernetes with_kubernetes=true ;;
+      --two-clusters) executor=kubernetes with_kubernetes=true two_clusters=true ;;
       *) usage; die "unknown option for up: $1" ;;
     esac
     shift
@@ -413,7 +441,7 @@ cmd_up() {
       || die "a bed is already running in $state ($name, pid $(pid_of "$name")); run: $0 down"
   done
   executor_cmd=""
-  if [ "$executor" = ours ]; then
+  if [ "$executor" = ours ] || [ "$executor" = kubernetes ]; then
     executor_cmd="$(executor_command)"
     # Its executor-API stubs are generated once from Armada's Go module (cached).
     "$here/build-executor-stubs.sh" >/dev/null || die "scripts/build-executor-stubs.sh failed (its output is above)"
@@ -426,11 +454,18 @@ cmd_up() {
   ensure_system_packages
   local t0=$SECONDS
   cache="$("$here/real-armada/build.sh")" || die "the build failed (its log is named above)"
+  if "$with_kubernetes"; then
+    command -v kubectl >/dev/null || die "no kubectl (Debian's kubernetes-client; scripts/install-test-parts.sh installs it)"
+    command -v openssl >/dev/null || die "no openssl (Debian's openssl) to make the cluster's certificates"
+    kcache="$("$here/real-armada/kubernetes-build.sh")" || die "the Kubernetes build failed (its log is named above)"
+  fi
   make_state
   make_secrets
+  ! "$with_kubernetes" || make_kube_credentials
   trap 'say "interrupted"; stop_all; exit 130' INT TERM
   write_configs
-  say "starting in $state (ports $((BASE + 1))..$((BASE + 17)))"
+  ! "$with_kubernetes" || write_kube_configs
+  say "starting in $state (ports $((BASE + 1))..$((BASE + BED_PORT_COUNT)))"
   start_postgres
   start_redis
   start_pulsar
@@ -438,7 +473,13 @@ cmd_up() {
   migrate
   start_armada
   create_queues
-  [ "$executor" = none ] || start_executor "$executor"
+  if "$with_kubernetes"; then
+    start_kubernetes
+    say "Kubernetes and its node agent up after $((SECONDS - t0))s"
+    start_armada_on_kubernetes
+  elif [ "$executor" != none ]; then
+    start_executor "$executor"
+  fi
   trap - INT TERM
   say "up in $((SECONDS - t0))s; stop with: $0 down"
   print_bed
@@ -448,6 +489,7 @@ print_bed() { # the assignments a client of the bed needs: its addresses, folder
   printf 'ARMADA_URL=127.0.0.1:%s\nARMADA_EXECUTOR_API=127.0.0.1:%s\nREAL_ARMADA_LOGS=%q\nREAL_ARMADA_STATE=%q\n' \
     "$SERVER_GRPC" "$EXECUTOR_API" "$logs" "$state"
   printf 'ARMADA_FLYTE_AUTH_USERNAME=%s\nARMADA_FLYTE_AUTH_PASSWORD_FILE=%q\n' "$BED_USER" "$auth/armada-password"
+  [ ! -d "$kdir" ] || print_kube_bed
 }
 
 check_given_state() { # REAL_ARMADA_STATE, when given, is a folder of ours (another user may have made a link)
@@ -500,7 +542,7 @@ base_taken() { # base: held by an `up` still running, by a recorded bed still ru
   [ -f "$reservation" ] && kill -0 "$(cat "$reservation")" 2>/dev/null && return 0
   previous="$(cat "$bed_index/$1" 2>/dev/null || true)"
   [ -n "$previous" ] && compgen -G "$previous/pids/*.pid" >/dev/null && return 0
-  for offset in $(seq 1 17); do port_in_use $(($1 + offset)) && return 0; done
+  for offset in $(seq 1 "$BED_PORT_COUNT"); do port_in_use $(($1 + offset)) && return 0; done
   return 1
 }
 

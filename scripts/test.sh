@@ -7,9 +7,11 @@
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
-# runs with --armada real, in five groups side by side, each on a bed of its own with ports it finds free:
+# runs with --armada real, in groups side by side, each on a bed of its own with ports it finds free:
 # the conformance suite with Armada's own cases, the connector's production path in two (its runs; the
-# connector service's tests) and the fault tests in two (Armada's parts; the rest); a group is its pytest
+# connector service's tests) and the fault tests in two (Armada's parts; the rest); then, on beds with a real
+# Kubernetes API server and Armada's own executor (up --kubernetes; REAL_ARMADA_KUBERNETES=0 leaves them
+# out), what only Kubernetes shows and the production path's two groups again; a group is its pytest
 # marker (REAL_TIER_GROUPS in tests/conftest.py); then it stops the beds;
 # scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
@@ -46,13 +48,20 @@ if [ "${CI:-}" = true ]; then # locally, the tests that need them build them (or
   setsid scripts/build-armada-tools.sh >"$build_logs/armada-tools.log" 2>&1 &
   armada_tools_build=$!
 fi
+kubernetes_tier=false
 if "$real_tier"; then
   setsid scripts/real-armada/build.sh >"$build_logs/real-armada.log" 2>&1 &
   real_armada_build=$!
+  if [ "${REAL_ARMADA_KUBERNETES:-1}" != 0 ]; then
+    kubernetes_tier=true
+    # Kubernetes' control plane, etcd, Armada's executor and Binoculars (scripts/real-armada/kubernetes-build.sh)
+    setsid scripts/real-armada/kubernetes-build.sh >"$build_logs/real-kubernetes.log" 2>&1 &
+    kubernetes_build=$!
+  fi
 fi
 stop_builds() { # a run that ends early leaves no build behind (each runs in its own process group)
   local pid
-  for pid in $armada_tools_build ${real_armada_build:-}; do kill -- "-$pid" 2>/dev/null || true; done
+  for pid in $armada_tools_build ${real_armada_build:-} ${kubernetes_build:-}; do kill -- "-$pid" 2>/dev/null || true; done
 }
 cleanups+=(stop_builds)
 wait_for_build() { # pid, log: a failed build fails the run with its log
@@ -67,6 +76,7 @@ fi
 .venv/bin/python -m pytest --durations=15 "$@"
 if "$real_tier"; then
   wait_for_build "$real_armada_build" "$build_logs/real-armada.log"
+  ! "$kubernetes_tier" || wait_for_build "$kubernetes_build" "$build_logs/real-kubernetes.log"
   echo "==> real Armada (scripts/real-armada.sh up; the conformance suite, the production path and the faults with --armada real)"
   REAL_ARMADA_SECRETS_FILE="$(mktemp -t armada-flyte-bed-secrets.XXXXXX.yaml)"
   cleanups+=("rm -f $REAL_ARMADA_SECRETS_FILE")
@@ -87,6 +97,9 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   groups=(conformance production_path_runs production_path_connector faults_of_armadas_parts faults)
   # With Armada's fake executor, or none, the production path's pods cannot really run.
   [ "$executor" = ours ] || groups=(conformance faults_of_armadas_parts faults)
+  # GROUP@kubernetes: the group's marker on a bed with Kubernetes and Armada's own executor (up --kubernetes), a
+  # third judge of the production path beside the embedded server and real Armada with our executor.
+  ! "$kubernetes_tier" || groups+=(kubernetes@kubernetes production_path_runs@kubernetes production_path_connector@kubernetes)
   beds="$(mktemp -d -t armada-flyte-beds.XXXXXX)"
   # A group's bed by its handle (the state folder `up` printed), without the environment's other beds.
   bed_down() {
@@ -101,8 +114,10 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   tier_start=$SECONDS
   ups=()
   for group in "${groups[@]}"; do
-    env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS -u REAL_ARMADA_PORT_BASE \
-      scripts/real-armada.sh up "${executor_option[@]}" >"$beds/$group.env" &
+    options=("${executor_option[@]}")
+    [ "${group#*@}" != kubernetes ] || options=(--kubernetes)
+    env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS -u REAL_ARMADA_PORT_BASE -u KUBECONFIG \
+      scripts/real-armada.sh up "${options[@]}" >"$beds/$group.env" &
     ups+=($!)
   done
   up_status=0
@@ -113,12 +128,17 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   for group in "${groups[@]}"; do
     # Its own process group; SIGINT back to its default (a background job starts with it ignored).
     (
+      unset KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL # only a bed with Kubernetes names them (not the user's own)
       eval "$(cat "$beds/$group.env")"
       # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
       export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
       export ARMADA_FLYTE_AUTH_USERNAME ARMADA_FLYTE_AUTH_PASSWORD_FILE
+      # A bed with Kubernetes: its admin kubeconfig, and Binoculars (Armada's log service for the cluster).
+      [ -z "${KUBECONFIG:-}" ] || export KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL
+      executor_kind="$executor"
+      [ "${group#*@}" != kubernetes ] || executor_kind=kubernetes
       exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
-        --armada real --real-armada-executor "$executor" -m "$group" tests
+        --armada real --real-armada-executor "$executor_kind" -m "${group%@*}" tests
     ) >"$beds/$group.log" 2>&1 &
     group_pid[$group]=$!
   done
@@ -133,7 +153,7 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     wait "${group_pid[$group]}" || failed_groups+=("$group")
   done
   for group in "${groups[@]}"; do
-    echo "==> real Armada, $group (pytest -m $group)"
+    echo "==> real Armada, $group (pytest -m ${group%@*}$([ "${group#*@}" != kubernetes ] || echo ", on a bed with Kubernetes"))"
     cat "$beds/$group.log"
   done
   echo "==> real Armada: the tier took $((SECONDS - tier_start)) s (the beds up, then the groups side by side)"

@@ -42,12 +42,14 @@ REAL_TIER_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "faults_of_armadas_parts": ("real_armada/test_faults_of_armadas_parts.py",),
     "faults": ("real_armada/",),
+    "kubernetes": ("real_kubernetes/",),
 }
 """The real-Armada tier's groups (scripts/test.sh runs each with `-m GROUP` on a bed of its own, side by side):
 paths under tests/, a folder ending in `/`; a test takes the first group that names it. The conformance suite
 with Armada's own cases; the connector's production path in two (the runs, local and through the backend's
 stand-in; the connector service's own tests); the faults of Armada's parts, alone on their bed, since they stop
-and start its parts; the other fault tests, which start beds of their own."""
+and start its parts; the other fault tests, which start beds of their own; what only Kubernetes shows, on a bed
+with Kubernetes (`up --kubernetes`), where scripts/test.sh runs the production path's two groups again."""
 
 pytest_plugins = [
     "support.registry_fixtures",

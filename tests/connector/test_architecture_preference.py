@@ -126,7 +126,7 @@ def test_without_room_it_spills_after_spill_after_and_succeeds_on_the_next(conne
     assert len(submitted_jobs(armada, meta)) == 2
 
 
-@pytest.mark.embedded_only  # the log service (Binoculars) is the embedded server's
+@pytest.mark.needs_binoculars  # the log service: the embedded server's, or Armada's on a bed with Kubernetes
 def test_the_logs_of_a_spilled_task_are_its_running_job_s(connector, pods_tmp_path):
     stop = pods_tmp_path / "stop"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -20,9 +21,9 @@ from armada_flyte.pod_runner.process_tree import is_alive
 from support.armada_templates import execution_metadata, python_template, run, wait_for
 from support.c0_service import free_port
 
-NEEDS_BINOCULARS = pytest.mark.embedded_only
-"""Reads logs from the embedded server's Binoculars; a real-Armada bed runs none (Armada's Binoculars reads
-pods through Kubernetes, which the bed doesn't have)."""
+NEEDS_BINOCULARS = pytest.mark.needs_binoculars
+"""Reads logs through Binoculars: the embedded server's, or Armada's own on a real bed with Kubernetes (it reads
+pods through the API server); a real bed without Kubernetes runs none."""
 DONE = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.ABORTED, TaskExecution.RETRYABLE_FAILED}
 
 
@@ -302,7 +303,8 @@ async def asyncio_sleep() -> None:
 
 @NEEDS_BINOCULARS
 def test_logs_are_read_from_the_configured_binoculars_url(armada):
-    armada_flyte.configure(armada_url=armada.url, binoculars_url=armada.url, node_groups_preset="embedded")
+    binoculars = os.environ.get("ARMADA_FLYTE_BINOCULARS_URL") or armada.url  # a bed's own, else the embedded server
+    armada_flyte.configure(armada_url=armada.url, binoculars_url=binoculars, node_groups_preset="embedded")
     connector = ArmadaConnector()
 
     async def scenario():

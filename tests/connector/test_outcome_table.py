@@ -499,3 +499,9 @@ def test_a_queued_timeout_reads_a_fresh_scheduling_report():
     assert queued_report_max_age(meta, NOW, refresh_seconds=30) == 0
     assert queued_report_max_age(replace(meta, queued_timeout_seconds=10), NOW, refresh_seconds=30) == 30
     assert queued_report_max_age(replace(meta, queued_timeout_seconds=0), NOW, refresh_seconds=30) == 30
+
+
+def test_custom_info_names_the_cluster_that_ran_the_job():
+    """Many clusters under one Armada: the run's executor (Armada's cluster id) says where the task ran."""
+    meta = _meta()
+    assert outcome_of(meta, _observed(meta, JobState.SUCCEEDED), RULES).info["cluster"] == "c1"

@@ -1,9 +1,10 @@
 """The README's main job (examples/multiarch.py) through the connector: its arm64 tasks land on arm64
 nodes and the rest on amd64, by the scheduler's decision (the embedded one, or real Armada's with
-`--armada real`)."""
+`--armada real`); on a bed with Kubernetes, each task's pod is bound to such a node by kube-scheduler."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
@@ -41,3 +42,16 @@ def test_the_examples_arm64_tasks_land_on_arm64_nodes_and_the_others_on_amd64(st
         + [("train", "arm64", "arm64", "SUCCEEDED")] * 3
         + [("evaluate", "amd64", "amd64", "SUCCEEDED")] * 3
     ), armada_logs()
+    from support.real_kubernetes import bed_kubeconfig, job_pod, pod_events
+
+    if stack.server is None and bed_kubeconfig():  # a real bed with Kubernetes (up --kubernetes)
+        bed = dict(os.environ)
+        for job in journal.jobs():
+            pod = job_pod(bed, job.job_id)
+            assert pod["spec"]["nodeName"].split("-")[0] == job.node_group, (job, pod["spec"])
+            binders = {
+                e.get("reportingComponent") or e["source"].get("component")
+                for e in pod_events(bed, pod["metadata"]["name"])
+                if e["reason"] == "Scheduled"
+            }
+            assert binders == {"default-scheduler"}, binders

@@ -54,7 +54,8 @@ def test_an_unknown_component_is_refused_with_the_components_names(verb: str) ->
     assert result.returncode != 0
     assert (
         "unknown component 'lookout': use one of postgres redis pulsar scheduleringester eventingester "
-        "lookoutingester server scheduler executor"
+        "lookoutingester server scheduler etcd kube-apiserver kube-scheduler kube-controller-manager node-agent "
+        "executor binoculars our-executor"
     ) in result.stderr
 
 

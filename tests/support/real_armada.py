@@ -34,12 +34,14 @@ from support.waiting import wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "real-armada.sh"
-EXECUTORS = {"ours": [], "fake": ["--fake-executor"], "none": ["--no-executor"]}
+EXECUTORS = {"ours": [], "fake": ["--fake-executor"], "none": ["--no-executor"], "kubernetes": ["--kubernetes"]}
 # The first build compiles Armada and fetches Pulsar (minutes); later starts take seconds.
 UP_TIMEOUT_SECONDS = 1800
 PROBE_JOB_SET = "queue-ready-probe"
 BED_VARIABLES = (
     "ARMADA_URL",
+    "KUBECONFIG",
+    "ARMADA_FLYTE_BINOCULARS_URL",
     "ARMADA_EXECUTOR_API",
     "REAL_ARMADA_LOGS",
     "REAL_ARMADA_STATE",
@@ -64,7 +66,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=sorted(EXECUTORS),
         default=os.environ.get("REAL_ARMADA_EXECUTOR", "ours"),
         help="the executor a bed started by the tests runs: ours (armada-flyte executor), fake "
-        "(Armada's simulated one) or none (default: $REAL_ARMADA_EXECUTOR, else ours)",
+        "(Armada's simulated one), kubernetes (Armada's own on a real Kubernetes API server, our node agent as "
+        "its kubelet) or none (default: $REAL_ARMADA_EXECUTOR, else ours)",
     )
 
 
@@ -73,13 +76,25 @@ def uses_real_armada(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On real Armada, tests marked `embedded_only` (they look behind the API) skip."""
+    """On real Armada, tests marked `embedded_only` (they look behind the API) skip, and so do those marked
+    `needs_binoculars` unless the bed has Kubernetes (Armada's Binoculars reads logs through it)."""
     if not uses_real_armada(config):
         return
     skip = pytest.mark.skip(reason="looks behind the API at the embedded server (the suite runs against real Armada)")
+    no_logs = pytest.mark.skip(reason="reads logs through Binoculars: a real-Armada bed has it only with Kubernetes")
+    with_binoculars = bed_has_binoculars(config)
     for test in items:
         if "embedded_only" in test.keywords:
             test.add_marker(skip)
+        elif "needs_binoculars" in test.keywords and not with_binoculars:
+            test.add_marker(no_logs)
+
+
+def bed_has_binoculars(config: pytest.Config) -> bool:
+    """Whether the real bed runs Armada's Binoculars: one with Kubernetes (the environment's, or started here)."""
+    if os.environ.get("ARMADA_URL"):
+        return bool(os.environ.get("ARMADA_FLYTE_BINOCULARS_URL"))
+    return config.getoption("--real-armada-executor") == "kubernetes"
 
 
 def on_real_armada(config: pytest.Config) -> bool:
@@ -141,6 +156,8 @@ def real_armada(request: pytest.FixtureRequest, bed_secrets_file: pathlib.Path) 
     executor = request.config.getoption("--real-armada-executor")
     with bed_of_its_own(*EXECUTORS[executor], REAL_ARMADA_SECRETS_FILE=str(bed_secrets_file)) as bed:
         credentials = bed_credentials(bed)
+        # A bed with Kubernetes has Binoculars beside its executor: the connector's log links read it.
+        credentials.update({name: bed[name] for name in ("ARMADA_FLYTE_BINOCULARS_URL",) if name in bed})
         os.environ.update(credentials)  # the session's connector, c0 and test clients log in as the bed's user
         try:
             yield bed

@@ -77,9 +77,10 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.admin",
             (
                 "cli",
-                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command | logs_command",
+                "c0_command | dev_command | doctor | dry_run_command | executor_command | image_command | logs_command"
+                " | node_agent_command",
                 "image_build | view_command",
-                "auth_sources | dry_run | image_preflight",
+                "auth_sources | dry_run | image_preflight | until_stopped",
             ),
         ),
     ),
@@ -177,6 +178,17 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
         Layers(
             "armada_flyte.executor",
             ("lease_loop", "held_runs", "run_events", "cluster_nodes | leases | scheduler_connection", "stubs"),
+        ),
+    ),
+    "armada_flyte.node_agent": (
+        Layers(
+            "armada_flyte.node_agent",
+            (
+                "agent | kubelet_endpoint",
+                "container_logs | pod_decisions | pod_secrets | pod_spec | pod_status",
+                "kube_api | node_objects",
+                "kubeconfig",
+            ),
         ),
     ),
 }

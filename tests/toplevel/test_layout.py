@@ -9,7 +9,19 @@ from support.import_graph import EDGES, MODULES, imports
 
 pytestmark = pytest.mark.pure
 
-SIDES = ("task", "connector", "registry", "pod_runner", "cluster", "embedded", "local", "view", "admin", "executor")
+SIDES = (
+    "task",
+    "connector",
+    "registry",
+    "pod_runner",
+    "cluster",
+    "embedded",
+    "local",
+    "view",
+    "admin",
+    "executor",
+    "node_agent",
+)
 
 # The documented lazy hops: a laptop run of a task goes from its `execute` to local runs, and
 # `armada_flyte.configure(...)` sets the connector's settings.
@@ -56,15 +68,22 @@ def test_the_author_surface_imports_only_the_top_level_and_the_task_side():
 @pytest.mark.parametrize(
     "side, forbidden",
     [
-        ("connector", {"task", "pod_runner", "cluster", "embedded", "local", "view", "admin"}),
-        ("registry", {"task", "connector", "pod_runner", "cluster", "embedded", "local", "view", "admin"}),
-        ("pod_runner", {"task", "connector", "registry", "cluster", "embedded", "local", "view", "admin"}),
-        ("cluster", {"task", "connector", "registry", "embedded", "local", "view", "admin", "executor"}),
-        ("embedded", {"task", "connector", "registry", "local", "view", "admin"}),
-        ("task", {"connector", "registry", "pod_runner", "cluster", "embedded", "view", "admin"}),
-        ("local", {"admin"}),
-        ("view", {"task", "registry", "pod_runner", "cluster", "embedded", "local", "admin"}),
-        ("executor", {"task", "connector", "registry", "embedded", "local", "view", "admin"}),
+        ("connector", {"task", "pod_runner", "cluster", "embedded", "local", "view", "admin", "node_agent"}),
+        (
+            "registry",
+            {"task", "connector", "pod_runner", "cluster", "embedded", "local", "view", "admin", "node_agent"},
+        ),
+        (
+            "pod_runner",
+            {"task", "connector", "registry", "cluster", "embedded", "local", "view", "admin", "node_agent"},
+        ),
+        ("cluster", {"task", "connector", "registry", "embedded", "local", "view", "admin", "executor", "node_agent"}),
+        ("embedded", {"task", "connector", "registry", "local", "view", "admin", "node_agent"}),
+        ("task", {"connector", "registry", "pod_runner", "cluster", "embedded", "view", "admin", "node_agent"}),
+        ("local", {"admin", "node_agent"}),
+        ("view", {"task", "registry", "pod_runner", "cluster", "embedded", "local", "admin", "node_agent"}),
+        ("executor", {"task", "connector", "registry", "embedded", "local", "view", "admin", "node_agent"}),
+        ("node_agent", {"task", "connector", "registry", "embedded", "local", "view", "admin", "executor"}),
     ],
 )
 def test_each_side_imports_only_downwards(side, forbidden):
@@ -86,6 +105,10 @@ def test_the_task_side_reaches_local_runs_only_through_its_lazy_hop():
 
 def test_only_the_console_script_imports_the_executor_side():
     assert not {(m, t) for m, t, _ in EDGES if _side(t) == "executor" and _side(m) not in ("executor", "admin")}
+
+
+def test_only_the_console_script_imports_the_node_agent_side():
+    assert not {(m, t) for m, t, _ in EDGES if _side(t) == "node_agent" and _side(m) not in ("node_agent", "admin")}
 
 
 def test_nothing_but_the_console_script_imports_admin():

@@ -27,8 +27,12 @@ def test_every_group_holds_test_files_of_its_own(group):
 
 
 def test_the_test_script_runs_every_group_and_registers_them_as_markers():
+    """Its first list (on beds with our executor) and what it adds on beds with Kubernetes (`GROUP@kubernetes`)."""
     script = (ROOT / "scripts" / "test.sh").read_text()
-    assert set(re.findall(r"groups=\(([^)]*)\)", script)[0].split()) == set(REAL_TIER_GROUPS)
+    first = re.findall(r"groups=\(([^)]*)\)", script)[0].split()
+    added = re.findall(r"groups\+=\(([^)]*)\)", script)[0].split()
+    assert {entry.split("@")[0] for entry in [*first, *added]} == set(REAL_TIER_GROUPS)
+    assert {entry for entry in added if "@" in entry} == set(added), "a group added to the tier names its bed"
     markers = (ROOT / "pyproject.toml").read_text()
     assert all(f'"{group}: ' in markers for group in REAL_TIER_GROUPS)
 

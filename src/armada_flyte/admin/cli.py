@@ -14,6 +14,7 @@ from armada_flyte.admin import (
     executor_command,
     image_command,
     logs_command,
+    node_agent_command,
     view_command,
 )
 from armada_flyte.admin.doctor import command as doctor_command
@@ -25,6 +26,7 @@ _SUBCOMMANDS = (
     view_command,
     logs_command,
     executor_command,
+    node_agent_command,
     c0_command,
     image_command,
     doctor_command,

@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import pathlib
-import signal
-import sys
-import threading
 from typing import Any
 
+from armada_flyte.admin.until_stopped import run_until_stopped
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.executor.scheduler_connection import SchedulerConnection, scheduler_connection
 from armada_flyte.pod_runner import POD_RUNNER_KINDS
@@ -112,23 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.secrets_file:
         print(f"secrets from {args.secrets_file}: {', '.join(secrets.names()) or 'none'}")
     print("Press Ctrl-C to stop.", flush=True)
-    failures: list[Exception] = []
-    loop = threading.Thread(target=_serve, args=(executor, failures), name="armada-executor")
-    previous = signal.signal(signal.SIGTERM, lambda *_: executor.stop())
-    loop.start()
-    try:
-        while loop.is_alive():
-            loop.join(timeout=0.5)
-    except KeyboardInterrupt:
-        executor.stop()
-        loop.join()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if failures:
-        print(f"armada-flyte: the executor failed: {failures[0]}", file=sys.stderr)
-        return 1
-    print("stopped", flush=True)
-    return 0
+    return run_until_stopped(executor, "executor")
 
 
 def _check(args: argparse.Namespace) -> SchedulerConnection:
@@ -146,12 +128,3 @@ def _check(args: argparse.Namespace) -> SchedulerConnection:
         token_file=args.auth_token_file,
         insecure=args.insecure,
     )
-
-
-def _serve(executor: Any, failures: list[Exception]) -> None:
-    """The executor's loop; a failure of its own (not the scheduler's: those it retries) ends the command."""
-    try:
-        executor.run()
-    except Exception as exc:
-        logging.getLogger(__name__).exception("the executor failed")
-        failures.append(exc)

@@ -26,6 +26,7 @@ from armada_client.armada import (
     submit_pb2,
     submit_pb2_grpc,
 )
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 
 from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.armada.auth import credentials_for
@@ -328,7 +329,11 @@ class ArmadaApi:
     async def logs(self, job_id: str, namespace: str) -> list[str]:
         """The job's container log lines, from Armada's Binoculars log API."""
         stub = binoculars_pb2_grpc.BinocularsStub(self._channel(self._connection.binoculars_url))
-        request = binoculars_pb2.LogRequest(job_id=job_id, pod_number=0, pod_namespace=namespace)
+        # log_options always set: Armada's Binoculars reads its fields without checking for none (a nil pointer,
+        # INTERNAL, without it: internal/binoculars/service/logs.go).
+        request = binoculars_pb2.LogRequest(
+            job_id=job_id, pod_number=0, pod_namespace=namespace, log_options=core_v1.PodLogOptions()
+        )
         response = await self._call("Logs", lambda kw: stub.Logs(request, **kw))
         return [line.line for line in response.log]
 

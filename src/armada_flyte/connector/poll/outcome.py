@@ -239,6 +239,7 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
     state, details, reason = seen.state, seen.details, seen.reason
     node = details.node if details else ""
     facts["node"] = node
+    facts["cluster"] = details.cluster if details else ""  # which executor (Armada's cluster id) ran it
     if seen.exit_codes:
         facts["exit_codes"] = dict(seen.exit_codes)
     if seen.error_unreadable:
