@@ -9,7 +9,7 @@
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
 # runs with --armada real, in groups side by side, each on a bed of its own with ports it finds free:
 # the conformance suite with Armada's own cases, the connector's production path in two (its runs; the
-# connector service's tests) and the fault tests in two (Armada's parts; the rest); then, on beds with a real
+# connector service's tests) and the fault tests in two (Armada's parts; the rest); then, a second wave, on beds with a real
 # Kubernetes API server and Armada's own executor (up --kubernetes; REAL_ARMADA_KUBERNETES=0 leaves them
 # out), what only Kubernetes shows and the production path's two groups again; a group is its pytest
 # marker (REAL_TIER_GROUPS in tests/conftest.py); then it stops the beds;
@@ -91,57 +91,28 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
     none) executor_option=(--no-executor) ;;
     *) echo "REAL_ARMADA_EXECUTOR must be ours, fake or none" >&2; exit 2 ;;
   esac
-  # Five groups side by side, each on a bed of its own (one after the other they took 18 minutes; each group's
-  # tests run one after another, and most of them wait on Armada more than they compute). Which tests make a
-  # group: its marker, from REAL_TIER_GROUPS in tests/conftest.py. Each bed finds free ports itself.
+  # The groups run in two waves, each group on a bed of its own, side by side within a wave (one after the other
+  # they took 18 minutes; each group's tests run one after another, and most of them wait on Armada more than they
+  # compute). Which tests make a group: its marker, from REAL_TIER_GROUPS in tests/conftest.py. Each bed finds
+  # free ports itself.
   groups=(conformance production_path_runs production_path_connector faults_of_armadas_parts faults)
   # With Armada's fake executor, or none, the production path's pods cannot really run.
   [ "$executor" = ours ] || groups=(conformance faults_of_armadas_parts faults)
   # GROUP@kubernetes: the group's marker on a bed with Kubernetes and Armada's own executor (up --kubernetes), a
-  # third judge of the production path beside the embedded server and real Armada with our executor.
-  ! "$kubernetes_tier" || groups+=(kubernetes@kubernetes production_path_runs@kubernetes production_path_connector@kubernetes)
+  # third judge of the production path beside the embedded server and real Armada with our executor. They are the
+  # second wave: eight beds at once (each with its Pulsar, Postgres and Armada) overloaded a 2-core machine until
+  # tests waiting on pods passed their deadlines; in two waves the tier takes about as long.
+  kubernetes_groups=()
+  ! "$kubernetes_tier" || kubernetes_groups=(kubernetes@kubernetes production_path_runs@kubernetes production_path_connector@kubernetes)
   beds="$(mktemp -d -t armada-flyte-beds.XXXXXX)"
+  cleanups+=("rm -rf $beds")
   # A group's bed by its handle (the state folder `up` printed), without the environment's other beds.
   bed_down() {
     local state
     state="$(sed -n 's/^REAL_ARMADA_STATE=//p' "$1" 2>/dev/null)"
     [ -z "$state" ] || env -u REAL_ARMADA_PORT_BASE REAL_ARMADA_STATE="$state" scripts/real-armada.sh down
   }
-  for group in "${groups[@]}"; do
-    cleanups=("bed_down $beds/$group.env" "${cleanups[@]}")
-  done
-  cleanups+=("rm -rf $beds")
-  tier_start=$SECONDS
-  ups=()
-  for group in "${groups[@]}"; do
-    options=("${executor_option[@]}")
-    [ "${group#*@}" != kubernetes ] || options=(--kubernetes)
-    env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS -u REAL_ARMADA_PORT_BASE -u KUBECONFIG \
-      scripts/real-armada.sh up "${options[@]}" >"$beds/$group.env" &
-    ups+=($!)
-  done
-  up_status=0
-  for pid in "${ups[@]}"; do wait "$pid" || up_status=1; done
-  [ "$up_status" = 0 ] || { echo "real Armada did not come up (its messages are above)" >&2; exit 1; }
-  echo "==> real Armada: ${groups[*]} running side by side (each prints when all are done)"
   declare -A group_pid
-  for group in "${groups[@]}"; do
-    # Its own process group; SIGINT back to its default (a background job starts with it ignored).
-    (
-      unset KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL # only a bed with Kubernetes names them (not the user's own)
-      eval "$(cat "$beds/$group.env")"
-      # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
-      export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
-      export ARMADA_FLYTE_AUTH_USERNAME ARMADA_FLYTE_AUTH_PASSWORD_FILE
-      # A bed with Kubernetes: its admin kubeconfig, and Binoculars (Armada's log service for the cluster).
-      [ -z "${KUBECONFIG:-}" ] || export KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL
-      executor_kind="$executor"
-      [ "${group#*@}" != kubernetes ] || executor_kind=kubernetes
-      exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
-        --armada real --real-armada-executor "$executor_kind" -m "${group%@*}" tests
-    ) >"$beds/$group.log" 2>&1 &
-    group_pid[$group]=$!
-  done
   stop_groups() {
     local pid
     for pid in "${group_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
@@ -149,13 +120,51 @@ write_bed_secrets(pathlib.Path(sys.argv[1]))' "$REAL_ARMADA_SECRETS_FILE"
   }
   cleanups=(stop_groups "${cleanups[@]}")
   failed_groups=()
-  for group in "${groups[@]}"; do
-    wait "${group_pid[$group]}" || failed_groups+=("$group")
-  done
-  for group in "${groups[@]}"; do
-    echo "==> real Armada, $group (pytest -m ${group%@*}$([ "${group#*@}" != kubernetes ] || echo ", on a bed with Kubernetes"))"
-    cat "$beds/$group.log"
-  done
-  echo "==> real Armada: the tier took $((SECONDS - tier_start)) s (the beds up, then the groups side by side)"
+  # One wave: a bed per group, the groups side by side, their logs, their beds down.
+  run_wave() {
+    local group pid up_status=0 ups=() options wave_start=$SECONDS
+    for group in "$@"; do
+      cleanups=("bed_down $beds/$group.env" "${cleanups[@]}")
+      options=("${executor_option[@]}")
+      [ "${group#*@}" != kubernetes ] || options=(--kubernetes)
+      env -u REAL_ARMADA_STATE -u REAL_ARMADA_LOGS -u REAL_ARMADA_PORT_BASE -u KUBECONFIG \
+        scripts/real-armada.sh up "${options[@]}" >"$beds/$group.env" &
+      ups+=($!)
+    done
+    for pid in "${ups[@]}"; do wait "$pid" || up_status=1; done
+    [ "$up_status" = 0 ] || { echo "real Armada did not come up (its messages are above)" >&2; exit 1; }
+    echo "==> real Armada: $* running side by side (each prints when all are done)"
+    group_pid=()
+    for group in "$@"; do
+      # Its own process group; SIGINT back to its default (a background job starts with it ignored).
+      (
+        unset KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL # only a bed with Kubernetes names them (not the user's own)
+        eval "$(cat "$beds/$group.env")"
+        # The bed's user and password file: the connector, c0 and the tests' own clients log in with them.
+        export ARMADA_URL ARMADA_EXECUTOR_API REAL_ARMADA_LOGS REAL_ARMADA_STATE
+        export ARMADA_FLYTE_AUTH_USERNAME ARMADA_FLYTE_AUTH_PASSWORD_FILE
+        # A bed with Kubernetes: its admin kubeconfig, and Binoculars (Armada's log service for the cluster).
+        [ -z "${KUBECONFIG:-}" ] || export KUBECONFIG ARMADA_FLYTE_BINOCULARS_URL
+        executor_kind="$executor"
+        [ "${group#*@}" != kubernetes ] || executor_kind=kubernetes
+        exec setsid env --default-signal=INT,QUIT .venv/bin/python -m pytest -p no:cacheprovider --durations=15 \
+          --armada real --real-armada-executor "$executor_kind" -m "${group%@*}" tests
+      ) >"$beds/$group.log" 2>&1 &
+      group_pid[$group]=$!
+    done
+    for group in "$@"; do
+      wait "${group_pid[$group]}" || failed_groups+=("$group")
+    done
+    for group in "$@"; do
+      echo "==> real Armada, $group (pytest -m ${group%@*}$([ "${group#*@}" != kubernetes ] || echo ", on a bed with Kubernetes"))"
+      cat "$beds/$group.log"
+      bed_down "$beds/$group.env" || true
+    done
+    echo "==> real Armada: $* took $((SECONDS - wave_start)) s (the beds up, then the groups side by side)"
+  }
+  tier_start=$SECONDS
+  run_wave "${groups[@]}"
+  [ "${#kubernetes_groups[@]}" -eq 0 ] || run_wave "${kubernetes_groups[@]}"
+  echo "==> real Armada: the tier took $((SECONDS - tier_start)) s"
   [ "${#failed_groups[@]}" -eq 0 ] || { echo "real Armada: failed in ${failed_groups[*]}" >&2; exit 1; }
 fi

@@ -27,10 +27,10 @@ def test_every_group_holds_test_files_of_its_own(group):
 
 
 def test_the_test_script_runs_every_group_and_registers_them_as_markers():
-    """Its first list (on beds with our executor) and what it adds on beds with Kubernetes (`GROUP@kubernetes`)."""
+    """Its first wave (on beds with our executor) and its second, on beds with Kubernetes (`GROUP@kubernetes`)."""
     script = (ROOT / "scripts" / "test.sh").read_text()
-    first = re.findall(r"groups=\(([^)]*)\)", script)[0].split()
-    added = re.findall(r"groups\+=\(([^)]*)\)", script)[0].split()
+    first = re.findall(r"\bgroups=\(([^)]*)\)", script)[0].split()
+    added = re.findall(r"kubernetes_groups=\((\w[^)]*)\)", script)[0].split()
     assert {entry.split("@")[0] for entry in [*first, *added]} == set(REAL_TIER_GROUPS)
     assert {entry for entry in added if "@" in entry} == set(added), "a group added to the tier names its bed"
     markers = (ROOT / "pyproject.toml").read_text()
