@@ -4,6 +4,10 @@ node the agent registered (the one Armada's scheduler chose); the agent runs it 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from armada_client.armada import submit_pb2
 
 from support.pods import arm64_pod, item, pod, python, submit_one, unique
@@ -37,6 +41,29 @@ def test_kubectl_logs_of_the_jobs_pod_shows_the_tasks_output(armada, kubernetes_
     job_id = run_to_end(armada, kubernetes_bed, pod(python("print('line one'); print('line two')")))
     logs = kubectl(kubernetes_bed, "logs", "-n", "default", f"armada-{job_id}-0")
     assert logs.stdout.splitlines() == ["line one", "line two"]
+
+
+def test_armada_flyte_logs_reads_the_jobs_log_from_binoculars_while_its_pod_exists(armada, kubernetes_bed):
+    """`armada-flyte logs JOB_ID` against real Armada: Binoculars (the bed's, logged in as the bed's user)
+    reads the pod's log through the API server and the kubelet (our node agent)."""
+    job_id = run_to_end(armada, kubernetes_bed, pod(python("print('read by binoculars'); print('second')")))
+    wait_until(lambda: job_pod(kubernetes_bed, job_id), 30, f"the pod of job {job_id}")
+    names = (
+        "ARMADA_URL",
+        "ARMADA_FLYTE_BINOCULARS_URL",
+        "ARMADA_FLYTE_AUTH_USERNAME",
+        "ARMADA_FLYTE_AUTH_PASSWORD_FILE",
+    )
+    env = {**os.environ, **{name: kubernetes_bed[name] for name in names}}
+    done = subprocess.run(
+        [sys.executable, "-m", "armada_flyte.admin.cli", "logs", job_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr + bed_log(kubernetes_bed, "binoculars")
+    assert done.stdout.splitlines()[-2:] == ["read by binoculars", "second"], done.stdout
 
 
 def test_an_arm64_job_lands_on_an_arm64_node_by_kube_schedulers_binding(armada, kubernetes_bed):
