@@ -40,7 +40,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.connector.submit",
             (
                 "gangs | image_check | plan",
-                "pod",
+                "pod | tenancy",
                 "decisions | execution_context",
                 "placement | secrets | template_pod",
                 "accelerators",
