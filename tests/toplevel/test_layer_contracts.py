@@ -87,7 +87,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.admin.doctor": (
         Layers(
             "armada_flyte.admin.doctor",
-            ("command", "inputs | live_checks | render", "config_checks", "findings"),
+            ("command", "inputs | live_checks | render", "config_checks | tenancy_checks", "findings"),
         ),
         Independence("armada_flyte.admin.doctor", ("config_checks", "live_checks")),
     ),
