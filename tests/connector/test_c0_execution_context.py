@@ -119,4 +119,3 @@ def test_admin_namespace_template_wins_over_the_backends_namespace(armada, blob,
     with running_c0(env, tmp_path / "c0.log") as stub:
         _, job_id = _create(stub, python_template("pass"), _backend_metadata("ctxrun4", False))
     assert _received(armada, job_id).namespace == "armada-proj-dev"
-
