@@ -144,3 +144,10 @@ def test_the_admin_allowing_privileged_pod_templates_lets_them_through_as_writte
     job = received(armada, create(allowing_c0, template, "allowed-privileged"))
     assert job.pod_spec.hostNetwork and job.pod_spec.serviceAccountName == "team-b-admin"
     assert job.pod_spec.containers[0].securityContext.privileged
+
+
+def test_a_create_through_c0_without_metadata_is_held_to_the_policy_too(strict_c0):
+    """c0 hands the connector the request's metadata message, set or not: only in-process runs go free."""
+    request = connector_pb2.CreateTaskRequest(template=TEAM_NS[1](), output_prefix="s3://bucket/raw/bare/a0/0")
+    resource_meta = strict_c0.CreateTask(request, timeout=30).resource_meta
+    assert json.loads(resource_meta)["refusal_code"] == "TenancyRefused"
