@@ -167,6 +167,21 @@ class ImagePlatformMismatch(ArmadaFlyteError, ValueError):
         )
 
 
+class TenancyRefused(ArmadaFlyteError, ValueError):
+    """A backend run asks for tenancy the admin's policy does not give it: a namespace, a queue, or a pod
+    template's service account or privileged field. `setting` names the admin's setting that decides it."""
+
+    def __init__(self, setting: str, env_name: str, what: str, value: object, allowed: str, fix: str):
+        self.setting = setting
+        self.what = what
+        self.value = value
+        self.allowed = allowed
+        super().__init__(
+            f"{what}={shown(value)} is not allowed in runs from the Flyte backend: the admin's {setting} "
+            f"({env_name}) allows {cut(allowed, MAX_SHOWN_FIX)}. {cut(fix, MAX_SHOWN_FIX)}"
+        )
+
+
 class SubmissionRefused(ArmadaFlyteError):
     """Armada refused a submission (validation, permissions); retrying the same request won't help."""
 

@@ -54,7 +54,7 @@ def test_json_report_lists_every_finding_and_an_overall_verdict(doctor_json, wri
     [bad] = [f for f in report["findings"] if not f["ok"]]
     assert bad["check"] == "scheduler.indexed-labels"
     assert "is not indexed" in bad["message"] and bad["fix"]
-    assert all(set(f) == {"check", "ok", "message", "fix"} for f in report["findings"])
+    assert all(set(f) == {"check", "ok", "message", "fix", "warning"} for f in report["findings"])
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,8 @@ def test_invalid_node_group_file_is_a_problem_naming_what_is_wrong(doctor_json, 
     path = write_yaml("node-groups.yaml", content)
     code, report = doctor_json("--node-groups", str(path))
     assert code == 1
-    [bad] = report["findings"]
+    [bad, *tenancy] = report["findings"]
+    assert all(f["check"].startswith("tenancy.") for f in tenancy)
     assert bad["check"] == "node-groups.file" and not bad["ok"]
     assert says in bad["message"]
     assert "presets in arch/" in bad["fix"]

@@ -196,7 +196,7 @@ def test_preset_offering_an_architecture_the_runtime_image_lacks():
 
 def test_findings_are_plain_values_with_check_ok_message_and_fix():
     [bad] = _problems(check_runtime_platforms(_gke(), [Architecture.amd64]))
-    assert set(bad.to_dict()) == {"check", "ok", "message", "fix"}
+    assert set(bad.to_dict()) == {"check", "ok", "message", "fix", "warning"}
 
 
 def test_gpu_taint_not_tolerated_by_the_executor_means_gpu_jobs_queue_forever(good_executor):

@@ -1,5 +1,6 @@
 """The backend's execution context through a real `c0` over gRPC: namespace, service account, labels,
-annotations and interruptible reach the job Armada received (read back with Jobs.GetJobDetails)."""
+annotations and interruptible reach the job Armada received (read back with Jobs.GetJobDetails). What a
+task may choose beyond them (its own namespace, queue, service account): tests/connector/test_c0_tenancy.py."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import pytest
 from armada_client.armada import job_pb2, job_pb2_grpc
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
-
-from armada_flyte import ArmadaConfig
 
 from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
@@ -115,30 +114,8 @@ def test_non_interruptible_backend_task_gets_the_non_preemptible_class(c0, armad
     assert _received(armada, job_id).pod_spec.priorityClassName == "armada-default"
 
 
-def test_task_namespace_wins_over_the_backends(c0, armada):
-    # As serialisation bakes it: the value with its source (custom always carries a namespace, "default" when unset).
-    template = python_template("pass", ArmadaConfig(namespace="team-ns"), sources={"namespace": "task"})
-    _, job_id = _create(c0, template, _backend_metadata("ctxrun3", False))
-    assert _received(armada, job_id).namespace == "team-ns"
-
-
 def test_admin_namespace_template_wins_over_the_backends_namespace(armada, blob, tmp_path):
     env = _c0_env(armada, blob, ARMADA_FLYTE_NAMESPACE_TEMPLATE="armada-{project}-{domain}")
     with running_c0(env, tmp_path / "c0.log") as stub:
         _, job_id = _create(stub, python_template("pass"), _backend_metadata("ctxrun4", False))
     assert _received(armada, job_id).namespace == "armada-proj-dev"
-
-
-def test_pod_templates_service_account_wins_as_in_flytes_pod_plugin(c0, armada):
-    from google.protobuf import json_format
-
-    template = python_template("pass")
-    container = json_format.MessageToDict(template.container)
-    container.update(name="primary", resources={"limits": {"cpu": "100m", "memory": "64Mi"}})
-    container.pop("command", None)
-    container["command"] = list(template.container.command)
-    template.k8s_pod.pod_spec.update({"serviceAccountName": "own-sa", "containers": [container]})
-    template.k8s_pod.primary_container_name = "primary"
-    template.ClearField("container")
-    _, job_id = _create(c0, template, _backend_metadata("ctxrun5", False))
-    assert _received(armada, job_id).pod_spec.serviceAccountName == "own-sa"

@@ -10,6 +10,7 @@ import armada_flyte
 from armada_flyte import ArmadaConfig
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import resolve_settings
+from armada_flyte.connector.config.settings_groups import Tenancy
 from armada_flyte.connector.model.identity import RunIdentity
 from armada_flyte.connector.submit.execution_context import ExecutionContext
 from armada_flyte.connector.submit.placement import Placement
@@ -23,9 +24,9 @@ pytestmark = pytest.mark.pure
 IDENTITY = RunIdentity(project="proj", domain="dev", run="r1", action="a0", task="t")
 
 
-def plan(template, metadata=None, namespace_template=None, preset="embedded"):
+def plan(template, metadata=None, namespace_template=None, preset="embedded", tenancy=Tenancy()):
     context = replace(ExecutionContext.of(metadata, template, "s3://b/raw"), identity=IDENTITY)
-    settings = SubmitSettings(NodeGroups.preset(preset), namespace_template=namespace_template)
+    settings = SubmitSettings(NodeGroups.preset(preset), namespace_template=namespace_template, tenancy=tenancy)
     return plan_job(template, settings, context)
 
 
@@ -37,7 +38,7 @@ def backend(namespace="proj-dev", interruptible=False, service_account=""):
 
 def test_namespace_precedence_task_then_admin_then_backend_then_default():
     explicit = python_template("pass", ArmadaConfig(namespace="mine"), sources={"namespace": "project"})
-    result = plan(explicit, backend(), namespace_template="{project}-x")
+    result = plan(explicit, backend(), namespace_template="{project}-x", tenancy=Tenancy(allowed_namespaces=("mine",)))
     assert (result.job.namespace, result.namespace_source) == ("mine", "project")
     result = plan(python_template("pass"), backend(), namespace_template="{org}{project}-{domain}")
     assert (result.job.namespace, result.namespace_source) == ("proj-dev", "admin")

@@ -19,10 +19,11 @@ from armada_flyte import ArmadaConfig
 from armada_flyte.architecture import Architecture
 from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.connector.config.settings_groups import Tenancy
 from armada_flyte.connector.submit.execution_context import ExecutionContext
 from armada_flyte.connector.submit.placement import ImageArchitectures
 from armada_flyte.connector.submit.plan import JobPlan, SubmitSettings, plan_job
-from armada_flyte.errors import ArchitectureNotOffered, InvalidConfig
+from armada_flyte.errors import ArchitectureNotOffered, InvalidConfig, TenancyRefused
 
 from support.armada_templates import execution_metadata, python_template
 
@@ -107,6 +108,8 @@ class Case:
     metadata: Optional[Callable[[], Any]] = None
     blob: BlobSettings = BlobSettings()
     namespace_template: Optional[str] = None
+    tenancy: Tenancy = Tenancy()
+    """The admin's tenancy policy (backend runs)."""
     registry: tuple[Architecture, ...] = ()
     """The image's architectures as its registry lists them (empty: not asked)."""
     refused: Optional[tuple[type, str]] = None
@@ -256,11 +259,12 @@ CASES = [
         namespace_template="{project}-{domain}-jobs",
     ),
     Case(
-        "the task's own namespace wins",
+        "the task's own namespace wins where the admin allows it",
         lambda: python_template("pass", ArmadaConfig(namespace="mine"), sources={"namespace": "project"}),
         {"namespace": "mine", "namespace_source": "project"},
         metadata=backend,
         namespace_template="{project}-{domain}",
+        tenancy=Tenancy(allowed_namespaces=("mine",)),
     ),
     Case(
         "an interruptible attempt gets the spot class and tolerations",
@@ -308,8 +312,21 @@ CASES = [
             "labels.team": "ml",
         },
         metadata=lambda: backend(k8s_service_account="flyte-sa"),
+        tenancy=Tenancy(allow_privileged_pod_templates=True),
     ),
     # ---- refused, naming the field ----
+    Case(
+        "a backend task's own namespace, unless the admin allows it",
+        lambda: python_template("pass", ArmadaConfig(namespace="mine"), sources={"namespace": "project"}),
+        metadata=backend,
+        refused=(TenancyRefused, "allowed_namespaces"),
+    ),
+    Case(
+        "a backend task's pod template naming its own service account, unless the admin allows it",
+        lambda: with_pod_template(a0()),
+        metadata=lambda: backend(k8s_service_account="flyte-sa"),
+        refused=(TenancyRefused, "allow_privileged_pod_templates"),
+    ),
     Case(
         "a secret may not take the name a0 reads the blob store from",
         lambda: with_secrets(a0(), env_var="FLYTE_AWS_ENDPOINT"),
@@ -346,7 +363,7 @@ def planned(case: Case) -> JobPlan:
     template = case.template()
     context = ExecutionContext.of(case.metadata() if case.metadata else None, template, "s3://b/raw/r1/a3/1")
     groups = NodeGroups.preset(case.preset) if isinstance(case.preset, str) else NodeGroups.from_mapping(case.preset)
-    settings = SubmitSettings(groups, case.blob, namespace_template=case.namespace_template)
+    settings = SubmitSettings(groups, case.blob, namespace_template=case.namespace_template, tenancy=case.tenancy)
     image = ImageArchitectures(template.container.image, case.registry, "its registry") if case.registry else None
     return plan_job(template, settings, context, image)
 

@@ -34,6 +34,20 @@ def python_template(
     return template
 
 
+def with_pod_spec(template: tasks_pb2.TaskTemplate, **pod: Any) -> tasks_pb2.TaskTemplate:
+    """`template` as a task with a pod template: its container, named `primary` (updated with `primary=`),
+    beside these pod spec fields (Kubernetes' JSON names, e.g. hostNetwork=True)."""
+    from google.protobuf import json_format
+
+    container = json_format.MessageToDict(template.container)
+    container.update(name="primary", resources={"limits": {"cpu": "100m", "memory": "64Mi"}})
+    container.update(pod.pop("primary", {}))
+    template.k8s_pod.pod_spec.update({"containers": [container], **pod})
+    template.k8s_pod.primary_container_name = "primary"
+    template.ClearField("container")
+    return template
+
+
 async def wait_for(connector: Any, meta: Any, phases: set[int], timeout: float = 60.0) -> Any:
     """Poll `get` until the phase is one of `phases` (fails the test after `timeout`)."""
     deadline = time.monotonic() + timeout

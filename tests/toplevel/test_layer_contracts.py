@@ -40,7 +40,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
             "armada_flyte.connector.submit",
             (
                 "gangs | image_check | plan",
-                "pod",
+                "pod | tenancy",
                 "decisions | execution_context",
                 "placement | secrets | template_pod",
                 "accelerators",
@@ -87,7 +87,7 @@ CONTRACTS: dict[str, tuple[Layers | Independence, ...]] = {
     "armada_flyte.admin.doctor": (
         Layers(
             "armada_flyte.admin.doctor",
-            ("command", "inputs | live_checks | render", "config_checks", "findings"),
+            ("command", "inputs | live_checks | render", "config_checks | tenancy_checks", "findings"),
         ),
         Independence("armada_flyte.admin.doctor", ("config_checks", "live_checks")),
     ),

@@ -50,18 +50,24 @@ def load_task(reference: str, root_dir: pathlib.Path) -> Any:
     return task
 
 
-def render_submission(task: Any, settings: SubmitSettings, root_dir: pathlib.Path) -> dict[str, Any]:
-    """The JobSubmitRequest (as Armada's JSON) create makes for one run of `task`. For an architecture
-    preference, `{"create": <that request>, "later_steps": [...]}`: each later architecture's request,
-    submitted only once the step before waited `spill_after_seconds` queued for room."""
+def task_template(task: Any, root_dir: pathlib.Path, project: str = "project", domain: str = "development") -> Any:
+    """The TaskTemplate `flyte deploy` would register for `task` in `project` and `domain` (placeholder code
+    bundle)."""
     sctx = SerializationContext(
-        project="project",
-        domain="development",
+        project=project,
+        domain=domain,
         version="dry-run",
         root_dir=root_dir,
         code_bundle=CodeBundle(tgz=_PLACEHOLDER_BUNDLE, computed_version="dry-run", destination="/opt/flyte/"),
     )
-    template = get_proto_task(task, sctx)
+    return get_proto_task(task, sctx)
+
+
+def render_submission(task: Any, settings: SubmitSettings, root_dir: pathlib.Path) -> dict[str, Any]:
+    """The JobSubmitRequest (as Armada's JSON) create makes for one run of `task`. For an architecture
+    preference, `{"create": <that request>, "later_steps": [...]}`: each later architecture's request,
+    submitted only once the step before waited `spill_after_seconds` queued for room."""
+    template = task_template(task, root_dir)
     identity = RunIdentity(project="project", domain="development", run="dry-run", action="a0", task=template.id.name)
     context = replace(ExecutionContext.of(None, template, _PLACEHOLDER_OUTPUTS), identity=identity)
     plan = plan_job(template, settings, context)

@@ -40,6 +40,7 @@ from armada_flyte.errors import (
     ImagePlatformMismatch,
     InvalidConfig,
     SubmissionRefused,
+    TenancyRefused,
 )
 from armada_flyte.spec import TASK_TYPE
 
@@ -51,6 +52,7 @@ PERMANENT_CREATE_ERRORS = (
     ArchitectureConflict,
     ImagePlatformMismatch,
     SubmissionRefused,
+    TenancyRefused,
 )
 """Create errors no retry can fix. Through `c0` any create error reaches the backend as a
 retryable failure (Flyte's webapi `launcher.go` retries every CreateTask error, whatever its gRPC

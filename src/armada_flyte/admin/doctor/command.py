@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 from typing import Any, Optional
 
@@ -20,7 +21,10 @@ tolerations miss their own taints, node labels the Armada executor doesn't track
 taints it doesn't tolerate (jobs queued forever), a gang uniformity label the scheduler doesn't
 index, architectures the runtime image lacks, and, with --armada-url or --queue, whether Armada
 answers, takes new work (an embedded server says why not, e.g. its state folder can't be written),
-accepts the connector's credentials and has the queue. Exits 1 when anything is wrong.
+accepts the connector's credentials and has the queue. It reports the admin's tenancy policy (what
+backend tasks may choose for themselves), recommends Pod Security Admission labels on the job
+namespaces, warns about any queue being allowed on a multi-project backend, and, with --task, about
+tasks the policy refuses. Exits 1 when anything is wrong (warnings don't count).
 """
 
 
@@ -61,6 +65,28 @@ def register(subparsers: Any) -> None:
         "--runtime-image",
         metavar="REF",
         help="the runtime image; its platforms are read from its registry (credentials from the docker config)",
+    )
+    parser.add_argument(
+        "--projects",
+        type=_names,
+        default=(),
+        metavar="LIST",
+        help="the Flyte backend's projects, comma-separated: the tenancy checks render the job namespaces and "
+        "plan --task for each, and warn about any queue (allowed_queues '*') when there are several",
+    )
+    parser.add_argument(
+        "--domain", default="development", help="the domain the tenancy checks assume (default: development)"
+    )
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        metavar="MODULE:TASK",
+        help="a task to plan as a backend run of each project: warns when the admin's tenancy policy refuses it "
+        "(its own namespace, queue or pod template); repeat for more tasks",
+    )
+    parser.add_argument(
+        "--root", type=pathlib.Path, default=pathlib.Path.cwd(), help="the folder --task modules are under"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
@@ -116,8 +142,40 @@ def collect(args: argparse.Namespace) -> list[Finding]:
             findings += config_checks.check_runtime_platforms(groups, platforms)
     if args.runtime_platforms is not None and groups is not None:
         findings += config_checks.check_runtime_platforms(groups, args.runtime_platforms)
+    findings += _tenancy(args)
     if args.armada_url is not None or args.queue is not None:
         findings += _live(args.armada_url, args.queue or DEFAULT_QUEUE)
+    return findings
+
+
+def _tenancy(args: argparse.Namespace) -> list[Finding]:
+    """The admin's tenancy policy as the connector's settings give it, and the --task tasks under it."""
+    from armada_flyte.admin.doctor.tenancy_checks import check_tasks, check_tenancy
+    from armada_flyte.connector.config.settings import resolve_settings
+
+    try:
+        settings = resolve_settings()
+    except InvalidConfig as exc:
+        return [
+            problem(
+                "tenancy.policy",
+                f"the connector settings are invalid, so its tenancy policy can't be read: {exc}",
+                "fix the ARMADA_FLYTE_* variables (or ARMADA_FLYTE_CONFIG_FILE)",
+            )
+        ]
+    findings = check_tenancy(settings, args.projects, args.domain)
+    if args.task:
+        from armada_flyte.admin.dry_run import load_task, task_template
+        from armada_flyte.connector.submit.plan import SubmitSettings
+
+        root = args.root.resolve()
+        try:
+            tasks = [(reference, load_task(reference, root)) for reference in args.task]
+            submit = SubmitSettings.of(settings, settings.node_groups())
+        except InvalidConfig as exc:
+            return [*findings, problem("tenancy.tasks", str(exc), "name each task as module:task under --root")]
+        templates = [(ref, functools.partial(task_template, t, root, domain=args.domain)) for ref, t in tasks]
+        findings += check_tasks(templates, submit, args.projects or ("project",), args.domain)
     return findings
 
 
@@ -154,6 +212,10 @@ def _image_architectures(image: str) -> tuple[Optional[frozenset[Architecture]],
             "check the reference and that this machine can reach the registry, or pass --runtime-platforms",
         )
     return frozenset(arch for arch in Architecture if found.supports(arch)), None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _platforms(text: str) -> frozenset[Architecture]:

@@ -16,7 +16,9 @@ class Finding:
     message: str
     """What was found, in words an admin can act on."""
     fix: str = ""
-    """How to fix it (empty when ok)."""
+    """How to fix it (empty when ok, but for a warning)."""
+    warning: bool = False
+    """Works, but an admin should look: not a problem (the doctor still exits 0)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -24,6 +26,10 @@ class Finding:
 
 def passed(check: str, message: str) -> Finding:
     return Finding(check, True, message)
+
+
+def warning(check: str, message: str, fix: str) -> Finding:
+    return Finding(check, True, message, fix, warning=True)
 
 
 def problem(check: str, message: str, fix: str) -> Finding:

@@ -13,8 +13,10 @@ _WIDTH = 100
 
 def summary(findings: Sequence[Finding]) -> str:
     bad = len(problems(findings))
+    warned = sum(1 for f in findings if f.warning)
     if not bad:
-        return f"armada-flyte doctor: all {len(findings)} checks passed"
+        also = f" ({warned} with a warning)" if warned else ""
+        return f"armada-flyte doctor: all {len(findings)} checks passed{also}"
     return f"armada-flyte doctor: {bad} problem{'s' if bad != 1 else ''} in {len(findings)} checks"
 
 
@@ -24,7 +26,7 @@ def table(findings: Sequence[Finding]) -> str:
     indent = " " * (9 + check_width + 2)
     lines = [summary(findings), ""]
     for finding in findings:
-        result = "ok" if finding.ok else "PROBLEM"
+        result = "PROBLEM" if not finding.ok else "warn" if finding.warning else "ok"
         head = f"{result:<9}{finding.check:<{check_width}}  "
         lines.extend(_wrapped(finding.message, head, indent))
         if finding.fix:

@@ -34,6 +34,7 @@ from armada_flyte.connector.config.settings_groups import (
     ImageChecks,
     JobTargets,
     Limits,
+    Tenancy,
     Timeouts,
     env_names,
 )
@@ -46,6 +47,7 @@ GROUPS = {
     "connection": ArmadaConnection,
     "blob": BlobStore,
     "targets": JobTargets,
+    "tenancy": Tenancy,
     "timeouts": Timeouts,
     "limits": Limits,
     "images": ImageChecks,
@@ -70,6 +72,7 @@ class ConnectorConfig:
     connection: ArmadaConnection = field(default_factory=ArmadaConnection)
     blob: BlobStore = field(default_factory=BlobStore)
     targets: JobTargets = field(default_factory=JobTargets)
+    tenancy: Tenancy = field(default_factory=Tenancy)
     timeouts: Timeouts = field(default_factory=Timeouts)
     limits: Limits = field(default_factory=Limits)
     images: ImageChecks = field(default_factory=ImageChecks)

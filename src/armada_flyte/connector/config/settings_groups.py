@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import NoDecode
 
 from armada_flyte.addresses import is_loopback
-from armada_flyte.connector.config.namespaces import check_namespace_template
+from armada_flyte.connector.config.namespaces import check_namespace_template, check_placeholders
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.kube import secret_key_problem, secret_name_problem
 
@@ -234,7 +234,8 @@ class JobTargets(_Group):
     """Namespace of backend jobs whose task sets no ArmadaConfig.namespace: a fixed name (`flyte-jobs`) or
     a template of {project}, {domain}, {org}, {namespace} (the backend's), e.g. `{project}-{domain}`.
 
-    Unset: the backend's namespace, else `default`. Local runs keep ArmadaConfig.namespace or `default`."""
+    Unset: the backend's namespace, else `default`. Local runs keep ArmadaConfig.namespace or `default`.
+    A backend task's ArmadaConfig.namespace is used instead only when `allowed_namespaces` allows it."""
     secret_env_var_prefix: str = "_UNION_"
     """Prefix of task secrets' env vars (`<prefix><GROUP>_<KEY>`): your Flyte webhook's secretEnvVarPrefix."""
 
@@ -249,6 +250,34 @@ class JobTargets(_Group):
     def node_groups(self) -> NodeGroups:
         """The node groups this connector places pods with."""
         return NodeGroups.load(self.node_groups_file, self.node_groups_preset)
+
+
+class Tenancy(_Group):
+    """What a task running from a Flyte backend may choose for itself: namespaces and queues beyond the
+    admin's, a pod template's service account and privileged fields. Local runs are not held to it."""
+
+    allowed_namespaces: TextList = ()
+    """Globs of the namespaces a backend task's ArmadaConfig.namespace may name (comma-separated; placeholders
+    {project}, {domain}, {org}, {namespace} as in namespace_template, e.g. `{project}-*`). Default: none, so
+    backend jobs run where namespace_template (else the backend) puts them."""
+    allowed_queues: TextList = ("*",)
+    """Globs of the queues a backend task may submit to (same placeholders, e.g. `{project}`, `shared-*`).
+    Default `*`: any queue."""
+    allow_privileged_pod_templates: bool = False
+    """Let a backend task's pod template name its own service account, or set hostNetwork, hostPID, hostIPC,
+    privileged containers, added capabilities or hostPath volumes (off: such a task is refused)."""
+
+    @field_validator("allowed_namespaces", "allowed_queues", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return _text_list(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> Tenancy:
+        for setting in ("allowed_namespaces", "allowed_queues"):
+            for glob in getattr(self, setting):
+                check_placeholders(setting, glob, "'{project}-*'")
+        return self
 
 
 class Timeouts(_Group):

@@ -78,9 +78,16 @@ def job_namespace(
     spec: SubmissionSpec, context: ExecutionContext, namespace_template: Optional[str]
 ) -> tuple[str, str]:
     """The job's namespace and who chose it, strongest first: ArmadaConfig.namespace (task, env or
-    project) > the admin's namespace_template (backend runs) > the backend's namespace > `default`."""
+    project; in backend runs only where the admin's `allowed_namespaces` allows it, see `submit.tenancy`) >
+    the admin's namespace_template (backend runs) > the backend's namespace > `default`."""
     if "namespace" in spec.sources:
         return spec.namespace, spec.sources["namespace"]
+    return admin_namespace(context, namespace_template)
+
+
+def admin_namespace(context: ExecutionContext, namespace_template: Optional[str]) -> tuple[str, str]:
+    """The namespace a run gets when its task names none, and who chose it: the admin's namespace_template
+    (backend runs) > the backend's namespace > `default`."""
     identity = context.identity
     if context.from_backend and namespace_template:
         rendered = render_namespace(
@@ -90,8 +97,7 @@ def job_namespace(
             raise InvalidConfig(
                 "namespace_template",
                 namespace_template,
-                f"for project {identity.project!r}, domain {identity.domain!r} it gives {problem}; change the "
-                f"template, or set ArmadaConfig(namespace=...) on the task",
+                f"for project {identity.project!r}, domain {identity.domain!r} it gives {problem}; change the template",
             )
         return rendered, "admin"
     if context.namespace:

@@ -1,10 +1,10 @@
 """The one pass from a task template to the Armada jobs it becomes.
 
 `plan_job(template, settings, context, image_in_registry)`: the task's decisions (spec, pod,
-architecture, each step's placement: kept per template), the job's namespace, then each step's job,
-built whole (`pod.job_request`), and the job set they go to. Pure, so `create` and the admin's dry run
-submit and print exactly the same jobs; a new rule about what may be submitted (an admin's policy) is
-one more pure step here, over the finished plan.
+architecture, each step's placement: kept per template), the job's namespace, the admin's tenancy
+policy for backend runs (`tenancy`), then each step's job, built whole (`pod.job_request`), and the job
+set they go to. Pure, so `create` and the admin's dry run submit and print exactly the same jobs; a new
+rule about what may be submitted (an admin's policy) is one more pure step here.
 
 For an ordered architecture preference every step's job is built at create, since GetTask gets the
 metadata back, never the template: the first is submitted, the later ones are kept in the metadata
@@ -24,6 +24,7 @@ from armada_flyte.connector.armada.submit_items import submit_item
 from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import ConnectorConfig
+from armada_flyte.connector.config.settings_groups import Tenancy
 from armada_flyte.connector.model.job_request import JobRequest
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
 from armada_flyte.connector.submit.decisions import TaskDecisions, task_decisions
@@ -31,6 +32,7 @@ from armada_flyte.connector.submit.execution_context import ExecutionContext, jo
 from armada_flyte.connector.submit.placement import ImageArchitectures, Placement
 from armada_flyte.connector.submit.pod import job_request
 from armada_flyte.connector.submit.secrets import DEFAULT_ENV_PREFIX
+from armada_flyte.connector.submit.tenancy import tenancy_refusal
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class SubmitSettings:
     blob: BlobSettings = BlobSettings()
     secret_env_prefix: str = DEFAULT_ENV_PREFIX
     namespace_template: Optional[str] = None
+    tenancy: Tenancy = Tenancy()
+    """What a backend run's task may choose for itself (`submit.tenancy`)."""
 
     @classmethod
     def of(cls, settings: ConnectorConfig, node_groups: NodeGroups) -> SubmitSettings:
@@ -51,6 +55,7 @@ class SubmitSettings:
             BlobSettings.from_settings(settings.blob),
             targets.secret_env_var_prefix,
             targets.namespace_template,
+            settings.tenancy,
         )
 
 
@@ -141,7 +146,7 @@ def plan_job(
     image_in_registry: Optional[ImageArchitectures] = None,
 ) -> JobPlan:
     """Every job of one create of the task, and the decisions behind them. Raises the typed error of the
-    step that refuses it.
+    step that refuses it (`TenancyRefused`: the admin's tenancy policy, backend runs only).
 
     `context` is the attempt as the backend describes it (None: a local run, read from the template alone).
     `image_in_registry`: for `any` or a preference, the image's architectures as its registry lists them.
@@ -151,6 +156,8 @@ def plan_job(
         task_template, settings.node_groups, context.interruptible, settings.secret_env_prefix, image_in_registry
     )
     namespace, namespace_source = job_namespace(task.spec, context, settings.namespace_template)
+    if refusal := tenancy_refusal(task, namespace, context, settings.tenancy, settings.namespace_template):
+        raise refusal
     args = (
         list(task.pod.container.get("args") or []) if task.pod.from_pod_template else list(task_template.container.args)
     )
