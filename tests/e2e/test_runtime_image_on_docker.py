@@ -1,5 +1,5 @@
 """The multi-arch runtime image, for real: one Flyte task per architecture through the connector into the
-embedded server with the docker executor, both from the same image reference.
+embedded server with the docker pod runner, both from the same image reference.
 
 The image is the one scripts/prepare-image-parts.sh builds (buildx on BuildKit, Debian base) and
 pushes to its registry on 127.0.0.1, named by ARMADA_FLYTE_TEST_RUNTIME_IMAGE. The Docker engine
@@ -53,7 +53,7 @@ def runtime_image() -> str:
 
 @pytest.fixture(scope="module")
 def docker_stack(runtime_image: str) -> Iterator[object]:
-    """The local stack with executor="docker", on a Docker engine of the tests' own."""
+    """The local stack with pod_runner="docker", on a Docker engine of the tests' own."""
     from armada_flyte.local.stack import local_stack
 
     try:
@@ -64,7 +64,7 @@ def docker_stack(runtime_image: str) -> Iterator[object]:
         patch.setenv("DOCKER_HOST", engine.base_url)
         patch.setenv(IMAGE_ENV, runtime_image)
         try:
-            with local_stack(executor="docker", configure_connector=False) as stack:
+            with local_stack(pod_runner="docker", configure_connector=False) as stack:
                 yield stack
         finally:
             engine.stop()
@@ -106,7 +106,7 @@ def test_a_flyte_task_runs_in_the_runtime_image_on_each_architecture(
     assert (job.architecture, job.node_group, job.outcome) == (architecture, architecture, "SUCCEEDED")
     served = docker_stack.server.job(job.job_id)
     assert (served.node_group, served.architecture) == (architecture, architecture)
-    # The docker executor ran the pod as a linux/<architecture> container of this image, pulled from the registry.
+    # The docker pod runner ran the pod as a linux/<architecture> container of this image, pulled from the registry.
     assert docker_stack.server.plane.queries.find_job(job.job_id).pod.containers[0].image == runtime_image
 
 

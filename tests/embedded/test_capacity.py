@@ -213,7 +213,7 @@ def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armad
 
 
 class _FirstLaunchFails(ProcessPodRunner):
-    """A process executor that can't start its first pod (as when no thread can be started)."""
+    """A process pod runner that can't start its first pod (as when no thread can be started)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -227,7 +227,7 @@ class _FirstLaunchFails(ProcessPodRunner):
 
 
 def test_a_pod_the_executor_cannot_launch_fails_and_frees_its_node(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), executor=_FirstLaunchFails())
+    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), pod_runner=_FirstLaunchFails())
     first, second = [
         i.job_id for i in client.submit_jobs(QUEUE, "js", [item(pod(cpu="1")), item(pod(cpu="1"))]).job_response_items
     ]

@@ -18,12 +18,12 @@ from support.waiting import state_of, wait_for_state, wait_until
 pytestmark = pytest.mark.embedded_only
 
 
-def test_it_listens_on_a_free_port_of_localhost_with_the_default_node_groups() -> None:
+def test_it_listens_on_a_free_port_of_localhost_with_the_default_node_sets() -> None:
     with EmbeddedArmada() as armada:
         host, port = armada.url.split(":")
         assert host == "127.0.0.1" and int(port) > 0
-        assert [g.name for g in armada.node_groups] == ["amd64", "arm64"]
-        assert [str(t) for t in armada.node_groups[1].taints] == ["kubernetes.io/arch=arm64:NoSchedule"]
+        assert [g.name for g in armada.node_sets] == ["amd64", "arm64"]
+        assert [str(t) for t in armada.node_sets[1].taints] == ["kubernetes.io/arch=arm64:NoSchedule"]
         with grpc.insecure_channel(armada.url) as channel:
             assert ArmadaClient(channel).get_queue("flyte").name == "flyte"
 
@@ -92,9 +92,9 @@ def test_a_taken_port_is_a_clear_error() -> None:
 def test_a_cluster_file_can_be_given_by_path(tmp_path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(
-        "node_groups:\n"
+        "node_sets:\n"
         "  - name: graviton\n    nodes: 3\n    labels: {kubernetes.io/arch: arm64}\n    allocatable: "
         "{cpu: '2', memory: 8Gi}\n"
     )
     with EmbeddedArmada(EmbeddedConfig(cluster=path)) as armada:
-        assert [(g.name, g.nodes, g.architecture) for g in armada.node_groups] == [("graviton", 3, "arm64")]
+        assert [(g.name, g.nodes, g.architecture) for g in armada.node_sets] == [("graviton", 3, "arm64")]

@@ -1,4 +1,4 @@
-"""The process executor: each pod runs for real, as a local process in a sandbox of its own.
+"""The process pod runner: each pod runs for real, as a local process in a sandbox of its own.
 
 Paths under /opt/flyte/ are the pod's own: they map into its sandbox wherever they appear in
 args, env and the working directory. HOME and TMPDIR are in the sandbox too, and PATH starts
@@ -166,7 +166,7 @@ def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, 
 @pytest.mark.embedded_only
 def test_only_the_newest_finished_sandboxes_are_kept(own_armada, tmp_path: pathlib.Path) -> None:
     executor = ProcessPodRunner(sandbox_root=tmp_path, kept_sandboxes=1)
-    armada, client = own_armada(executor=executor)
+    armada, client = own_armada(pod_runner=executor)
     first = submit_one(client, "conformance", "js", item(pod(python("print('one')"))))
     wait_for_state(client, first, submit_pb2.SUCCEEDED)
     assert executor.sandbox_of(first).is_dir()

@@ -8,7 +8,7 @@ ends OOMKilled.
 
 With Docker and QEMU binfmt installed, an arm64 pod really runs as linux/arm64 on an amd64
 machine (emulated, so slower). Containers share the host network, so pods reach the embedded
-server and a local blob store on 127.0.0.1 as the process executor's pods do.
+server and a local blob store on 127.0.0.1 as the process pod runner's pods do.
 
 Containers are fenced (`pod_fence.py`): every capability dropped and only the ones Kubernetes'
 container runtime leaves a container added back (containerd's default set, `defaultUnixCaps` in
@@ -173,7 +173,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
             reporter.note(
                 pod.run_id,
                 f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
-                f"the docker executor runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
+                f"the docker pod runner runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
@@ -344,7 +344,7 @@ def _connect() -> Any:
         client.ping()
     except (docker.errors.DockerException, requests.RequestException) as exc:
         raise InvalidConfig(
-            "executor", "docker", f"no Docker daemon is reachable ({exc}); start Docker or use the process executor"
+            "pod_runner", "docker", f"no Docker daemon is reachable ({exc}); start Docker or use the process pod runner"
         ) from None
     return client
 

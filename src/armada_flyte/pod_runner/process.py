@@ -172,7 +172,7 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
 
     def _failed(self, pod: PodLaunch, exc: Exception) -> PodEnd:
         log.exception("running pod %s failed", pod.pod_name)
-        return PodEnd(128, f"the process executor failed to run the pod: {exc}")
+        return PodEnd(128, f"the process pod runner failed to run the pod: {exc}")
 
     def _after(self, pod: PodLaunch) -> None:
         with self._lock:
@@ -202,9 +202,9 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             given = [*container.command, *container.args]
             if not (image.argv(list(container.command), list(container.args)) if image else given):
                 error = (
-                    f"container {container.name} has no command or args: the process executor cannot run the "
+                    f"container {container.name} has no command or args: the process pod runner cannot run the "
                     "image's own entrypoint unless the cluster file's images section gives it; give the command "
-                    "in the pod spec, or use the docker executor"
+                    "in the pod spec, or use the docker pod runner"
                 )
                 pod.log.write("stderr", error)
                 return PodEnd(128, error, (ContainerEnd(container.name, 128, "StartError", error),))
@@ -212,8 +212,8 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             reporter.note(
                 pod.run_id,
                 f"node group {pod.node_group} is {pod.architecture} but this host is {self.host_architecture}: "
-                f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
-                f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
+                f"the process pod runner ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
+                f"To run it on {pod.architecture}, use the docker pod runner with QEMU binfmt installed.",
             )
         uid = self.uids.take() if self.uids is not None else None
         if uid is not None and any(run_as_user(pod.pod, c) for c in [*pod.pod.initContainers, *pod.pod.containers]):
