@@ -15,7 +15,6 @@ import json
 import os
 import pathlib
 import sys
-import time
 from typing import Iterator
 
 import pytest
@@ -28,7 +27,7 @@ from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET
 
 from support import real_parts
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import poll_until_done, running_c0
 from support.docker_engine import DockerEngine, EngineUnavailable
 from support.flyte_metadata import execution_metadata
 
@@ -162,15 +161,8 @@ def test_the_arm64_task_runs_in_the_runtime_image_through_c0(docker_stack, runti
                 task_execution_metadata=execution_metadata("r1", "a1", task="machine_on_arm64"),
             )
             meta = c0.CreateTask(request, timeout=60).resource_meta
-            deadline = time.monotonic() + DEADLINE_SECONDS - 60
-            while True:
-                resource = c0.GetTask(
-                    connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-                ).resource
-                if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-                    break
-                assert time.monotonic() < deadline, resource.message
-                time.sleep(0.2)
+            done = (TaskExecution.SUCCEEDED, TaskExecution.FAILED)
+            resource = poll_until_done(c0, meta, done, DEADLINE_SECONDS - 60, interval=0.2)
         assert resource.phase == TaskExecution.SUCCEEDED, resource.message
         assert resource.custom_info["node_group"] == "arm64"
 
