@@ -63,8 +63,15 @@ class EmbeddedConfig:
     rebinding)."""
     idle_seconds: float = IDLE_SECONDS
     """How long a connection to the Kubernetes API or the ingress controller may idle before it is dropped."""
+    executor: str | PodRunner | None = field(default=None, repr=False)
+    """The old spelling of `pod_runner`, still accepted (it then reads None)."""
 
     def __post_init__(self) -> None:
+        if self.executor is not None:  # the old spelling of pod_runner
+            if self.pod_runner != "process" and self.pod_runner is not self.executor:
+                raise InvalidConfig("executor", self.executor, "give only pod_runner (executor is its old spelling)")
+            object.__setattr__(self, "pod_runner", self.executor)
+            object.__setattr__(self, "executor", None)
         object.__setattr__(self, "queues", tuple(self.queues))
         object.__setattr__(self, "auth", tuple(self.auth))
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))
