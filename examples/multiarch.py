@@ -105,11 +105,11 @@ def _print_result(run: Any, pod_runner: str, armada_url: str = "") -> None:
             "executor reports (arm64 tasks on arm64 nodes); the pods ran natively on this host."
         )
     elif pod_runner == "docker":
-        print(f"\nThe docker pod runner ran every pod as a container of {IMAGE} for its node group's platform.")
+        print(f"\nThe docker pod runner ran every pod as a container of {IMAGE} for its node set's platform.")
     elif not os.environ.get("ARMADA_URL"):
         print(
             f"\nThe embedded server's process pod runner ran every pod natively on this {platform.machine()} host; "
-            "arm64 pods were scheduled on the arm64 node group (see each job's log, or use "
+            "arm64 pods were scheduled on the arm64 node set (see each job's log, or use "
             "`./scripts/demo.sh --pod-runner docker` to run them in the runtime image under emulation)."
         )
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("process", "docker"),
         default="process",
         help="how the embedded server runs pods: local processes (default), or containers of "
-        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node group arch> (needs Docker, and QEMU binfmt for the other arch)",
+        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node set arch> (needs Docker, and QEMU binfmt for the other arch)",
     )
     parser.add_argument(
         "--view",

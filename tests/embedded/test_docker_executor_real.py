@@ -152,7 +152,7 @@ def armada(
 
 
 def busybox_pod(image: str, arch: str, *args: str, grace_seconds: int | None = None) -> core.PodSpec:
-    """A pod on `arch`'s node group running `/bin/busybox ARGS` in `image`."""
+    """A pod on `arch`'s node set running `/bin/busybox ARGS` in `image`."""
     spec = pod(
         ["/bin/busybox"],
         args=args,
@@ -224,7 +224,7 @@ def test_an_image_without_the_pods_architecture_fails_naming_both(armada, native
     wait_for_state(client, job_id, submit_pb2.FAILED)
     error = job_error(client, job_id)
     assert (
-        f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node group {FOREIGN_ARCH} needs: "
+        f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node set {FOREIGN_ARCH} needs: "
         f"Docker holds it for linux/{HOST_ARCH} only, and pulling it for linux/{FOREIGN_ARCH} failed: "
     ) in error
     assert f"pin the pod to {HOST_ARCH} nodes" in error

@@ -11,7 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import InvalidConfig
 
-from support.pods import cluster, item, node_group, pod, python, sleeper, submit_one
+from support.pods import cluster, item, node_set, pod, python, sleeper, submit_one
 from support.process_checks import is_alive, pids_in_log
 from support.waiting import state_of, wait_for_state, wait_until
 
@@ -69,7 +69,7 @@ def test_a_paused_executor_leaves_jobs_leased_until_resumed() -> None:
 
 
 def test_cancelling_a_leased_job_of_a_paused_executor_frees_its_capacity() -> None:
-    one_cpu = Cluster.from_mapping(cluster(node_group("amd64", nodes=1, cpu="1")))
+    one_cpu = Cluster.from_mapping(cluster(node_set("amd64", nodes=1, cpu="1")))
     with (
         EmbeddedArmada(EmbeddedConfig(cluster=one_cpu, paused=True)) as armada,
         grpc.insecure_channel(armada.url) as channel,

@@ -134,7 +134,7 @@ def test_a_container_starts_with_no_signal_ignored_or_blocked(embedded_armada, c
 
 
 def _foreign_pod() -> tuple[core.PodSpec, str]:
-    """A pod for the node group whose architecture this host is not."""
+    """A pod for the node set whose architecture this host is not."""
     if host_architecture() == "arm64":
         return pod(["true"], node_selector={ARCH: "amd64"}), "amd64"
     return pod(["true"], node_selector={ARCH: "arm64"}, tolerations=[ARM64_TOLERATION]), "arm64"
@@ -146,7 +146,7 @@ def test_a_pod_of_another_architecture_says_it_ran_natively(embedded_armada, cli
     wait_for_state(client, job_id, SUCCEEDED)
     view = embedded_armada.job(job_id)
     assert view.architecture == arch and "natively" in view.note
-    assert embedded_armada.logs(job_id)[0].startswith("[armada-flyte dev] node group")
+    assert embedded_armada.logs(job_id)[0].startswith("[armada-flyte dev] node set")
     assert "natively" in stored_job(client, job_id).job_spec.annotations[NOTE_ANNOTATION]
 
 

@@ -139,7 +139,7 @@ def cluster(*groups: dict) -> dict:
     return {"node_sets": list(groups)}
 
 
-def node_group(name: str, nodes: int = 1, cpu: str = "1", arch: str = "amd64", tainted: bool = False) -> dict:
+def node_set(name: str, nodes: int = 1, cpu: str = "1", arch: str = "amd64", tainted: bool = False) -> dict:
     taints = [{"key": ARCH, "value": arch, "effect": "NoSchedule"}] if tainted else []
     return {
         "name": name,

@@ -251,7 +251,7 @@ class NodeAgent:
             pod_name=held.name,
             namespace=held.namespace,
             node=held.node.name,
-            node_group=held.node.node_set.name,
+            node_set=held.node.node_set.name,
             architecture=held.node.node_set.architecture,
             pod=message,
             log=held.log,

@@ -1,4 +1,4 @@
-"""The docker pod runner: each leased pod runs as containers of its images, on its node group's architecture.
+"""The docker pod runner: each leased pod runs as containers of its images, on its node set's architecture.
 
 Containers run as Kubernetes runs them: init containers one after another, each to success,
 then all main containers together; the pod ends when all main containers have. Volumes are
@@ -172,7 +172,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
-                f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
+                f"node set {pod.node_set} is {pod.architecture} and this host is {self.host_architecture}: "
                 f"the docker pod runner runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
         ends: list[ContainerEnd] = []
@@ -281,7 +281,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         held = self._platform_held(image)
         if held is None:
             raise _PodCannotStart(
-                f"image {image} could not be pulled for {platform} (node group {pod.node_group}): "
+                f"image {image} could not be pulled for {platform} (node set {pod.node_set}): "
                 f"{pull_error or 'Docker has no image of that name'}"
             )
         tried = (
@@ -291,7 +291,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         )
         held_architecture = held.split("/")[1]
         raise _PodCannotStart(
-            f"image {image} has no {platform} variant, which node group {pod.node_group} needs: Docker holds it for "
+            f"image {image} has no {platform} variant, which node set {pod.node_set} needs: Docker holds it for "
             f"{held} only, and {tried}. Build the image for {platform} too (a multi-platform image, e.g. "
             f"`docker buildx build --platform linux/amd64,linux/arm64`), or pin the pod to {held_architecture} nodes "
             f"(nodeSelector kubernetes.io/arch={held_architecture})."

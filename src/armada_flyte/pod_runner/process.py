@@ -6,7 +6,7 @@ and fails with the exit code of the first that failed. Each container is a proce
 through the container shim (`pod_shim.py`), which ends the container's processes with it, with
 the server (even on SIGKILL), and when they go over the container's memory limit (OOMKilled).
 Every container's stdout and stderr become the job's log. Pods run on this machine's CPU: when
-the pod's node group has another architecture, the log and job details say so plainly. Pods are
+the pod's node set has another architecture, the log and job details say so plainly. Pods are
 fenced (`pod_fence.py`): limits on processes and file size, and, when the server is root, a uid of
 their own and a view of the host without the server's home (`host_view.py`).
 """
@@ -211,7 +211,7 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
-                f"node group {pod.node_group} is {pod.architecture} but this host is {self.host_architecture}: "
+                f"node set {pod.node_set} is {pod.architecture} but this host is {self.host_architecture}: "
                 f"the process pod runner ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
                 f"To run it on {pod.architecture}, use the docker pod runner with QEMU binfmt installed.",
             )
