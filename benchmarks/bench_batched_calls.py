@@ -105,7 +105,7 @@ class Bench:
 @contextlib.contextmanager
 def embedded_bench() -> Iterator[Bench]:
     """The embedded server, paused (jobs stay LEASED until released), its pods ending the moment they start."""
-    config = EmbeddedConfig(port=0, queues=(QUEUE,), paused=True, executor=InstantPods())
+    config = EmbeddedConfig(port=0, queues=(QUEUE,), paused=True, pod_runner=InstantPods())
     with EmbeddedArmada(config) as armada, counting_proxy(armada.url) as proxy:
         yield Bench("embedded", armada.url, proxy, lambda count: armada.resume(), {"QUEUED", "LEASED"})
 

@@ -45,7 +45,7 @@ HERE = pathlib.Path(__file__).parent
 def cluster(cpu_per_node: str) -> dict:
     group = {"name": "amd64", "nodes": 4, "labels": {"kubernetes.io/arch": "amd64"}, "taints": []}
     group["allocatable"] = {"cpu": cpu_per_node, "memory": "100000Gi"}
-    return {"node_groups": [group]}
+    return {"node_sets": [group]}
 
 
 def items(client: ArmadaClient, cpu: str) -> list:

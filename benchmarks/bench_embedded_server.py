@@ -39,7 +39,7 @@ def bench_cluster(nodes_per_group: int) -> Cluster:
         return {"name": arch, "nodes": nodes_per_group, "labels": labels, "taints": taints, "allocatable": allocatable}
 
     arm64_taint = {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
-    return Cluster.from_mapping({"node_groups": [group("amd64", []), group("arm64", [arm64_taint])]})
+    return Cluster.from_mapping({"node_sets": [group("amd64", []), group("arm64", [arm64_taint])]})
 
 
 def job_items(client: ArmadaClient, count: int, arch: str) -> list:

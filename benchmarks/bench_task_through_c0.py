@@ -8,7 +8,7 @@ either side. Target: the connector at most 1.15x the floor (medians).
 
 `--armada real` needs the real bed WITH an executor (`scripts/real-armada.sh up`, or `up --no-executor`
 plus `armada-flyte executor --scheduler $ARMADA_EXECUTOR_API`); `--armada embedded` starts the embedded
-server with its process executor. Prints one JSON object.
+server with its process pod runner. Prints one JSON object.
 
     .venv/bin/python benchmarks/bench_task_through_c0.py [--armada real] [--runs 5]
 """

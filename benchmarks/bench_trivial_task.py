@@ -50,7 +50,7 @@ def main() -> int:
     with local_stack() as stack:
         stack.init_flyte(PROJECT)
         plane = stack.server.plane
-        recorder = plane.executor = LaunchRecorder(plane.executor)
+        recorder = plane.pod_runner = LaunchRecorder(plane.pod_runner)
         runner = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path)
 
         def timed(task) -> float:

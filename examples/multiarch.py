@@ -4,7 +4,7 @@ Run it with the README's first command, or directly:
 
     python examples/multiarch.py            # starts the embedded Armada server and blob store
     ARMADA_FLYTE_RUNTIME_IMAGE=REGISTRY/armada-flyte-runtime:TAG \
-      python examples/multiarch.py --executor docker   # pods as linux/<arch> containers of that image
+      python examples/multiarch.py --pod-runner docker   # pods as linux/<arch> containers of that image
     ARMADA_URL=... FLYTE_BLOB_ENDPOINT=... python examples/multiarch.py   # a real cluster
     python examples/multiarch.py --armada-url HOST:PORT   # an Armada on this machine (./scripts/demo.sh --real-armada)
 
@@ -92,7 +92,7 @@ async def pipeline(n: int = 200, epochs: int = 200) -> float:
     return best
 
 
-def _print_result(run: Any, executor: str, armada_url: str = "") -> None:
+def _print_result(run: Any, pod_runner: str, armada_url: str = "") -> None:
     from armada_flyte.local.journal import print_jobs_table
 
     outputs = run.outputs()
@@ -104,13 +104,13 @@ def _print_result(run: Any, executor: str, armada_url: str = "") -> None:
             f"\nArmada at {armada_url} placed every job: its scheduler chose each node from the node groups its "
             "executor reports (arm64 tasks on arm64 nodes); the pods ran natively on this host."
         )
-    elif executor == "docker":
-        print(f"\nThe docker executor ran every pod as a container of {IMAGE} for its node group's platform.")
+    elif pod_runner == "docker":
+        print(f"\nThe docker pod runner ran every pod as a container of {IMAGE} for its node set's platform.")
     elif not os.environ.get("ARMADA_URL"):
         print(
-            f"\nThe embedded server's process executor ran every pod natively on this {platform.machine()} host; "
-            "arm64 pods were scheduled on the arm64 node group (see each job's log, or use "
-            "`./scripts/demo.sh --executor docker` to run them in the runtime image under emulation)."
+            f"\nThe embedded server's process pod runner ran every pod natively on this {platform.machine()} host; "
+            "arm64 pods were scheduled on the arm64 node set (see each job's log, or use "
+            "`./scripts/demo.sh --pod-runner docker` to run them in the runtime image under emulation)."
         )
 
 
@@ -132,11 +132,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="A multi-architecture Flyte pipeline on Armada.")
     parser.add_argument(
-        "--executor",
+        "--pod-runner",
+        "--executor",  # the old spelling, still accepted
+        dest="pod_runner",
         choices=("process", "docker"),
         default="process",
         help="how the embedded server runs pods: local processes (default), or containers of "
-        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node group arch> (needs Docker, and QEMU binfmt for the other arch)",
+        "ARMADA_FLYTE_RUNTIME_IMAGE for linux/<node set arch> (needs Docker, and QEMU binfmt for the other arch)",
     )
     parser.add_argument(
         "--view",
@@ -151,14 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the embedded server; its executor must hold the blob keys' Secret and offer amd64 and arm64 nodes",
     )
     args = parser.parse_args(argv)
-    executor = args.executor
-    if args.armada_url and (args.executor != "process" or args.view):
-        parser.error("--executor and --view apply to the embedded server, not to --armada-url")
+    pod_runner = args.pod_runner
+    if args.armada_url and (pod_runner != "process" or args.view):
+        parser.error("--pod-runner and --view apply to the embedded server, not to --armada-url")
     if args.view and os.environ.get("ARMADA_URL"):
         parser.error("--view shows the embedded server; for another Armada run `armada-flyte view --armada HOST:PORT`")
-    if executor == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
+    if pod_runner == "docker" and "ARMADA_FLYTE_RUNTIME_IMAGE" not in os.environ:
         parser.error(
-            "--executor docker runs the tasks in ARMADA_FLYTE_RUNTIME_IMAGE: set it to a multi-arch runtime image "
+            "--pod-runner docker runs the tasks in ARMADA_FLYTE_RUNTIME_IMAGE: set it to a multi-arch runtime image "
             "your Docker daemon can pull (docs/admins/runtime-image.md builds one)"
         )
     root = pathlib.Path(__file__).parent
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from armada_flyte.local.stack import local_stack, stack_view
 
-        with local_stack(executor=executor, armada_url=args.armada_url) as stack:
+        with local_stack(pod_runner=pod_runner, armada_url=args.armada_url) as stack:
             with stack_view(stack) if args.view else contextlib.nullcontext() as view_url:
                 where = "Armada" if args.armada_url else "embedded Armada"
                 print(f"{where} at {stack.armada_url}, blob store at {stack.blob_endpoint}")
@@ -180,11 +182,11 @@ def main(argv: list[str] | None = None) -> int:
                 stack.init_flyte(root)
                 run = flyte.with_runcontext(mode="local", raw_data_path=stack.raw_data_path).run(pipeline)
                 if view_url:
-                    _print_result(run, executor)
+                    _print_result(run, pod_runner)
                     print(f"\nview: {view_url} stays up until Ctrl-C", flush=True)
                     _wait_for_ctrl_c()
                     return 0
-    _print_result(run, executor, args.armada_url)
+    _print_result(run, pod_runner, args.armada_url)
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: a multi-architecture Flyte workflow through the connector into Armada (amd64 and
-# arm64 node groups) and a local S3 blob store, then a table of jobs. Armada is the embedded server,
+# arm64 node sets) and a local S3 blob store, then a table of jobs. Armada is the embedded server,
 # or with --real-armada real Armada (v0.22.7) on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md):
 # built the first time (minutes, with progress), started with our executor on ports it finds free (or
 # REAL_ARMADA_PORT_BASE's) for the run, and stopped after; the run logs in as the bed's user (basic auth,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the tests run for real, from Debian's packages: docker-registry (image tests), the
-# docker.io engine (Docker SDK paths and the docker executor), htpasswd (a basic-auth registry),
+# docker.io engine (Docker SDK paths and the docker pod runner), htpasswd (a basic-auth registry),
 # kubectl (kubernetes-client: pods of Armada's gang and service cases query the embedded cluster, and the
 # real tier's Kubernetes beds), openssl (those beds' certificates),
 # a static busybox for FROM-scratch images (and the alpine programs of Armada's testsuite cases),

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test suite, with everything it needs: the venv, the real parts the image tests use
 # (Debian's docker-registry, and its Docker engine for the Docker SDK paths), then ruff (lint,
-# import order, formatting) and pytest. Under CI (CI=true), or with ARMADA_FLYTE_IMAGE_PARTS=1,
-# it also builds (or reuses from its caches) buildx, BuildKit, the Debian base image and the
-# multi-arch runtime image, with a registry and buildkitd that it stops at the end
+# import order, formatting), lint-imports (the layer contracts in pyproject.toml) and pytest. Under
+# CI (CI=true), or with ARMADA_FLYTE_IMAGE_PARTS=1, it also builds (or reuses from its caches)
+# buildx, BuildKit, the Debian base image and the multi-arch runtime image, with a registry and buildkitd that it stops at the end
 # (scripts/prepare-image-parts.sh). Under CI, or with ARMADA_FLYTE_REAL_ARMADA=1, a last tier
 # starts real Armada on 127.0.0.1 (scripts/real-armada.sh, docs/real-armada.md; the executor from
 # REAL_ARMADA_EXECUTOR: ours, fake or none, default ours, holding the Secrets the e2e pods read) and
@@ -15,7 +15,7 @@
 # marker (REAL_TIER_GROUPS in tests/conftest.py); then it stops the beds;
 # scripts/differential-report.py sets the two servers' results side by side (docs/differential.md).
 #
-# `--fast`: only the venv, ruff and the pure tests (`pytest -m pure`: no server, process or
+# `--fast`: only the venv, ruff, lint-imports and the pure tests (`pytest -m pure`: no server, process or
 # socket, tests/support/purity_guard.py holds them to it), in under a minute. Other arguments
 # go to pytest.
 set -euo pipefail
@@ -32,6 +32,9 @@ scripts/setup-venv.sh test
 echo "==> ruff"
 .venv/bin/ruff check src tests benchmarks examples deploy
 .venv/bin/ruff format --check --quiet src tests benchmarks examples deploy
+echo "==> lint-imports (the layer contracts in pyproject.toml)"
+contracts="$(.venv/bin/lint-imports --no-logo --no-cache 2>&1)" || { echo "$contracts"; exit 1; }
+echo "$contracts" | grep -E '^Contracts: '
 if "$fast"; then
   echo "==> pytest -m pure"
   exec .venv/bin/python -m pytest -m pure "$@"

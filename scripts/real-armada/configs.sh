@@ -190,7 +190,7 @@ YAML
 }
 
 write_fakeexecutor_config() {
-  # Armada's simulated executor: node groups shaped like the embedded server's default cluster
+  # Armada's simulated executor: node sets shaped like the embedded server's default cluster
   # (2 amd64 nodes, 2 arm64 nodes tainted kubernetes.io/arch=arm64:NoSchedule, 4 cpu / 16Gi).
   cat <<YAML
 httpPort: $FAKEEXECUTOR_HTTP

@@ -175,13 +175,13 @@ ARM64_GROUP='  - name: arm64
     allocatable: {cpu: "4", memory: 16Gi, pods: "500"}'
 
 write_node_agent_cluster() {  # the node agent's nodes: amd64 and arm64 (tainted as GKE does); arm64 only with two clusters
-  printf 'executor: %s\npool: default\nnode_groups:\n' "$KUBE_CLUSTER_ID"
+  printf 'executor: %s\npool: default\nnode_sets:\n' "$KUBE_CLUSTER_ID"
   "$two_clusters" || printf '%s\n' "$AMD64_GROUP"
   printf '%s\n' "$ARM64_GROUP"
 }
 
 write_our_executor_cluster() {  # with two clusters: the amd64 nodes, run by our executor (no Kubernetes)
-  printf 'executor: %s\npool: default\nnamespaces: [%s]\nnode_groups:\n%s\n' "$OUR_CLUSTER_ID" \
+  printf 'executor: %s\npool: default\nnamespaces: [%s]\nnode_sets:\n%s\n' "$OUR_CLUSTER_ID" \
     "${KUBE_NAMESPACES[*]}" "$AMD64_GROUP"
 }
 

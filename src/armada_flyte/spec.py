@@ -203,6 +203,8 @@ CONFIG_FIELDS = tuple(f.name for f in fields(ArmadaConfig))
 DEFAULT_QUEUE = "flyte"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_PRIORITY = 1.0
+_BUILT_IN_DEFAULTS = {"queue": DEFAULT_QUEUE, "namespace": DEFAULT_NAMESPACE, "priority": DEFAULT_PRIORITY}
+"""What an ArmadaConfig field left unset (None, or an empty name) becomes; the other fields stay unset."""
 
 
 _CUSTOM_EXTRA_KEYS = ("sources", "secrets", "image_architectures")
@@ -286,19 +288,11 @@ class SubmissionSpec:
     def from_config(
         cls, config: ArmadaConfig, sources: Mapping[str, str], image_architectures: Sequence[Architecture] = ()
     ) -> SubmissionSpec:
-        """Fill the built-in defaults into the fields `config` leaves unset."""
-        return cls(
-            queue=config.queue or DEFAULT_QUEUE,
-            namespace=config.namespace or DEFAULT_NAMESPACE,
-            priority=float(config.priority if config.priority is not None else DEFAULT_PRIORITY),
-            job_set_id=config.job_set_id,
-            cpu=config.cpu,
-            memory=config.memory,
-            gang_id=config.gang_id,
-            gang_cardinality=config.gang_cardinality,
-            gang_node_uniformity_label=config.gang_node_uniformity_label,
-            architecture=config.architecture,  # type: ignore[arg-type]
-            spill_after=config.spill_after,
-            sources=dict(sources),
-            image_architectures=sorted_architectures(image_architectures),
-        )
+        """Fill the built-in defaults into the fields `config` leaves unset (every ArmadaConfig field is
+        a SubmissionSpec field of the same name: tests/toplevel/test_armada_config.py holds them alike)."""
+        values: dict[str, Any] = {name: getattr(config, name) for name in CONFIG_FIELDS}
+        for name, default in _BUILT_IN_DEFAULTS.items():
+            if values[name] is None or values[name] == "":
+                values[name] = default
+        values["priority"] = float(values["priority"])
+        return cls(**values, sources=dict(sources), image_architectures=sorted_architectures(image_architectures))

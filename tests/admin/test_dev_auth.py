@@ -82,7 +82,7 @@ def test_the_credentials_stay_off_its_command_line_and_out_of_what_it_prints(fro
 
 
 def test_the_banner_says_what_requires_them_and_where_they_came_from(from_file) -> None:
-    assert "(executor: process; auth required)" in from_file.output.text()
+    assert "(pod runner: process; auth required)" in from_file.output.text()
     said = from_file.printed(r"^auth: (.*)$")
     assert "from --auth-file" in said
     assert all(part in said for part in ("gRPC API", "view", "Kubernetes API", "ingress"))

@@ -43,11 +43,11 @@ def server():
         process.wait()
 
 
-def test_prints_endpoint_queue_and_node_groups(server) -> None:
+def test_prints_endpoint_queue_and_node_sets(server) -> None:
     process, output = server
     output.wait_for(r"Press Ctrl-C to stop")
     text = "\n".join(output.lines)
-    assert re.search(r"listening on 127\.0\.0\.1:\d+ \(executor: process\)", text)
+    assert re.search(r"listening on 127\.0\.0\.1:\d+ \(pod runner: process\)", text)
     assert "queue: cli" in text
     assert "amd64: 2 nodes" in text and "taints kubernetes.io/arch=arm64:NoSchedule" in text
 
@@ -155,12 +155,10 @@ def test_ctrl_c_stops_it(server) -> None:
 
 def test_a_bad_cluster_file_fails_naming_the_field(tmp_path) -> None:
     path = tmp_path / "cluster.yaml"
-    path.write_text(
-        "node_groups:\n  - name: a\n    nodes: 1\n    labels: {}\n    allocatable: {cpu: '1', memory: 1Gi}\n"
-    )
+    path.write_text("node_sets:\n  - name: a\n    nodes: 1\n    labels: {}\n    allocatable: {cpu: '1', memory: 1Gi}\n")
     done = subprocess.run([*CLI, "--port", "0", "--cluster", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "node_groups.0.labels" in done.stderr and "kubernetes.io/arch" in done.stderr
+    assert "node_sets.0.labels" in done.stderr and "kubernetes.io/arch" in done.stderr
 
 
 def _pod_pid(url: str, job_id: str) -> int | None:

@@ -165,7 +165,7 @@ def test_shared_memory_is_a_memory_backed_dev_shm_volume():
 
 
 GPU_CLUSTER = {
-    "node_groups": [
+    "node_sets": [
         {
             "name": "cpu",
             "nodes": 1,

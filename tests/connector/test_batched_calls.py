@@ -39,7 +39,7 @@ def paused_armada():
     """Jobs stay LEASED until `resume()`; then each pod ends at once (`false` fails with exit code 1)."""
     from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 
-    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True, executor=InstantPods())) as server:
+    with EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=True, pod_runner=InstantPods())) as server:
         yield server
 
 

@@ -22,27 +22,22 @@ from armada_flyte.connector.service import ArmadaConnector
 from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, REGION, SECRET_KEY, LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template, run
-from support.c0_service import poll_until_done, running_c0
-from support.flyte_backend import TERMINAL
+from support.c0_service import TERMINAL, poll_until_done, running_c0
+from support.error_pb_pods import ERROR_PB_WRITER
 from support.waiting import wait_until
 
 # The pod: write error.pb as a0 does for a raised exception, then wait for the test's go-ahead
 # (a file) and exit 0, so the store can be stopped while the job still runs.
-WRITE_ERROR_THEN_WAIT = """
-import os, sys, time, boto3
-from flyteidl2.core import execution_pb2
-outputs = sys.argv[sys.argv.index("--outputs-path") + 1]
+WRITE_ERROR_THEN_WAIT = (
+    ERROR_PB_WRITER
+    + """
+import time
+write_error_pb(execution_pb2.ContainerError(code="ValueError", message="bad input"))
 go = sys.argv[sys.argv.index("--go") + 1]
-bucket, _, prefix = outputs.removeprefix("s3://").partition("/")
-document = execution_pb2.ErrorDocument()
-document.error.code, document.error.message = "ValueError", "bad input"
-s3 = boto3.client("s3", endpoint_url=os.environ["FLYTE_AWS_ENDPOINT"], region_name="us-east-1",
-                  aws_access_key_id=os.environ["FLYTE_AWS_ACCESS_KEY_ID"],
-                  aws_secret_access_key=os.environ["FLYTE_AWS_SECRET_ACCESS_KEY"])
-s3.put_object(Bucket=bucket, Key=prefix + "/error.pb", Body=document.SerializeToString())
 while not os.path.exists(go):
     time.sleep(0.05)
 """
+)
 
 
 def _template(outputs: str, go: pathlib.Path):

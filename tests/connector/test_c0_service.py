@@ -15,6 +15,7 @@ from armada_flyte import ArmadaConfig
 
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import ARMADA_TASKS, free_port, poll_until_done, running_c0
+from support.error_pb_pods import ERROR_PB_WRITER
 from support.service_links import service_link_env
 
 ARMADA = ARMADA_TASKS
@@ -104,18 +105,12 @@ def test_c0_still_raises_a_transient_create_error_so_the_backend_retries_it(tmp_
 
 
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0.
-WRITE_ERROR_PB = """
-import os, sys, boto3
-from flyteidl2.core import execution_pb2
-outputs = sys.argv[sys.argv.index("--outputs-path") + 1]
-bucket, _, prefix = outputs.removeprefix("s3://").partition("/")
-document = execution_pb2.ErrorDocument()
-document.error.code, document.error.message = "ValueError", "bad input: -1 samples"
-s3 = boto3.client("s3", endpoint_url=os.environ["FLYTE_AWS_ENDPOINT"], region_name="us-east-1",
-                  aws_access_key_id=os.environ["FLYTE_AWS_ACCESS_KEY_ID"],
-                  aws_secret_access_key=os.environ["FLYTE_AWS_SECRET_ACCESS_KEY"])
-s3.put_object(Bucket=bucket, Key=prefix + "/error.pb", Body=document.SerializeToString())
+WRITE_ERROR_PB = (
+    ERROR_PB_WRITER
+    + """
+write_error_pb(execution_pb2.ContainerError(code="ValueError", message="bad input: -1 samples"))
 """
+)
 
 
 def test_c0_reads_error_pb_with_its_blob_settings_and_fails_the_task(c0):

@@ -211,7 +211,7 @@ def test_a_refused_gang_member_leaves_no_claim_behind(connector):
 
 # Untainted groups where a first-fit split is possible: one 1-cpu amd64 node, two 1-cpu arm64 nodes.
 SPLITTABLE = {
-    "node_groups": [
+    "node_sets": [
         {
             "name": "amd64",
             "nodes": 1,

@@ -94,7 +94,7 @@ def test_c0_gettask_carries_the_missing_variant_and_its_fix_to_the_backend(c0) -
     from flyteidl2.connector import connector_pb2
 
     from support.armada_templates import execution_metadata
-    from support.flyte_backend import poll_to_end
+    from support.c0_service import poll_until_done
 
     template = python_template(LOAD_FOREIGN_LIBRARY, ArmadaConfig(architecture="amd64"))
     request = connector_pb2.CreateTaskRequest(
@@ -102,7 +102,7 @@ def test_c0_gettask_carries_the_missing_variant_and_its_fix_to_the_backend(c0) -
         output_prefix="s3://flyte/raw/foreign-lib-c0/a1/0",
         task_execution_metadata=execution_metadata(run="foreign-lib-c0", action="a1", attempt=0),
     )
-    resource = poll_to_end(c0, c0.CreateTask(request, timeout=60).resource_meta)
+    resource = poll_until_done(c0, c0.CreateTask(request, timeout=60).resource_meta)
     assert resource.phase == TaskExecution.FAILED
     assert resource.message.startswith(f"image {template.container.image} has no linux/amd64 variant: ")
     assert BUILD_BOTH in resource.custom_info["fix"]

@@ -12,27 +12,23 @@ from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
-from support.flyte_backend import phases, poll_to_end, run_with_retries
+from support.c0_service import poll_until_done
+from support.error_pb_pods import ERROR_PB_WRITER
+from support.flyte_backend import phases, run_with_retries
 
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0. This
 # container fails on attempts before SUCCEED_ON (it reads FLYTE_ATTEMPT_NUMBER, as Flyte's
 # pod plugin sets it) with the error kind given, then succeeds.
-FLAKY = """
-import os, sys, boto3
-from flyteidl2.core import execution_pb2
+FLAKY = (
+    ERROR_PB_WRITER
+    + """
 attempt, succeed_on, recoverable = int(os.environ["FLYTE_ATTEMPT_NUMBER"]), {succeed_on}, {recoverable}
 if attempt < succeed_on:
-    outputs = sys.argv[sys.argv.index("--outputs-path") + 1]
-    bucket, _, prefix = outputs.removeprefix("s3://").partition("/")
-    error = execution_pb2.ContainerError(code="ConnectionError", message=f"flaky on attempt {{attempt}}",
+    write_error_pb(execution_pb2.ContainerError(code="ConnectionError", message=f"flaky on attempt {{attempt}}",
         origin=execution_pb2.ExecutionError.USER,
-        kind=execution_pb2.ContainerError.RECOVERABLE if recoverable else execution_pb2.ContainerError.NON_RECOVERABLE)
-    s3 = boto3.client("s3", endpoint_url=os.environ["FLYTE_AWS_ENDPOINT"], region_name="us-east-1",
-                      aws_access_key_id=os.environ["FLYTE_AWS_ACCESS_KEY_ID"],
-                      aws_secret_access_key=os.environ["FLYTE_AWS_SECRET_ACCESS_KEY"])
-    s3.put_object(Bucket=bucket, Key=prefix + "/error.pb",
-                  Body=execution_pb2.ErrorDocument(error=error).SerializeToString())
+        kind=execution_pb2.ContainerError.RECOVERABLE if recoverable else execution_pb2.ContainerError.NON_RECOVERABLE))
 """
+)
 
 
 def _attempt_request(code: str, run: str):
@@ -88,7 +84,7 @@ def test_a_preempted_job_is_a_system_retryable_failure(c0, armada):
         ArmadaClient(channel).preempt_jobs(job["queue"], job["job_set_id"], job["job_id"])
     finally:
         channel.close()
-    resource = poll_to_end(c0, meta)
+    resource = poll_until_done(c0, meta)
     assert resource.phase == TaskExecution.RETRYABLE_FAILED, resource.message
     assert resource.custom_info["error"]["kind"] == "SYSTEM"
     assert resource.custom_info["error"]["code"] == "Preempted"
@@ -104,6 +100,6 @@ def poll_to_end_or_running(c0, meta: bytes):
             raise Running(resource)
 
     try:
-        return poll_to_end(c0, meta, on_poll=stop_when_running)
+        return poll_until_done(c0, meta, on_poll=stop_when_running)
     except Running as running:
         return running.args[0]

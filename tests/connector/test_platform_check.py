@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import logging
 import threading
 
@@ -21,6 +20,7 @@ from armada_flyte.errors import (
 )
 from armada_flyte.registry.client import image_platforms
 
+from support.fake_http import LocalServer, QuietHandler, serving
 from support.oci_upload import RegistryUploader
 
 pytestmark = [
@@ -219,21 +219,16 @@ def test_an_index_naming_no_platforms_warns_instead_of_refusing(registry, caplog
         )
 
 
-class _RedirectLoop(http.server.BaseHTTPRequestHandler):
+class _RedirectLoop(QuietHandler):
     def do_GET(self):
         self.send_response(302)
         self.send_header("Location", self.path)
         self.end_headers()
 
-    def log_message(self, *args):
-        pass
-
 
 def test_a_registry_that_misbehaves_warns_and_lets_the_job_through(caplog):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RedirectLoop)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        image = f"127.0.0.1:{server.server_address[1]}/app:1"
+    with serving(LocalServer(_RedirectLoop)) as server:
+        image = f"127.0.0.1:{server.port}/app:1"
         with caplog.at_level(logging.WARNING, logger="armada_flyte.connector.submit.image_check"):
             run(ImagePlatformCheck(settings()).check(image, Architecture.amd64, "train"))
         assert "could not check" in caplog.text
@@ -243,5 +238,3 @@ def test_a_registry_that_misbehaves_warns_and_lets_the_job_through(caplog):
                     image, Architecture.amd64, "train"
                 )
             )
-    finally:
-        server.shutdown()

@@ -17,8 +17,7 @@ from armada_flyte.connector.model.metadata import ArmadaJobMetadata
 
 from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import ARMADA_TASKS
-from support.flyte_backend import poll_to_end
+from support.c0_service import ARMADA_TASKS, poll_until_done
 from support.waiting import stored_job, wait_until
 
 SLEEPER = "import time; time.sleep(600)"
@@ -67,7 +66,7 @@ def test_the_task_timeout_is_the_pods_deadline_and_ends_the_attempt_when_its_run
     job_id = json.loads(meta)["job_id"]
     assert _job_spec(client, job_id).pod_spec.activeDeadlineSeconds == 8  # the pod spec Armada received
 
-    resource = poll_to_end(c0, meta, timeout=60)
+    resource = poll_until_done(c0, meta, timeout=60)
     assert resource.phase == TaskExecution.RETRYABLE_FAILED, resource.message
     assert "TaskTimeout" in resource.message and "timeout of 8s running" in resource.message
     assert resource.custom_info["error"]["code"] == "TaskTimeout"
@@ -88,7 +87,7 @@ def test_an_incomplete_gang_says_so_while_queued_and_fails_at_its_timeout(c0, cl
     assert "timeout of 3s" in waiting.message
 
     for meta in metas:
-        resource = poll_to_end(c0, meta, timeout=60)
+        resource = poll_until_done(c0, meta, timeout=60)
         assert resource.phase == TaskExecution.RETRYABLE_FAILED, resource.message
         assert "timeout of 3s waiting to start" in resource.message and "(it was QUEUED)" in resource.message
         job_id = json.loads(meta)["job_id"]

@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import sys
-import time
 
 import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS
+from support.c0_service import ARMADA_TASKS, poll_until_done
 from support.flyte_backend import phases, run_with_retries
 from support.flyte_metadata import execution_metadata
 
@@ -47,15 +46,7 @@ def test_a_registered_task_runs_through_c0_and_its_typed_output_lands_in_the_blo
             task_execution_metadata=execution_metadata("r1", "a1", task="square"),
         )
         meta = c0.CreateTask(request, timeout=60).resource_meta
-        deadline = time.monotonic() + 120
-        while True:
-            resource = c0.GetTask(
-                connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30
-            ).resource
-            if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-                break
-            assert time.monotonic() < deadline, resource.message
-            time.sleep(0.1)
+        resource = poll_until_done(c0, meta, (TaskExecution.SUCCEEDED, TaskExecution.FAILED), 120)
         assert resource.phase == TaskExecution.SUCCEEDED, resource.message
         assert resource.custom_info["node_group"] == "amd64"
 

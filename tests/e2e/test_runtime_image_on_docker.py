@@ -1,5 +1,5 @@
 """The multi-arch runtime image, for real: one Flyte task per architecture through the connector into the
-embedded server with the docker executor, both from the same image reference.
+embedded server with the docker pod runner, both from the same image reference.
 
 The image is the one scripts/prepare-image-parts.sh builds (buildx on BuildKit, Debian base) and
 pushes to its registry on 127.0.0.1, named by ARMADA_FLYTE_TEST_RUNTIME_IMAGE. The Docker engine
@@ -15,7 +15,6 @@ import json
 import os
 import pathlib
 import sys
-import time
 from typing import Iterator
 
 import pytest
@@ -28,7 +27,7 @@ from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET
 
 from support import real_parts
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, running_c0
+from support.c0_service import poll_until_done, running_c0
 from support.docker_engine import DockerEngine, EngineUnavailable
 from support.flyte_metadata import execution_metadata
 
@@ -53,7 +52,7 @@ def runtime_image() -> str:
 
 @pytest.fixture(scope="module")
 def docker_stack(runtime_image: str) -> Iterator[object]:
-    """The local stack with executor="docker", on a Docker engine of the tests' own."""
+    """The local stack with pod_runner="docker", on a Docker engine of the tests' own."""
     from armada_flyte.local.stack import local_stack
 
     try:
@@ -64,7 +63,7 @@ def docker_stack(runtime_image: str) -> Iterator[object]:
         patch.setenv("DOCKER_HOST", engine.base_url)
         patch.setenv(IMAGE_ENV, runtime_image)
         try:
-            with local_stack(executor="docker", configure_connector=False) as stack:
+            with local_stack(pod_runner="docker", configure_connector=False) as stack:
                 yield stack
         finally:
             engine.stop()
@@ -106,7 +105,7 @@ def test_a_flyte_task_runs_in_the_runtime_image_on_each_architecture(
     assert (job.architecture, job.node_group, job.outcome) == (architecture, architecture, "SUCCEEDED")
     served = docker_stack.server.job(job.job_id)
     assert (served.node_group, served.architecture) == (architecture, architecture)
-    # The docker executor ran the pod as a linux/<architecture> container of this image, pulled from the registry.
+    # The docker pod runner ran the pod as a linux/<architecture> container of this image, pulled from the registry.
     assert docker_stack.server.plane.queries.find_job(job.job_id).pod.containers[0].image == runtime_image
 
 
@@ -162,15 +161,8 @@ def test_the_arm64_task_runs_in_the_runtime_image_through_c0(docker_stack, runti
                 task_execution_metadata=execution_metadata("r1", "a1", task="machine_on_arm64"),
             )
             meta = c0.CreateTask(request, timeout=60).resource_meta
-            deadline = time.monotonic() + DEADLINE_SECONDS - 60
-            while True:
-                resource = c0.GetTask(
-                    connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-                ).resource
-                if resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-                    break
-                assert time.monotonic() < deadline, resource.message
-                time.sleep(0.2)
+            done = (TaskExecution.SUCCEEDED, TaskExecution.FAILED)
+            resource = poll_until_done(c0, meta, done, DEADLINE_SECONDS - 60, interval=0.2)
         assert resource.phase == TaskExecution.SUCCEEDED, resource.message
         assert resource.custom_info["node_group"] == "arm64"
 

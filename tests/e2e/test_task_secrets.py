@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import sys
-import time
 import uuid
 
 import pytest
@@ -23,7 +22,7 @@ from armada_flyte.local.stack import BLOB_CREDENTIALS_SECRET, SECRET_KEY
 
 from support.armada_channels import armada_channel
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS
+from support.c0_service import poll_until_done
 from support.flyte_metadata import execution_metadata
 
 pytestmark = pytest.mark.e2e
@@ -104,14 +103,8 @@ def test_a_backend_task_reads_its_secrets_through_c0_and_no_job_spec_holds_a_sec
         template=template, output_prefix=prefix, task_execution_metadata=execution_metadata("rs", "a1", task="secrets")
     )
     meta = c0.CreateTask(request, timeout=60).resource_meta
-    deadline = time.monotonic() + 120
-    while True:
-        resource = c0.GetTask(connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30)
-        if resource.resource.phase in (TaskExecution.SUCCEEDED, TaskExecution.FAILED):
-            break
-        assert time.monotonic() < deadline, resource.resource.message
-        time.sleep(0.1)
-    assert resource.resource.phase == TaskExecution.SUCCEEDED, resource.resource.message
+    resource = poll_until_done(c0, meta, (TaskExecution.SUCCEEDED, TaskExecution.FAILED), 120)
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
 
     async def result():
         outputs = await io.load_outputs(io.outputs_path(prefix))

@@ -49,7 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def embedded_armada(request: pytest.FixtureRequest) -> Iterator[EmbeddedArmada]:
-    """The shared embedded server (default cluster, process executor)."""
+    """The shared embedded server (default cluster, process pod runner)."""
     if on_real_armada(request.config):
         pytest.skip("the suite runs against real Armada")
     with EmbeddedArmada(EmbeddedConfig(queues=(CONFORMANCE_QUEUE,))) as armada:

@@ -9,7 +9,7 @@ from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
 
 from support.job_events import event_kinds, job_set_events, kind
-from support.pods import cluster, item, node_group, pod, preemptible, python, sleeper, submit_one, unique
+from support.pods import cluster, item, node_set, pod, preemptible, python, sleeper, submit_one, unique
 from support.process_checks import is_alive, pids_in_log
 from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state, wait_until
 
@@ -104,7 +104,7 @@ def test_a_pod_ending_takes_processes_in_their_own_session_with_it(
 
 @pytest.mark.embedded_only
 def test_cancelling_a_job_set_can_be_limited_to_states(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")))
     running = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
     wait_for_state(client, running, RUNNING)
     queued = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
@@ -130,7 +130,7 @@ def test_pending_and_running_only_filter_a_job_set_cancel_together(
 
 @pytest.mark.embedded_only
 def test_cancelling_pending_and_running_cancels_leased_jobs_and_leaves_queued_ones(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), paused=True)
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")), paused=True)
     leased = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
     wait_for_state(client, leased, submit_pb2.LEASED)
     queued = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
@@ -143,7 +143,7 @@ def test_cancelling_pending_and_running_cancels_leased_jobs_and_leaves_queued_on
 
 @pytest.mark.embedded_only
 def test_a_job_set_cancel_by_any_other_state_cancels_queued_jobs(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")))
     running = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))
     wait_for_state(client, running, RUNNING)
     queued = submit_one(client, "conformance", "js", item(sleeper(cpu="1")))

@@ -20,7 +20,7 @@ from support.pods import (
     cluster,
     gang,
     item,
-    node_group,
+    node_set,
     pod,
     preemptible,
     runs_until_file_exists,
@@ -42,7 +42,7 @@ def submit_all(client, items) -> list[str]:
 
 def one_busy_cpu(own_armada):
     """A cluster of one node with one cpu, held by a running (preemptible) job: returns the client and that job."""
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")))
     blocker = submit_one(client, QUEUE, "js", item(preemptible(sleeper(cpu="1"))))
     wait_for_state(client, blocker, RUNNING)
     return client, blocker
@@ -58,7 +58,7 @@ def test_a_job_that_fits_but_not_now_waits_queued_then_runs(own_armada) -> None:
 
 
 def test_capacity_comes_back_when_a_job_ends_by_itself(own_armada, pods_tmp_path: pathlib.Path) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")))
     release = pods_tmp_path / "release"
     first = submit_one(client, QUEUE, "js", item(runs_until_file_exists(str(release), cpu="1")))
     wait_for_state(client, first, RUNNING)
@@ -92,7 +92,7 @@ def test_reprioritizing_a_waiting_job_moves_it_ahead(own_armada) -> None:
 
 
 def test_queues_share_freed_capacity_fairly(own_armada) -> None:
-    armada, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="4")))
+    armada, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="4")))
     for name in ("team-a", "team-b"):
         armada.create_queue(name)
     blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="4")))
@@ -113,7 +113,7 @@ def test_queues_share_freed_capacity_fairly(own_armada) -> None:
 
 
 def test_a_gang_waits_whole_until_it_fits_then_runs_together(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=2, cpu="2")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=2, cpu="2")))
     blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="2")))
     wait_for_state(client, blocker, RUNNING)
     members = [item(sleeper(cpu="1"), annotations=gang("trio", 3)) for _ in range(3)]
@@ -126,7 +126,7 @@ def test_a_gang_waits_whole_until_it_fits_then_runs_together(own_armada) -> None
 
 
 def test_gang_members_submitted_apart_wait_for_each_other(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="2")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="2")))
     first = submit_one(client, QUEUE, "js", item(sleeper(cpu="1"), annotations=gang("pair", 2)))
     wait_for_a_scheduling_pass(client, QUEUE, "js")
     assert state_of(client, first) == QUEUED
@@ -136,7 +136,7 @@ def test_gang_members_submitted_apart_wait_for_each_other(own_armada) -> None:
 
 
 def test_a_member_cancelled_before_its_gang_runs_leaves_it_and_a_new_member_takes_its_place(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="2")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="2")))
     blocker = submit_one(client, QUEUE, "js", item(sleeper(cpu="2")))
     wait_for_state(client, blocker, RUNNING)
     leaving, staying = submit_all(client, [item(pod(cpu="1"), annotations=gang("pair", 2))] * 2)
@@ -152,7 +152,7 @@ def test_a_member_cancelled_before_its_gang_runs_leaves_it_and_a_new_member_take
 
 
 def test_a_gang_that_was_placed_cannot_be_joined(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="2")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="2")))
     pair = gang("pair", 2)
     quick, slow = submit_all(client, [item(pod(cpu="1"), annotations=pair), item(sleeper(cpu="1"), annotations=pair)])
     wait_for_state(client, quick, SUCCEEDED)
@@ -163,8 +163,8 @@ def test_a_gang_that_was_placed_cannot_be_joined(own_armada) -> None:
 
 
 def test_a_gang_lands_on_nodes_sharing_its_uniformity_label(own_armada) -> None:
-    small_amd64 = node_group("amd64", nodes=1, cpu="1")
-    roomy_arm64 = node_group("arm64", nodes=2, cpu="1", arch="arm64", tainted=True)
+    small_amd64 = node_set("amd64", nodes=1, cpu="1")
+    roomy_arm64 = node_set("arm64", nodes=2, cpu="1", arch="arm64", tainted=True)
     armada, client = own_armada(cluster(small_amd64, roomy_arm64))
     members = [
         item(sleeper(cpu="1", tolerations=[ARM64_TOLERATION]), annotations=gang("pair", 2, ARCH)) for _ in range(2)
@@ -176,7 +176,7 @@ def test_a_gang_lands_on_nodes_sharing_its_uniformity_label(own_armada) -> None:
 
 
 def test_a_gang_that_could_never_fit_is_rejected(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=2, cpu="2")))
+    _, client = own_armada(cluster(node_set("amd64", nodes=2, cpu="2")))
     members = [item(pod(cpu="2"), annotations=gang("too-big", 3)) for _ in range(3)]
     ids = [i.job_id for i in client.submit_jobs(QUEUE, "js", members).job_response_items]
     for job_id in ids:
@@ -186,7 +186,7 @@ def test_a_gang_that_could_never_fit_is_rejected(own_armada) -> None:
 
 def uneven_pair(own_armada):
     """Nodes of 2 and 1 cpu, and a gang of a 1-cpu and a 2-cpu member (in that order): it fits only largest first."""
-    _, client = own_armada(cluster(node_group("big", nodes=1, cpu="2"), node_group("small", nodes=1, cpu="1")))
+    _, client = own_armada(cluster(node_set("big", nodes=1, cpu="2"), node_set("small", nodes=1, cpu="1")))
     members = [item(pod(cpu="1"), annotations=gang("uneven", 2)), item(pod(cpu="2"), annotations=gang("uneven", 2))]
     return client, [i.job_id for i in client.submit_jobs(QUEUE, "js", members).job_response_items]
 
@@ -213,7 +213,7 @@ def test_preempting_a_running_job_ends_it_preempted_and_frees_its_node(own_armad
 
 
 class _FirstLaunchFails(ProcessPodRunner):
-    """A process executor that can't start its first pod (as when no thread can be started)."""
+    """A process pod runner that can't start its first pod (as when no thread can be started)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -227,7 +227,7 @@ class _FirstLaunchFails(ProcessPodRunner):
 
 
 def test_a_pod_the_executor_cannot_launch_fails_and_frees_its_node(own_armada) -> None:
-    _, client = own_armada(cluster(node_group("amd64", nodes=1, cpu="1")), executor=_FirstLaunchFails())
+    _, client = own_armada(cluster(node_set("amd64", nodes=1, cpu="1")), pod_runner=_FirstLaunchFails())
     first, second = [
         i.job_id for i in client.submit_jobs(QUEUE, "js", [item(pod(cpu="1")), item(pod(cpu="1"))]).job_response_items
     ]

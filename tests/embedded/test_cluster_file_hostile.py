@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armada_flyte.cluster.cluster_file import MAX_NODES, MAX_NODES_PER_GROUP, Cluster
+from armada_flyte.cluster.cluster_file import MAX_NODES, MAX_NODES_PER_SET, Cluster
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import MAX_QUANTITY
 
@@ -37,7 +37,7 @@ _group = st.fixed_dictionaries(
         "extra": dumpable_values,
     },
 )
-_cluster = st.fixed_dictionaries({}, optional={"pool": dumpable_values, "node_groups": st.lists(_group, max_size=3)})
+_cluster = st.fixed_dictionaries({}, optional={"pool": dumpable_values, "node_sets": st.lists(_group, max_size=3)})
 
 
 @settings(max_examples=80, deadline=None)
@@ -65,13 +65,13 @@ def _group_of(nodes: int, name: str = "amd") -> dict:
 @pytest.mark.parametrize(
     "groups, problem",
     [
-        ([_group_of(10**9)], f"at most {MAX_NODES_PER_GROUP} nodes per group"),
-        ([_group_of(MAX_NODES_PER_GROUP, f"g{i}") for i in range(6)], f"at most {MAX_NODES} nodes in all"),
+        ([_group_of(10**9)], f"at most {MAX_NODES_PER_SET} nodes per node set"),
+        ([_group_of(MAX_NODES_PER_SET, f"g{i}") for i in range(6)], f"at most {MAX_NODES} nodes in all"),
     ],
 )
 def test_unbounded_node_counts_are_refused(tmp_path, groups, problem):
     path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump({"node_groups": groups}))
+    path.write_text(yaml.safe_dump({"node_sets": groups}))
     with pytest.raises(InvalidConfig, match=problem):
         Cluster.from_yaml(path)
 
@@ -105,7 +105,7 @@ def written_quantities(draw) -> tuple[str, Fraction]:
 
 
 def _one_group(cpu: object) -> dict:
-    return {"node_groups": [{**_group_of(1), "allocatable": {"cpu": cpu, "memory": "8Gi"}}]}
+    return {"node_sets": [{**_group_of(1), "allocatable": {"cpu": cpu, "memory": "8Gi"}}]}
 
 
 @settings(max_examples=300, deadline=None)
@@ -122,7 +122,7 @@ def test_a_quantity_in_kubernetes_range_round_trips_and_one_past_it_is_refused_w
         return
     with pytest.raises(InvalidConfig) as info:
         Cluster.from_yaml(path)
-    assert (info.value.field, info.value.value) == (f"{path}: node_groups.0.allocatable.cpu", text)
+    assert (info.value.field, info.value.value) == (f"{path}: node_sets.0.allocatable.cpu", text)
     assert str(MAX_QUANTITY) in str(info.value) and "2^63-1" in str(info.value)
 
 
@@ -132,7 +132,7 @@ def test_any_allocatable_amount_loads_within_kubernetes_range_or_is_refused(cpu)
     try:
         cluster = Cluster.from_mapping(_one_group(cpu), "cluster.yaml")
     except InvalidConfig as exc:
-        assert exc.field.startswith("cluster.yaml: node_groups.0.allocatable") and len(str(exc)) < MAX_MESSAGE
+        assert exc.field.startswith("cluster.yaml: node_sets.0.allocatable") and len(str(exc)) < MAX_MESSAGE
     else:
         assert 0 < cluster.nodes[0].allocatable["cpu"] <= MAX_QUANTITY * 1000, "an absurd amount was kept"
 
@@ -143,7 +143,7 @@ def test_the_issues_cpu_1e5000_names_the_file_the_field_the_value_and_the_limit(
     with pytest.raises(InvalidConfig) as info:
         Cluster.from_yaml(path)
     message = str(info.value)
-    for part in (str(path), "node_groups.0.allocatable.cpu", "'1e5000'", "9223372036854775807"):
+    for part in (str(path), "node_sets.0.allocatable.cpu", "'1e5000'", "9223372036854775807"):
         assert part in message
 
 

@@ -1,4 +1,4 @@
-"""CPU pinning in the process executor follows the kubelet's static CPU manager policy.
+"""CPU pinning in the process pod runner follows the kubelet's static CPU manager policy.
 
 Every Armada pod is Guaranteed (requests == limits). Under the static policy
 (kubernetes pkg/kubelet/cm/cpumanager/policy_static.go) a Guaranteed container with a whole

@@ -9,7 +9,7 @@ import json
 import pytest
 from armada_client.armada import submit_pb2
 
-from support.pods import item, node_group, pod, python, submit_one
+from support.pods import item, node_set, pod, python, submit_one
 from support.waiting import wait_for_state
 
 pytestmark = pytest.mark.embedded_only
@@ -28,7 +28,7 @@ def _report(armada, client, cpu: str) -> dict:
 
 
 def test_a_small_request_runs_at_a_low_priority_with_cpu_shares(own_armada) -> None:
-    armada, client = own_armada({"cpuShares": True, "node_groups": [node_group("amd64", cpu="4")]})
+    armada, client = own_armada({"cpuShares": True, "node_sets": [node_set("amd64", cpu="4")]})
     report = _report(armada, client, "50m")
     assert report["nice"] == 13
     assert report["autogroup"] in (None, "13")
@@ -36,5 +36,5 @@ def test_a_small_request_runs_at_a_low_priority_with_cpu_shares(own_armada) -> N
 
 
 def test_without_cpu_shares_pods_run_at_normal_priority(own_armada) -> None:
-    armada, client = own_armada({"node_groups": [node_group("amd64", cpu="4")]})
+    armada, client = own_armada({"node_sets": [node_set("amd64", cpu="4")]})
     assert _report(armada, client, "50m")["nice"] == 0

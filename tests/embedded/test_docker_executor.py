@@ -1,4 +1,4 @@
-"""The docker executor's run loop against a stand-in Docker API (nothing here pulls or runs a real container;
+"""The docker pod runner's run loop against a stand-in Docker API (nothing here pulls or runs a real container;
 test_docker_executor_real.py does, on a real engine; tests/pod_runner/test_docker_pod_runner.py checks the
 container settings built from a leased pod).
 """
@@ -65,7 +65,7 @@ def test_a_pod_runs_through_the_docker_api_and_reports_its_exit() -> None:
     container = FakeContainer(b"hello\n", b"disk full\n", exit_code=3)
     docker_client = FakeDockerClient(container)
     with (
-        EmbeddedArmada(EmbeddedConfig(executor=DockerPodRunner(client=docker_client))) as armada,
+        EmbeddedArmada(EmbeddedConfig(pod_runner=DockerPodRunner(client=docker_client))) as armada,
         grpc.insecure_channel(armada.url) as channel,
     ):
         client = ArmadaClient(channel)

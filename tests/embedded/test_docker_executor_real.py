@@ -1,4 +1,4 @@
-"""The docker executor against a real Docker engine: pods submitted over gRPC run as containers.
+"""The docker pod runner against a real Docker engine: pods submitted over gRPC run as containers.
 
 The engine is Debian's dockerd on a private socket (tests/docker_engine.py). Images are built
 FROM scratch around a static busybox: the host's own (Debian's busybox-static) and, for
@@ -140,19 +140,19 @@ def unrunnable_image(docker_client, tmp_path_factory: pytest.TempPathFactory) ->
 def armada(
     docker_engine: DockerEngine, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[EmbeddedArmada, ArmadaClient]]:
-    """An embedded server of the test's own with executor="docker", reaching the test engine through DOCKER_HOST."""
+    """An embedded server of the test's own with pod_runner="docker", reaching the test engine through DOCKER_HOST."""
     import grpc
 
     monkeypatch.setenv("DOCKER_HOST", docker_engine.base_url)
     with (
-        EmbeddedArmada(EmbeddedConfig(executor="docker", queues=(QUEUE,))) as server,
+        EmbeddedArmada(EmbeddedConfig(pod_runner="docker", queues=(QUEUE,))) as server,
         grpc.insecure_channel(server.url) as channel,
     ):
         yield server, ArmadaClient(channel)
 
 
 def busybox_pod(image: str, arch: str, *args: str, grace_seconds: int | None = None) -> core.PodSpec:
-    """A pod on `arch`'s node group running `/bin/busybox ARGS` in `image`."""
+    """A pod on `arch`'s node set running `/bin/busybox ARGS` in `image`."""
     spec = pod(
         ["/bin/busybox"],
         args=args,
@@ -224,7 +224,7 @@ def test_an_image_without_the_pods_architecture_fails_naming_both(armada, native
     wait_for_state(client, job_id, submit_pb2.FAILED)
     error = job_error(client, job_id)
     assert (
-        f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node group {FOREIGN_ARCH} needs: "
+        f"image {native_image} has no linux/{FOREIGN_ARCH} variant, which node set {FOREIGN_ARCH} needs: "
         f"Docker holds it for linux/{HOST_ARCH} only, and pulling it for linux/{FOREIGN_ARCH} failed: "
     ) in error
     assert f"pin the pod to {HOST_ARCH} nodes" in error
@@ -251,7 +251,7 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
 
     from support.armada_templates import python_template, run, wait_for
 
-    with EmbeddedArmada(EmbeddedConfig(executor=DockerPodRunner(docker_client), queues=("flyte",))) as server:
+    with EmbeddedArmada(EmbeddedConfig(pod_runner=DockerPodRunner(docker_client), queues=("flyte",))) as server:
         armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
         connector = ArmadaConnector()
         template = python_template("", ArmadaConfig(architecture=FOREIGN_ARCH))

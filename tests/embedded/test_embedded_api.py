@@ -11,19 +11,19 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from armada_flyte.embedded import Cluster, EmbeddedArmada, EmbeddedConfig
 from armada_flyte.errors import InvalidConfig
 
-from support.pods import cluster, item, node_group, pod, python, sleeper, submit_one
+from support.pods import cluster, item, node_set, pod, python, sleeper, submit_one
 from support.process_checks import is_alive, pids_in_log
 from support.waiting import state_of, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
 
 
-def test_it_listens_on_a_free_port_of_localhost_with_the_default_node_groups() -> None:
+def test_it_listens_on_a_free_port_of_localhost_with_the_default_node_sets() -> None:
     with EmbeddedArmada() as armada:
         host, port = armada.url.split(":")
         assert host == "127.0.0.1" and int(port) > 0
-        assert [g.name for g in armada.node_groups] == ["amd64", "arm64"]
-        assert [str(t) for t in armada.node_groups[1].taints] == ["kubernetes.io/arch=arm64:NoSchedule"]
+        assert [g.name for g in armada.node_sets] == ["amd64", "arm64"]
+        assert [str(t) for t in armada.node_sets[1].taints] == ["kubernetes.io/arch=arm64:NoSchedule"]
         with grpc.insecure_channel(armada.url) as channel:
             assert ArmadaClient(channel).get_queue("flyte").name == "flyte"
 
@@ -69,7 +69,7 @@ def test_a_paused_executor_leaves_jobs_leased_until_resumed() -> None:
 
 
 def test_cancelling_a_leased_job_of_a_paused_executor_frees_its_capacity() -> None:
-    one_cpu = Cluster.from_mapping(cluster(node_group("amd64", nodes=1, cpu="1")))
+    one_cpu = Cluster.from_mapping(cluster(node_set("amd64", nodes=1, cpu="1")))
     with (
         EmbeddedArmada(EmbeddedConfig(cluster=one_cpu, paused=True)) as armada,
         grpc.insecure_channel(armada.url) as channel,
@@ -92,9 +92,9 @@ def test_a_taken_port_is_a_clear_error() -> None:
 def test_a_cluster_file_can_be_given_by_path(tmp_path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(
-        "node_groups:\n"
+        "node_sets:\n"
         "  - name: graviton\n    nodes: 3\n    labels: {kubernetes.io/arch: arm64}\n    allocatable: "
         "{cpu: '2', memory: 8Gi}\n"
     )
     with EmbeddedArmada(EmbeddedConfig(cluster=path)) as armada:
-        assert [(g.name, g.nodes, g.architecture) for g in armada.node_groups] == [("graviton", 3, "arm64")]
+        assert [(g.name, g.nodes, g.architecture) for g in armada.node_sets] == [("graviton", 3, "arm64")]

@@ -17,7 +17,7 @@ from armada_flyte.cluster.error_categories import ErrorCategories
 from armada_flyte.errors import InvalidConfig
 from armada_flyte.pod_runner.model import ContainerEnd
 
-from support.pods import cluster, item, node_group, pod, python, submit_one
+from support.pods import cluster, item, node_set, pod, python, submit_one
 from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
@@ -101,7 +101,7 @@ def test_rules_match_in_config_order_with_their_subcategory_and_hint() -> None:
 )
 def test_a_bad_section_fails_naming_the_field(section: dict, field: str) -> None:
     with pytest.raises(InvalidConfig, match=field.replace(".", r"\.")):
-        Cluster.from_mapping({**cluster(node_group("amd64")), "errorCategories": section})
+        Cluster.from_mapping({**cluster(node_set("amd64")), "errorCategories": section})
 
 
 def test_a_failed_pod_carries_its_category(client, queue, job_set) -> None:
@@ -129,7 +129,7 @@ def test_the_cluster_files_categories_replace_the_defaults(own_armada) -> None:
             }
         ],
     }
-    _, client = own_armada({**cluster(node_group("amd64", cpu="2")), "errorCategories": section})
+    _, client = own_armada({**cluster(node_set("amd64", cpu="2")), "errorCategories": section})
     flaky = "import sys; print('connection reset by peer', file=sys.stderr); sys.exit(1)"
     job_flaky = submit_one(client, "conformance", "cats", item(pod(python(flaky))))
     job_plain = submit_one(client, "conformance", "cats", item(pod(python("import sys; sys.exit(1)"))))

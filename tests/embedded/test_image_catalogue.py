@@ -1,4 +1,4 @@
-"""The cluster file's image catalogue: the images the nodes hold, for the process executor (as `kind load`).
+"""The cluster file's image catalogue: the images the nodes hold, for the process pod runner (as `kind load`).
 
 A catalogued image runs with its programs' folder first on PATH and its ENTRYPOINT/CMD combined
 with the container's command/args by Kubernetes' rules. A pod whose image is not catalogued stays
@@ -20,7 +20,7 @@ from armada_flyte.embedded import Cluster
 from armada_flyte.errors import InvalidConfig
 
 from support.job_events import job_of, job_set_events, kind
-from support.pods import item, node_group, pod, submit_one
+from support.pods import item, node_set, pod, submit_one
 from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = pytest.mark.embedded_only
@@ -42,7 +42,7 @@ def _cluster(programs: pathlib.Path, grace: float = 1.0) -> dict:
             {"image": "alpine:3.20.0", "path": str(programs), "cmd": ["greet", "from-cmd"]},
         ],
         "imagePullFailureGraceSeconds": grace,
-        "node_groups": [node_group("amd64", cpu="4")],
+        "node_sets": [node_set("amd64", cpu="4")],
     }
 
 
@@ -117,7 +117,7 @@ def test_a_pod_waiting_for_its_image_is_cancelled_at_once(own_armada, tmp_path) 
 
 
 def test_without_a_catalogue_any_image_runs_on_the_host(own_armada) -> None:
-    armada, client = own_armada({"node_groups": [node_group("amd64", cpu="4")]})
+    armada, client = own_armada({"node_sets": [node_set("amd64", cpu="4")]})
     job_id = submit_one(client, "conformance", "any", item(_image_pod("some-non-existing-image:1.2.3", ["echo", "hi"])))
     wait_for_state(client, job_id, submit_pb2.SUCCEEDED)
     assert "hi" in armada.logs(job_id)
@@ -125,7 +125,7 @@ def test_without_a_catalogue_any_image_runs_on_the_host(own_armada) -> None:
 
 @pytest.mark.pure
 def test_a_program_folder_that_is_not_there_is_refused_naming_the_field(tmp_path) -> None:
-    data = {"images": [{"image": "alpine:3.20.0", "path": "no-such-folder"}], "node_groups": [node_group("a")]}
+    data = {"images": [{"image": "alpine:3.20.0", "path": "no-such-folder"}], "node_sets": [node_set("a")]}
     with pytest.raises(InvalidConfig) as raised:
         Cluster.from_mapping(data, "cluster.yaml", tmp_path)
     assert raised.value.field == "cluster.yaml: images.0.path"
@@ -138,7 +138,7 @@ def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
     _programs(tmp_path / "images" / "bin")
     (tmp_path / "cluster.yaml").write_text(
         "images:\n  - image: alpine:3.20.0\n    path: images/bin\n"
-        "node_groups:\n  - {name: a, nodes: 1, labels: {kubernetes.io/arch: amd64}, "
+        "node_sets:\n  - {name: a, nodes: 1, labels: {kubernetes.io/arch: amd64}, "
         "allocatable: {cpu: '1', memory: 1Gi}}\n"
     )
     cluster = Cluster.from_yaml(tmp_path / "cluster.yaml")
@@ -149,7 +149,7 @@ def test_program_folders_are_relative_to_the_cluster_file(tmp_path) -> None:
 
 @pytest.mark.pure
 def test_an_unknown_image_field_is_refused() -> None:
-    data = {"images": [{"image": "alpine", "entrypiont": ["sh"]}], "node_groups": [node_group("a")]}
+    data = {"images": [{"image": "alpine", "entrypiont": ["sh"]}], "node_sets": [node_set("a")]}
     with pytest.raises(InvalidConfig) as raised:
         Cluster.from_mapping(data, "cluster.yaml")
     assert "images.0.entrypiont" in raised.value.field
@@ -159,7 +159,7 @@ def test_an_unknown_image_field_is_refused() -> None:
 def test_an_image_listed_twice_is_refused() -> None:
     data = {
         "images": [{"image": "alpine"}, {"image": "docker.io/library/alpine:latest"}],
-        "node_groups": [node_group("a")],
+        "node_sets": [node_set("a")],
     }
     with pytest.raises(InvalidConfig) as raised:
         Cluster.from_mapping(data, "cluster.yaml")

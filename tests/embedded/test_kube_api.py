@@ -32,7 +32,7 @@ NAMESPACE = "personal-anonymous"
 CLUSTER = {
     "executor": "local-cluster",
     "namespaces": [NAMESPACE],
-    "node_groups": [
+    "node_sets": [
         {
             "name": "plain",
             "nodes": 2,

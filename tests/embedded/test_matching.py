@@ -39,7 +39,7 @@ def test_an_untolerated_taint_comes_first() -> None:
 def test_prefer_no_schedule_taints_also_need_a_toleration() -> None:
     soft = Cluster.from_mapping(
         {
-            "node_groups": [
+            "node_sets": [
                 {
                     "name": "a",
                     "nodes": 1,

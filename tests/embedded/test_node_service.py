@@ -20,7 +20,7 @@ from armada_client.armada import submit_pb2
 from armada_flyte.protos import node_pb2, node_pb2_grpc
 
 from support.job_events import event_kinds, job_set_events, kind
-from support.pods import cluster, item, node_group, preemptible, sleeper, submit_one
+from support.pods import cluster, item, node_set, preemptible, sleeper, submit_one
 from support.waiting import state_of, wait_for_a_scheduling_pass, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
@@ -32,7 +32,7 @@ OTHER_QUEUE = "other-queue"
 
 @pytest.fixture
 def armada(own_armada):
-    spec = cluster(node_group("ops", cpu="4"), node_group("spare", cpu="4"))
+    spec = cluster(node_set("ops", cpu="4"), node_set("spare", cpu="4"))
     spec["executor"] = EXECUTOR
     server, client = own_armada(spec)
     server.create_queue(OTHER_QUEUE)

@@ -1,4 +1,4 @@
-"""A pod of the process executor stays in its sandbox and cannot read the server's environment; a pod of a
+"""A pod of the process pod runner stays in its sandbox and cannot read the server's environment; a pod of a
 root server runs as a uid of its own and cannot read other pods' sandboxes and secrets, the server's state
 folder or its user's home, and its secret files are gone once it ends."""
 

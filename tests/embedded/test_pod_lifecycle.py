@@ -13,7 +13,7 @@ from armada_client.armada import event_pb2, submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 
 from support.job_events import failed_event
-from support.pods import cluster, item, node_group, pod, python, resources, submit_one
+from support.pods import cluster, item, node_set, pod, python, resources, submit_one
 from support.waiting import job_error, state_of, wait_for_state, wait_until
 
 FAILED, SUCCEEDED = submit_pb2.FAILED, submit_pb2.SUCCEEDED
@@ -137,7 +137,7 @@ def test_a_pod_in_a_namespace_that_does_not_exist_fails(client, queue, job_set):
 
 @pytest.mark.embedded_only
 def test_namespaces_named_in_the_cluster_file_exist(own_armada):
-    armada, client = own_armada({**cluster(node_group("amd64", cpu="4")), "namespaces": ["team-a"]})
+    armada, client = own_armada({**cluster(node_set("amd64", cpu="4")), "namespaces": ["team-a"]})
     job_id = submit_one(client, "conformance", "ns", item(pod(["true"]), namespace="team-a"))
     wait_for_state(client, job_id, SUCCEEDED, timeout=30)
 

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 from armada_client.armada import submit_pb2
 
-from support.pods import cluster, item, node_group, pod, python, submit_one
+from support.pods import cluster, item, node_set, pod, python, submit_one
 from support.waiting import job_error, wait_for_state
 
 pytestmark = pytest.mark.embedded_only
@@ -22,7 +22,7 @@ FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSE
 @pytest.fixture
 def limited(own_armada):
     """A server of the test's own whose pods may have 48 processes and threads, and files of 1 MiB."""
-    return own_armada({**cluster(node_group("amd64", cpu="2")), "podPidsLimit": PIDS_LIMIT, "podFileSizeLimit": "1Mi"})
+    return own_armada({**cluster(node_set("amd64", cpu="2")), "podPidsLimit": PIDS_LIMIT, "podFileSizeLimit": "1Mi"})
 
 
 def test_a_fork_bomb_is_stopped_at_the_pods_limit_and_fails_saying_so(

@@ -1,4 +1,4 @@
-"""The process executor: each pod runs for real, as a local process in a sandbox of its own.
+"""The process pod runner: each pod runs for real, as a local process in a sandbox of its own.
 
 Paths under /opt/flyte/ are the pod's own: they map into its sandbox wherever they appear in
 args, env and the working directory. HOME and TMPDIR are in the sandbox too, and PATH starts
@@ -134,7 +134,7 @@ def test_a_container_starts_with_no_signal_ignored_or_blocked(embedded_armada, c
 
 
 def _foreign_pod() -> tuple[core.PodSpec, str]:
-    """A pod for the node group whose architecture this host is not."""
+    """A pod for the node set whose architecture this host is not."""
     if host_architecture() == "arm64":
         return pod(["true"], node_selector={ARCH: "amd64"}), "amd64"
     return pod(["true"], node_selector={ARCH: "arm64"}, tolerations=[ARM64_TOLERATION]), "arm64"
@@ -146,7 +146,7 @@ def test_a_pod_of_another_architecture_says_it_ran_natively(embedded_armada, cli
     wait_for_state(client, job_id, SUCCEEDED)
     view = embedded_armada.job(job_id)
     assert view.architecture == arch and "natively" in view.note
-    assert embedded_armada.logs(job_id)[0].startswith("[armada-flyte dev] node group")
+    assert embedded_armada.logs(job_id)[0].startswith("[armada-flyte dev] node set")
     assert "natively" in stored_job(client, job_id).job_spec.annotations[NOTE_ANNOTATION]
 
 
@@ -166,7 +166,7 @@ def test_a_pod_without_a_command_fails_saying_the_entrypoint_is_unknown(client, 
 @pytest.mark.embedded_only
 def test_only_the_newest_finished_sandboxes_are_kept(own_armada, tmp_path: pathlib.Path) -> None:
     executor = ProcessPodRunner(sandbox_root=tmp_path, kept_sandboxes=1)
-    armada, client = own_armada(executor=executor)
+    armada, client = own_armada(pod_runner=executor)
     first = submit_one(client, "conformance", "js", item(pod(python("print('one')"))))
     wait_for_state(client, first, submit_pb2.SUCCEEDED)
     assert executor.sandbox_of(first).is_dir()

@@ -1,7 +1,7 @@
 """Pods read the cluster's Kubernetes Secrets as a kubelet gives them: `secretKeyRef` env vars,
 `envFrom.secretRef`, and `secret` volumes as files; a missing required Secret or key keeps the
 container from starting (Kubernetes' CreateContainerConfigError), an optional one is just absent.
-Pods are submitted over gRPC with armada_client and really run (process executor)."""
+Pods are submitted over gRPC with armada_client and really run (process pod runner)."""
 
 from __future__ import annotations
 

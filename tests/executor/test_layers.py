@@ -1,4 +1,4 @@
-"""Only the lease loop talks to the scheduler (the layers themselves: tests/toplevel/test_layer_contracts.py)."""
+"""Only the lease loop talks to the scheduler (the layers themselves: import-linter's contracts in pyproject.toml)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def pod_on(node: str, **selector: str) -> core.PodSpec:
 
 def test_the_pod_goes_to_the_node_the_scheduler_chose():
     run, launch = pod_launch(lease(pod_on("arm64-1", **{"kubernetes.io/arch": "arm64"})), Cluster.default())
-    assert (launch.node, launch.node_group, launch.architecture) == ("arm64-1", "arm64", "arm64")
+    assert (launch.node, launch.node_set, launch.architecture) == ("arm64-1", "arm64", "arm64")
     assert run.node == "arm64-1"
 
 

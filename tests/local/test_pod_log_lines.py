@@ -66,6 +66,6 @@ def test_other_records_of_flytes_log_are_kept() -> None:
 
 
 def test_a_servers_note_is_printed_once_per_process() -> None:
-    note = "[armada-flyte dev] node group arm64 is arm64 but this host is amd64 (test_pod_log_lines, once)"
+    note = "[armada-flyte dev] node set arm64 is arm64 but this host is amd64 (test_pod_log_lines, once)"
     assert PodLogLines().shown([note, "out"]) == [note, "out"]
     assert PodLogLines().shown([note, "out"]) == ["out"]

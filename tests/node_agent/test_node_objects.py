@@ -46,6 +46,6 @@ def test_the_status_is_ready_with_the_groups_resources_and_the_kubelet_endpoint(
 def test_a_group_that_names_pods_sets_the_nodes_pod_capacity_as_a_kubelets_max_pods():
     group = {"name": "busy", "nodes": 1, "labels": {"kubernetes.io/arch": "amd64"}}
     cluster = Cluster.from_mapping(
-        {"node_groups": [{**group, "allocatable": {"cpu": "4", "memory": "1Gi", "pods": "500"}}]}
+        {"node_sets": [{**group, "allocatable": {"cpu": "4", "memory": "1Gi", "pods": "500"}}]}
     )
     assert node_status(cluster.nodes[0], 1, NOW, NOW)["allocatable"]["pods"] == "500"

@@ -38,8 +38,7 @@ from armada_flyte import ArmadaConfig
 from support.armada_channels import armada_channel, logged_in_to
 from support.armada_templates import python_template
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS, c0_env, c0_process
-from support.flyte_backend import TERMINAL
+from support.c0_service import ARMADA_TASKS, TERMINAL, c0_env, c0_process, poll_until_done
 from support.flyte_metadata import execution_metadata
 from support.pod_folders import file_pods_share
 from support.real_armada import (
@@ -140,14 +139,11 @@ def get_task(c0: Any, meta: bytes) -> Any:
 
 def poll_to_end(c0: Any, meta: bytes, timeout: float, seen: list[str], explain: Any = lambda: "") -> Any:
     """GetTask as the backend does until the phase is terminal; every phase reported goes to `seen`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        resource = get_task(c0, meta)
+
+    def note(resource: Any) -> None:
         seen.append(TaskExecution.Phase.Name(resource.phase))
-        if resource.phase in TERMINAL:
-            return resource
-        assert time.monotonic() < deadline, f"still {seen[-1]} after {timeout} s: {resource.message}\n{explain()}"
-        time.sleep(0.2)
+
+    return poll_until_done(c0, meta, TERMINAL, timeout, on_poll=note, explain=explain, interval=0.2)
 
 
 def job_id_of(meta: bytes) -> str:

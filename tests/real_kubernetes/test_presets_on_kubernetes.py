@@ -78,7 +78,7 @@ def preset_cluster() -> dict[str, Any]:
                     "allocatable": {"cpu": "4", "memory": "8Gi"},
                 }
             )
-    return {"executor": "preset-nodes", "node_groups": groups}
+    return {"executor": "preset-nodes", "node_sets": groups}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def preset_nodes(kubernetes_bed, tmp_path_factory) -> Iterator[list[str]]:
          str(kube / "kubelet.key"), "--client-ca", str(kube / "ca.crt")],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    names = [f"{group['name']}-0" for group in cluster["node_groups"]]
+    names = [f"{group['name']}-0" for group in cluster["node_sets"]]
     try:
         wait_until(lambda: _ready(kubernetes_bed) >= set(names), 60, "the presets' nodes to be Ready")
         yield names

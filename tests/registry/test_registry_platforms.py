@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
-
 import pytest
 
 from armada_flyte.architecture import Architecture
 from armada_flyte.errors import ImageNotFound, RegistryProtocolError, RegistryUnreachable
 from armada_flyte.registry.client import RegistryClient, image_platforms
 from armada_flyte.registry.platforms import Platform
+
+from support.fake_http import LocalServer, QuietHandler, serving
 
 pytestmark = [
     pytest.mark.registry,
@@ -105,7 +104,7 @@ def plain_web_server():
     """An HTTP server on 127.0.0.1 that is not a registry: it answers every GET with `status` and HTML."""
     answers = {"status": 200}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             body = b"<html>hello</html>"
             self.send_response(answers["status"])
@@ -114,15 +113,8 @@ def plain_web_server():
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}", answers
-    server.shutdown()
-    server.server_close()
+    with serving(LocalServer(Handler)) as server:
+        yield f"127.0.0.1:{server.port}", answers
 
 
 def test_a_web_server_that_is_not_a_registry_is_a_protocol_error(plain_web_server):

@@ -10,14 +10,19 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Collection, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping, Optional
 
 import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
+from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.waiting import wait_until
 
 ARMADA_TASKS = connector_pb2.TaskCategory(name="armada", version=0)
+TERMINAL = frozenset(
+    {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.RETRYABLE_FAILED, TaskExecution.ABORTED}
+)
+"""The phases after which Flyte's backend stops asking about a task."""
 START_SECONDS = 120.0
 """How long c0 may take to answer after it starts; generous, for a loaded machine (60 s was too short at load ~120)."""
 START_ATTEMPTS = 3
@@ -146,15 +151,27 @@ def get_round(
 
 
 def poll_until_done(
-    c0: service_pb2_grpc.AsyncConnectorServiceStub, meta: bytes, phases: Collection[int], timeout: float
+    c0: service_pb2_grpc.AsyncConnectorServiceStub,
+    meta: bytes,
+    phases: Collection[int] = TERMINAL,
+    timeout: float = 120.0,
+    *,
+    on_poll: Optional[Callable[[Any], None]] = None,
+    explain: Optional[Callable[[], str]] = None,
+    interval: float = 0.1,
 ) -> Any:
-    """GetTask through c0 until the task's phase is one of `phases`; the resource then. Fails with the last
-    message past `timeout` seconds."""
+    """GetTask through c0, as Flyte's backend does, until the task's phase is one of `phases`; the
+    resource then. `on_poll` sees every answer. Past `timeout` seconds it fails with the last phase and
+    message (and what `explain()` adds, e.g. the servers' logs)."""
     deadline = time.monotonic() + timeout
     request = connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS)
     while True:
         resource = c0.GetTask(request, timeout=30).resource
+        if on_poll is not None:
+            on_poll(resource)
         if resource.phase in phases:
             return resource
-        assert time.monotonic() < deadline, resource.message
-        time.sleep(0.1)
+        if time.monotonic() >= deadline:
+            said = f"still {TaskExecution.Phase.Name(resource.phase)} after {timeout} s: {resource.message}"
+            raise AssertionError(said + (f"\n{explain()}" if explain is not None else ""))
+        time.sleep(interval)

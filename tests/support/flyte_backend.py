@@ -10,16 +10,13 @@ turns it into a permanent failure once they are used up.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from support.c0_service import ARMADA_TASKS
-
-TERMINAL = {TaskExecution.SUCCEEDED, TaskExecution.FAILED, TaskExecution.RETRYABLE_FAILED, TaskExecution.ABORTED}
+from support.c0_service import ARMADA_TASKS, poll_until_done
 
 
 @dataclass(frozen=True)
@@ -29,26 +26,12 @@ class Attempt:
     resource: Any  # the terminal connector Resource
 
 
-def poll_to_end(c0: Any, meta: bytes, timeout: float = 120.0, on_poll: Callable[[Any], None] = lambda r: None) -> Any:
-    """GetTask until the phase is terminal (what the plugin's background refresh does)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        resource = c0.GetTask(
-            connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30
-        ).resource
-        on_poll(resource)
-        if resource.phase in TERMINAL:
-            return resource
-        assert time.monotonic() < deadline, f"still {TaskExecution.Phase.Name(resource.phase)}: {resource.message}"
-        time.sleep(0.1)
-
-
 def run_with_retries(c0: Any, make_request: Callable[[int], Any], max_attempts: int) -> list[Attempt]:
     """Create attempt 0, poll it to its end, and start the next attempt while the backend would."""
     attempts: list[Attempt] = []
     for number in range(max_attempts):
         meta = c0.CreateTask(make_request(number), timeout=60).resource_meta
-        resource = poll_to_end(c0, meta)
+        resource = poll_until_done(c0, meta)
         attempts.append(Attempt(number, meta, resource))
         if resource.phase != TaskExecution.RETRYABLE_FAILED:
             break

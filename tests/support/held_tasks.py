@@ -23,8 +23,7 @@ from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 from support.backend_templates import registered_template
-from support.c0_service import ARMADA_TASKS
-from support.flyte_backend import TERMINAL
+from support.c0_service import ARMADA_TASKS, TERMINAL
 from support.flyte_metadata import execution_metadata
 
 PROJECT = pathlib.Path(__file__).resolve().parents[1] / "real_armada" / "project"

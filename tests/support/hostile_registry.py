@@ -9,11 +9,11 @@ pauses when a chunk is a number of seconds), so a huge body is never held in mem
 from __future__ import annotations
 
 import contextlib
-import http.server
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Union
+
+from support.fake_http import LocalServer, QuietHandler, serving
 
 Chunk = Union[bytes, float]
 """Bytes to send, or seconds to pause (a slow drip)."""
@@ -26,12 +26,9 @@ class Answer:
     body: Union[bytes, Iterable[Chunk]] = b"{}"
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
-
-    def log_message(self, *args: object) -> None:
-        pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         self.server.requests.append((self.path, dict(self.headers)))
@@ -60,8 +57,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LocalServer):
     answers: dict[str, Answer]
     requests: list
 
@@ -72,17 +68,12 @@ class _Server(http.server.ThreadingHTTPServer):
 @contextlib.contextmanager
 def hostile_registry() -> Iterator[_Server]:
     """The running server (`.answers` to script it, `.host` as `127.0.0.1:port`)."""
-    server = _Server(("127.0.0.1", 0), _Handler)
+    server = _Server(_Handler)
     server.answers = {}
     server.requests = []
-    server.host = f"127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    server.host = f"127.0.0.1:{server.port}"  # type: ignore[attr-defined]
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def repeated(chunk: bytes, total: int) -> Iterator[bytes]:

@@ -1,6 +1,6 @@
 """An executor whose pods end the moment they start, so a test can end a thousand jobs in a second.
 
-A pod whose command is `false` fails with exit code 1 (as the process executor reports it: the
+A pod whose command is `false` fails with exit code 1 (as the process pod runner reports it: the
 container, its exit code and reason); any other pod succeeds. The reports come from one thread of
 the runner's own, never from inside `launch` (the server may hold its lock there).
 """

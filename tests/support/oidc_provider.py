@@ -9,50 +9,35 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http.server
-import json
 import secrets
-import threading
 import time
 import urllib.parse
 from typing import Iterator
 
+from support.fake_http import LocalServer, QuietHandler, serving
 
-class OidcProvider(http.server.ThreadingHTTPServer):
-    daemon_threads = True
 
+class OidcProvider(LocalServer):
     def __init__(self, client_id: str, client_secret: str, lifetime: float):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.client_id, self.client_secret, self.lifetime = client_id, client_secret, lifetime
         self.issued: dict[str, float] = {}
         """token -> when it expires (time.monotonic())."""
         self.grants: list[dict[str, str]] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self.token_url = f"{self.url}/oauth2/token"
 
     def valid(self, token: str) -> bool:
         return self.issued.get(token, 0.0) > time.monotonic()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: OidcProvider
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _reply(self, status: int, document: dict) -> None:
-        body = json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/.well-known/openid-configuration":
-            self._reply(200, {"issuer": self.server.url, "token_endpoint": self.server.token_url})
+            self.reply_json(200, {"issuer": self.server.url, "token_endpoint": self.server.token_url})
         else:
-            self._reply(404, {"error": "not_found"})
+            self.reply_json(404, {"error": "not_found"})
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
@@ -61,21 +46,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         user, _, password = base64.b64decode(value).decode().partition(":") if scheme == "Basic" else ("", "", "")
         self.server.grants.append({**form, "client_id": user})
         if form.get("grant_type") != "client_credentials":
-            return self._reply(400, {"error": "unsupported_grant_type"})
+            return self.reply_json(400, {"error": "unsupported_grant_type"})
         if (user, password) != (self.server.client_id, self.server.client_secret):
-            return self._reply(401, {"error": "invalid_client", "error_description": f"bad secret {password}"})
+            return self.reply_json(401, {"error": "invalid_client", "error_description": f"bad secret {password}"})
         token = secrets.token_urlsafe(24)
         self.server.issued[token] = time.monotonic() + self.server.lifetime
-        self._reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": self.server.lifetime})
+        self.reply_json(200, {"access_token": token, "token_type": "Bearer", "expires_in": self.server.lifetime})
 
 
 @contextlib.contextmanager
 def oidc_provider(client_id: str, client_secret: str, lifetime: float = 3600) -> Iterator[OidcProvider]:
-    server = OidcProvider(client_id, client_secret, lifetime)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(OidcProvider(client_id, client_secret, lifetime)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -1,7 +1,7 @@
 """Pod specs and request items for the conformance suite, built from armada_client's protos as a client would.
 
 The commands are plain `python3 -c` programs, so the same specs run on a real cluster (in
-ARMADA_TEST_IMAGE, default python:3.11-slim) and under the embedded process executor.
+ARMADA_TEST_IMAGE, default python:3.11-slim) and under the embedded process pod runner.
 """
 
 from __future__ import annotations
@@ -136,10 +136,10 @@ def unique(prefix: str) -> str:
 
 def cluster(*groups: dict) -> dict:
     """A cluster file's content, for servers of a test's own."""
-    return {"node_groups": list(groups)}
+    return {"node_sets": list(groups)}
 
 
-def node_group(name: str, nodes: int = 1, cpu: str = "1", arch: str = "amd64", tainted: bool = False) -> dict:
+def node_set(name: str, nodes: int = 1, cpu: str = "1", arch: str = "amd64", tainted: bool = False) -> dict:
     taints = [{"key": ARCH, "value": arch, "effect": "NoSchedule"}] if tainted else []
     return {
         "name": name,

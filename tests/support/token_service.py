@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import base64
 import datetime
-import http.server
 import json
 import pathlib
 import secrets
-import threading
 import time
 import urllib.parse
 from typing import Optional
@@ -22,6 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
+
+from support.fake_http import LocalServer, QuietHandler, serving
 
 SERVICE = "armada-flyte-test-registry"
 ISSUER = "armada-flyte-test-token-issuer"
@@ -106,53 +106,40 @@ class TokenService:
         self.requests: list[dict[str, object]] = []
         service = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 service._answer(self)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server = LocalServer(Handler)
+        self._serving = serving(self._server)
 
     @property
     def realm(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/token"
+        return f"{self._server.url}/token"
 
     def start(self) -> TokenService:
-        self._thread.start()
+        self._serving.__enter__()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._serving.__exit__(None, None, None)
 
-    def _answer(self, handler: http.server.BaseHTTPRequestHandler) -> None:
+    def _answer(self, handler: QuietHandler) -> None:
         url = urllib.parse.urlsplit(handler.path)
         query = urllib.parse.parse_qs(url.query)
         user = self._basic_user(handler.headers.get("Authorization"))
         self.requests.append({"path": url.path, "query": query, "user": user})
         if url.path != "/token" or query.get("service") != [SERVICE]:
-            self._reply(handler, 400, {"errors": [{"code": "UNSUPPORTED", "message": "unknown service"}]})
+            handler.reply_json(400, {"errors": [{"code": "UNSUPPORTED", "message": "unknown service"}]})
             return
         if user is None:
-            self._reply(handler, 401, {"errors": [{"code": "UNAUTHORIZED", "message": "bad or missing credentials"}]})
+            handler.reply_json(401, {"errors": [{"code": "UNAUTHORIZED", "message": "bad or missing credentials"}]})
             return
         token = self.signer.token(user, query.get("scope", []))
-        self._reply(handler, 200, {"token": token, "expires_in": 300})
+        handler.reply_json(200, {"token": token, "expires_in": 300})
 
     def _basic_user(self, header: Optional[str]) -> Optional[str]:
         if not header or not header.lower().startswith("basic "):
             return None
         user, _, password = base64.b64decode(header[6:]).decode().partition(":")
         return user if (user, password) == (self.username, self.password) else None
-
-    @staticmethod
-    def _reply(handler: http.server.BaseHTTPRequestHandler, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)

@@ -1,7 +1,9 @@
+import dataclasses
+
 import pytest
 
 from armada_flyte import Architecture, ArmadaConfig, InvalidConfig
-from armada_flyte.spec import SubmissionSpec
+from armada_flyte.spec import CONFIG_FIELDS, SubmissionSpec
 
 pytestmark = pytest.mark.pure
 
@@ -69,6 +71,40 @@ def test_custom_round_trip_keeps_values_and_sources():
     assert again == spec
     assert again.source_of("architecture") == "project"
     assert again.source_of("namespace") == "default"
+
+
+def test_every_config_field_is_a_spec_field_and_reaches_it_unchanged():
+    """`from_config` copies the fields by name, so the two classes must name them alike."""
+    assert set(CONFIG_FIELDS) <= {f.name for f in dataclasses.fields(SubmissionSpec)}
+    config = ArmadaConfig(
+        queue="q",
+        job_set_id="js",
+        namespace="ns",
+        priority=0.0,
+        cpu="2",
+        memory="4Gi",
+        gang_id="g",
+        gang_cardinality=2,
+        gang_node_uniformity_label="zone",
+        architecture=["arm64", "amd64"],
+        spill_after=30,
+    )
+    assert set(CONFIG_FIELDS) == {
+        "queue",
+        "job_set_id",
+        "namespace",
+        "priority",
+        "cpu",
+        "memory",
+        "gang_id",
+        "gang_cardinality",
+        "gang_node_uniformity_label",
+        "architecture",
+        "spill_after",
+    }, "a new ArmadaConfig field: set it above too"
+    spec = SubmissionSpec.from_config(config, {})
+    assert {name: getattr(spec, name) for name in CONFIG_FIELDS} == {n: getattr(config, n) for n in CONFIG_FIELDS}
+    assert isinstance(spec.priority, float)
 
 
 def test_custom_defaults_when_empty():

@@ -32,7 +32,7 @@ from support.chromium import WINDOW, run_chromium
 from support.html_elements import Elements
 from support.png import colour_bands, read_png
 from support.pod_folders import folder_pods_can_use
-from support.pods import ARM64_TOLERATION, cluster, node_group, pod, python
+from support.pods import ARM64_TOLERATION, cluster, node_set, pod, python
 from support.waiting import wait_for_state, wait_until
 
 QUEUE, JOB_SET = "flyte", "multiarch"
@@ -70,7 +70,7 @@ def _run(release: Path) -> Iterator[dict]:
     arm64 = {"node_selector": {"kubernetes.io/arch": "arm64"}, "tolerations": [ARM64_TOLERATION], "cpu": "2"}
     amd64 = {"node_selector": {"kubernetes.io/arch": "amd64"}}
     model = Cluster.from_mapping(
-        cluster(node_group("amd64", 2, cpu="2"), node_group("arm64", 2, cpu="2", arch="arm64", tainted=True))
+        cluster(node_set("amd64", 2, cpu="2"), node_set("arm64", 2, cpu="2", arch="arm64", tainted=True))
     )
     with EmbeddedArmada(EmbeddedConfig(cluster=model, queues=(QUEUE,))) as armada:
         channel = grpc.insecure_channel(armada.url)

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from armada_flyte.admin import auth_sources, view_command
+from armada_flyte.pod_runner import POD_RUNNER_KINDS
 
 DEFAULT_PORT = 50051
 """Armada's own gRPC port, so clients configured for a local Armada work unchanged."""
@@ -20,21 +21,26 @@ DEFAULT_PORT = 50051
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "dev",
-        help="run an Armada-compatible server locally, with amd64 and arm64 node groups",
+        help="run an Armada-compatible server locally, with amd64 and arm64 node sets",
         description=(
             "Start the embedded Armada-compatible server on 127.0.0.1: Armada's gRPC API, a scheduler "
-            "and an executor that runs each pod, plus an S3-compatible blob store for task data. "
+            "and a pod runner that runs each pod, plus an S3-compatible blob store for task data. "
             "Stops cleanly on Ctrl-C or SIGTERM, killing every pod."
         ),
     )
     parser.add_argument(
-        "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
+        "--cluster", metavar="FILE", help="cluster YAML describing node sets (default: amd64 + tainted arm64)"
     )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1, 0 for any free one (default {DEFAULT_PORT})"
     )
     parser.add_argument(
-        "--executor", choices=("process", "docker"), default="process", help="how pods run (default process)"
+        "--pod-runner",
+        "--executor",  # the old spelling, still accepted
+        dest="pod_runner",
+        choices=POD_RUNNER_KINDS,
+        default="process",
+        help="how pods run: local processes or Docker containers (default process; --executor is the old spelling)",
     )
     parser.add_argument("--queue", default="flyte", help="queue created at start (default flyte)")
     parser.add_argument("--no-blob-store", action="store_true", help="don't start the local S3-compatible blob store")
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             blob_port=args.blob_port,
             queue=args.queue,
             cluster=args.cluster,
-            executor=args.executor,
+            pod_runner=args.pod_runner,
             visibility_delay=args.visibility_delay,
             paused=args.paused,
             blob_store=not args.no_blob_store,
@@ -137,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             parts = ("TLS" if args.tls_cert else "", "auth required" if auth else "")
             security = ", ".join(part for part in parts if part)
             shown = f"; {security}" if security else ""
-            print(f"Armada-compatible server listening on {stack.armada_url} (executor: {args.executor}{shown})")
+            print(f"Armada-compatible server listening on {stack.armada_url} (pod runner: {args.pod_runner}{shown})")
             if auth:
                 print(
                     f"auth: credentials from {', '.join(auth_from)}; the gRPC API, the view (your browser asks), "
@@ -159,10 +165,10 @@ def run(args: argparse.Namespace) -> int:
             if args.paused:
                 print("paused: scheduled jobs stay LEASED, no pod starts")
             print(f"secrets: {', '.join(stack.server.secrets.names()) or '(none)'}")
-            print("node groups:")
-            for group in stack.server.node_groups:
-                print(f"  {group.describe()}")
-            if args.executor == "process":
+            print("node sets:")
+            for node_set in stack.server.node_sets:
+                print(f"  {node_set.describe()}")
+            if args.pod_runner == "process":
                 print(
                     f"pods run as local processes on this {host_architecture_name()} host; a pod placed on another "
                     "architecture runs natively too, and its log and job details say so"

@@ -1,6 +1,6 @@
 """`armada-flyte executor`: an Armada executor for real Armada's scheduler, with no Kubernetes.
 
-It reports the cluster file's node groups (amd64 and arm64, with their labels, taints and
+It reports the cluster file's node sets (amd64 and arm64, with their labels, taints and
 allocatable resources) to the scheduler's executor API, so real Armada decides where each job
 runs, and runs the leased pods on this machine with the pod runner, until Ctrl-C or SIGTERM.
 """
@@ -21,7 +21,7 @@ from armada_flyte.pod_runner import POD_RUNNER_KINDS
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "executor",
-        help="run leased pods for a real Armada scheduler, reporting amd64 and arm64 node groups",
+        help="run leased pods for a real Armada scheduler, reporting amd64 and arm64 node sets",
         description=(
             "Lease runs from a real Armada (v0.22.7) scheduler over its executor API and run their pods "
             "on this machine. The cluster file's nodes are reported with their labels, taints and "
@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
         help="allow plaintext to a scheduler on another machine (only on a private network you trust)",
     )
     parser.add_argument(
-        "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
+        "--cluster", metavar="FILE", help="cluster YAML describing node sets (default: amd64 + tainted arm64)"
     )
     parser.add_argument(
         "--pod-runner", choices=POD_RUNNER_KINDS, default="process", help="how pods run (default process)"
@@ -104,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
     transport = "TLS" if connection.tls else "plaintext"
     identity = "with credentials" if connection.authorization else "without credentials"
     print(f"{where} leasing from {args.scheduler} ({transport}, {identity}); pods run as {args.pod_runner}")
-    print("node groups:")
-    for group in cluster.node_groups:
-        print(f"  {group.describe()}")
+    print("node sets:")
+    for node_set in cluster.node_sets:
+        print(f"  {node_set.describe()}")
     if args.secrets_file:
         print(f"secrets from {args.secrets_file}: {', '.join(secrets.names()) or 'none'}")
     print("Press Ctrl-C to stop.", flush=True)

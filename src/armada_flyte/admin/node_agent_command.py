@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         "--kubeconfig", required=True, metavar="FILE", help="how the agent reaches and logs in to the API server"
     )
     parser.add_argument(
-        "--cluster", metavar="FILE", help="cluster YAML describing node groups (default: amd64 + tainted arm64)"
+        "--cluster", metavar="FILE", help="cluster YAML describing node sets (default: amd64 + tainted arm64)"
     )
     parser.add_argument(
         "--pod-runner", choices=POD_RUNNER_KINDS, default="process", help="how pods run (default process)"
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         f"node agent for {login.server}: kubelet endpoint https://{host}:{endpoint.port}; pods run as {args.pod_runner}"
     )
     print("nodes:")
-    for group in cluster.node_groups:
-        print(f"  {group.describe()}")
+    for node_set in cluster.node_sets:
+        print(f"  {node_set.describe()}")
     print("Press Ctrl-C to stop.", flush=True)
     endpoint.start()
     try:

@@ -1,6 +1,7 @@
 """The simulated cluster the embedded server schedules onto (and `armada-flyte executor` offers), read from YAML.
 
-A node group is a set of identical nodes: a name, a node count, labels (with
+A node set is a set of identical simulated nodes (the cluster file's `node_sets:`; `node_groups:`, the
+old spelling, is read too): a name, a node count, labels (with
 `kubernetes.io/arch`), taints and allocatable resources. Each node also carries
 `kubernetes.io/hostname`, as a kubelet registers it, so pods select nodes exactly as on
 Kubernetes. Mistakes fail at load time with the field and the fix.
@@ -14,6 +15,7 @@ from typing import Annotated, Any, Dict, Iterable, List, Mapping, Optional, Unio
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -54,15 +56,15 @@ _REQUIRED_RESOURCES = ("cpu", "memory")
 DEFAULT_EPHEMERAL_STORAGE = "1Ti"
 """A node's local disk when the cluster file names none: every Kubernetes node reports one, and
 Armada gives every container 8Gi of it by default, so it must be there to schedule anything."""
-MAX_NODES_PER_GROUP = 1000
+MAX_NODES_PER_SET = 1000
 MAX_NODES = 5000
 """Each simulated node is an object in the server's memory; real test clusters are far smaller."""
 DEFAULT_EXECUTOR = "embedded"
 """The executor (Armada's cluster id) the nodes belong to when the cluster file names none."""
 _KNOWN_KEYS = (
     "executor, pool, namespaces, errorCategories, images, imagePullFailureGraceSeconds, cpuShares, podPidsLimit, "
-    "podFileSizeLimit, podUidBase, podUidCount, node_groups; "
-    "per group: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
+    "podFileSizeLimit, podUidBase, podUidCount, node_sets (or node_groups, the old spelling); "
+    "per node set: name, nodes, labels, taints, allocatable; per image: image, path, entrypoint, cmd"
 )
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces every Kubernetes cluster has; a cluster file's `namespaces` adds to them."""
@@ -96,8 +98,9 @@ ByteAmount = Annotated[
 """A number of bytes, written as a Kubernetes quantity (8Gi, 500M or 1048576)."""
 
 
-class ClusterNodeGroup(BaseModel):
-    """One group of identical nodes, as the cluster file describes it."""
+class NodeSet(BaseModel):
+    """One set of identical simulated nodes, as the cluster file describes it (not the connector's
+    node groups, which are per-architecture placement rules)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,16 +114,16 @@ class ClusterNodeGroup(BaseModel):
     @classmethod
     def _name(cls, name: str) -> str:
         if problem := dns_label_problem(name):
-            raise ValueError(f"node group names become node names: {problem}")
+            raise ValueError(f"node set names become node names: {problem}")
         return name
 
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, nodes: int) -> int:
         if nodes < 1:
-            raise ValueError("give each node group at least 1 node (or remove the group)")
-        if nodes > MAX_NODES_PER_GROUP:
-            raise ValueError(f"the embedded server simulates at most {MAX_NODES_PER_GROUP} nodes per group")
+            raise ValueError("give each node set at least 1 node (or remove the set)")
+        if nodes > MAX_NODES_PER_SET:
+            raise ValueError(f"the embedded server simulates at most {MAX_NODES_PER_SET} nodes per node set")
         return nodes
 
     @field_validator("labels")
@@ -156,7 +159,7 @@ class ClusterNodeGroup(BaseModel):
         return {name: milli(quantity) for name, quantity in self.allocatable.items()}
 
     def describe(self) -> str:
-        """One line for people: size, labels, taints and resources of the group."""
+        """One line for people: size, labels, taints and resources of the node set."""
         labels = ", ".join(f"{k}={v}" for k, v in self.labels.items())
         taints = ", ".join(str(t) for t in self.taints) or "none"
         per_node = ", ".join(f"{name} {format_milli(name, amount)}" for name, amount in self.capacity.items())
@@ -178,7 +181,8 @@ class _ClusterFile(BaseModel):
     podFileSizeLimit: ByteAmount = DEFAULT_FILE_SIZE_LIMIT
     podUidBase: int = Field(DEFAULT_UID_BASE, ge=FIRST_POD_UID, le=LAST_POD_UID)
     podUidCount: int = Field(DEFAULT_UID_COUNT, ge=1, validate_default=True)
-    node_groups: List[ClusterNodeGroup]
+    node_sets: List[NodeSet] = Field(validation_alias=AliasChoices("node_sets", "node_groups"))
+    """`node_groups` is the old spelling, still read."""
 
     @field_validator("executor")
     @classmethod
@@ -198,14 +202,14 @@ class _ClusterFile(BaseModel):
         return namespaces
 
     @model_validator(mode="after")
-    def _groups(self) -> _ClusterFile:
-        if not self.node_groups:
-            raise ValueError("list at least one node group under node_groups")
-        names = [g.name for g in self.node_groups]
+    def _node_sets(self) -> _ClusterFile:
+        if not self.node_sets:
+            raise ValueError("list at least one node set under node_sets")
+        names = [g.name for g in self.node_sets]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise ValueError(f"node group names must be unique; rename the repeated {', '.join(repeated)}")
-        if sum(g.nodes for g in self.node_groups) > MAX_NODES:
+            raise ValueError(f"node set names must be unique; rename the repeated {', '.join(repeated)}")
+        if sum(g.nodes for g in self.node_sets) > MAX_NODES:
             raise ValueError(f"the embedded server simulates at most {MAX_NODES} nodes in all; use fewer")
         return self
 
@@ -223,11 +227,11 @@ class _ClusterFile(BaseModel):
 
 @dataclass(frozen=True)
 class Node:
-    """One simulated node: its group's labels and taints plus its own hostname."""
+    """One simulated node: its node set's labels and taints plus its own hostname."""
 
     index: int
     name: str
-    group: ClusterNodeGroup
+    node_set: NodeSet
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, int] = field(repr=False)
@@ -236,11 +240,11 @@ class Node:
 
 
 class Cluster:
-    """All nodes of one pool, in node-group order (`<group>-<n>` names)."""
+    """All nodes of one pool, in node-set order (`<node set>-<n>` names)."""
 
     def __init__(
         self,
-        node_groups: List[ClusterNodeGroup],
+        node_sets: List[NodeSet],
         pool: str = "default",
         namespaces: Iterable[str] = (),
         error_categories: ErrorCategories = ErrorCategories(),
@@ -254,20 +258,26 @@ class Cluster:
         """The pods' limits and (process pods of a root server) uids."""
         self.pool = pool
         self.cpu_shares = cpu_shares
-        """Whether the process executor weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
+        """Whether the process pod runner weighs containers' CPU time by their cpu requests (Kubernetes' cpu.shares)."""
         self.images = images
-        """The images the nodes hold (the process executor runs only those); None: any image runs on the host."""
+        """The images the nodes hold (the process pod runner runs only those); None: any image runs on the host."""
         self.error_categories = error_categories
         """How its executor categorizes failed pods (Armada's executor `errorCategories`)."""
         self.namespaces = frozenset([*BUILT_IN_NAMESPACES, *namespaces])
-        self.node_groups = list(node_groups)
+        self.node_sets = list(node_sets)
         self.nodes: list[Node] = []
-        for group in self.node_groups:
-            for n in range(group.nodes):
-                name = f"{group.name}-{n}"
-                labels = {**group.labels, HOSTNAME_LABEL: name}
+        for node_set in self.node_sets:
+            for n in range(node_set.nodes):
+                name = f"{node_set.name}-{n}"
+                labels = {**node_set.labels, HOSTNAME_LABEL: name}
                 node = Node(
-                    len(self.nodes), name, group, labels, tuple(group.taints), _with_disk(group.capacity), executor
+                    len(self.nodes),
+                    name,
+                    node_set,
+                    labels,
+                    tuple(node_set.taints),
+                    _with_disk(node_set.capacity),
+                    executor,
                 )
                 self.nodes.append(node)
         self.total: dict[str, int] = {}
@@ -287,7 +297,7 @@ class Cluster:
             folder = base if base is not None else pathlib.Path.cwd()
             images = ImageCatalogue.from_entries(spec.images, folder, spec.imagePullFailureGraceSeconds, origin)
         return cls(
-            spec.node_groups,
+            spec.node_sets,
             spec.pool,
             spec.namespaces,
             spec.errorCategories,
@@ -304,15 +314,15 @@ class Cluster:
 
     @classmethod
     def default(cls) -> Cluster:
-        """An amd64 group and an arm64 group tainted `kubernetes.io/arch=arm64:NoSchedule`."""
+        """An amd64 node set and an arm64 node set tainted `kubernetes.io/arch=arm64:NoSchedule`."""
         return cls.from_yaml(DEFAULT_CLUSTER_FILE)
 
     def has_namespace(self, name: str) -> bool:
         """Whether pods can be created in `name` (a pod in any other namespace fails, as on a cluster)."""
         return name in self.namespaces
 
-    def group(self, name: str) -> ClusterNodeGroup:
-        return next(g for g in self.node_groups if g.name == name)
+    def node_set(self, name: str) -> NodeSet:
+        return next(g for g in self.node_sets if g.name == name)
 
 
 def _with_disk(capacity: dict[str, int]) -> dict[str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Cluster", "ClusterNodeGroup", "EmbeddedArmada", "EmbeddedConfig", "JobView"]
+__all__ = ["Cluster", "NodeSet", "EmbeddedArmada", "EmbeddedConfig", "JobView"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
         from armada_flyte.embedded.config import EmbeddedConfig
 
         return EmbeddedConfig
-    if name in ("Cluster", "ClusterNodeGroup"):
+    if name in ("Cluster", "NodeSet"):
         from armada_flyte.cluster import cluster_file as cluster
 
         return getattr(cluster, name)

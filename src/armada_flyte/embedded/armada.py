@@ -19,7 +19,7 @@ from typing import Mapping, Optional
 
 from armada_client.armada import submit_pb2
 
-from armada_flyte.cluster.cluster_file import Cluster, ClusterNodeGroup
+from armada_flyte.cluster.cluster_file import Cluster, NodeSet
 from armada_flyte.cluster.ingress import IngressController
 from armada_flyte.cluster.secrets import SecretStore
 from armada_flyte.embedded.config import EmbeddedConfig
@@ -125,11 +125,11 @@ class EmbeddedArmada:
         return self
 
     def _make_pod_runner(self) -> PodRunner:
-        executor = self.config.executor
-        if not isinstance(executor, str):
-            return executor
-        if executor != "process":
-            return make_pod_runner(executor, fence=self.cluster.pod_fence)
+        kind = self.config.pod_runner
+        if not isinstance(kind, str):
+            return kind
+        if kind != "process":
+            return make_pod_runner(kind, fence=self.cluster.pod_fence)
         options = {
             "sandbox_root": self.config.sandbox_root,
             "private_prefixes": self.config.private_prefixes,
@@ -137,7 +137,7 @@ class EmbeddedArmada:
             "cpu_shares": self.cluster.cpu_shares,
             "fence": self.cluster.pod_fence,
         }
-        return make_pod_runner(executor, **options)
+        return make_pod_runner(kind, **options)
 
     def stop(self) -> None:
         """End event streams, stop serving, then stop scheduling and kill every pod still running."""
@@ -178,8 +178,8 @@ class EmbeddedArmada:
         ca_pem = cert.cert_pem if cert is not None else None
         url = self._kube_api.url
         self.kubeconfig = write_kubeconfig(path, kubeconfig_text(url, credential=credential, ca_pem=ca_pem))
-        if isinstance(plane.executor, ProcessPodRunner):
-            plane.executor.kubeconfig = functools.partial(
+        if isinstance(plane.pod_runner, ProcessPodRunner):
+            plane.pod_runner.kubeconfig = functools.partial(
                 kubeconfig_text, url, credential=pod_credential, ca_pem=ca_pem
             )
 
@@ -218,8 +218,8 @@ class EmbeddedArmada:
         return f"http://{HOST}:{self._ingress.port}"
 
     @property
-    def node_groups(self) -> list[ClusterNodeGroup]:
-        return list(self.cluster.node_groups)
+    def node_sets(self) -> list[NodeSet]:
+        return list(self.cluster.node_sets)
 
     @property
     def plane(self) -> ControlPlane:
@@ -254,7 +254,7 @@ class EmbeddedArmada:
             if job is None:
                 return None
             run = job.latest_run
-            group = run.node.group if run else None
+            group = run.node.node_set if run else None
             return JobView(
                 job_id=job.id,
                 queue=job.queue,
@@ -275,6 +275,6 @@ class EmbeddedArmada:
         return run.log.texts() if run else []
 
     def sandbox_of(self, job_id: str) -> Optional[pathlib.Path]:
-        """The folder a process-executor pod used as its private filesystem (None for other executors)."""
-        executor = self.plane.executor
-        return executor.sandbox_of(job_id) if isinstance(executor, ProcessPodRunner) else None
+        """The folder a process pod runner's pod used as its private filesystem (None for other pod runners)."""
+        runner = self.plane.pod_runner
+        return runner.sandbox_of(job_id) if isinstance(runner, ProcessPodRunner) else None

@@ -22,8 +22,8 @@ class EmbeddedConfig:
     """A `Cluster`, a path to a cluster YAML, or None for the default (amd64 and tainted arm64 groups)."""
     port: int = 0
     """The gRPC port on 127.0.0.1 (0: any free one)."""
-    executor: str | PodRunner = "process"
-    """"process" (pods run as local processes), "docker", or a `PodRunner` object of your own."""
+    pod_runner: str | PodRunner = "process"
+    """The pod runner: "process" (pods run as local processes), "docker", or a `PodRunner` object of your own."""
     queues: tuple[str, ...] = ("flyte",)
     """Queues created at start (a queue saved in `state_dir` keeps its settings)."""
     paused: bool = False
@@ -34,9 +34,9 @@ class EmbeddedConfig:
     """The class a job without one gets (Armada's `submission.defaultPriorityClassName`;
     armada-preemptible makes such jobs preemptible)."""
     sandbox_root: str | pathlib.Path | None = None
-    """Where process-executor pods get their private folders (None: a temporary folder)."""
+    """Where the process pod runner's pods get their private folders (None: a temporary folder)."""
     private_prefixes: tuple[str, ...] = DEFAULT_PRIVATE_PREFIXES
-    """Host paths process-executor pods can't see."""
+    """Host paths the process pod runner's pods can't see."""
     auth: tuple[str, ...] = field(default=(), repr=False)
     """Credentials ("basic:USER:PASSWORD", "bearer:TOKEN") every call must carry, as Armada requires; the
     Kubernetes API and the ingress controller require them too."""
@@ -63,8 +63,15 @@ class EmbeddedConfig:
     rebinding)."""
     idle_seconds: float = IDLE_SECONDS
     """How long a connection to the Kubernetes API or the ingress controller may idle before it is dropped."""
+    executor: str | PodRunner | None = field(default=None, repr=False)
+    """The old spelling of `pod_runner`, still accepted (it then reads None)."""
 
     def __post_init__(self) -> None:
+        if self.executor is not None:  # the old spelling of pod_runner
+            if self.pod_runner != "process" and self.pod_runner is not self.executor:
+                raise InvalidConfig("executor", self.executor, "give only pod_runner (executor is its old spelling)")
+            object.__setattr__(self, "pod_runner", self.executor)
+            object.__setattr__(self, "executor", None)
         object.__setattr__(self, "queues", tuple(self.queues))
         object.__setattr__(self, "auth", tuple(self.auth))
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))

@@ -40,7 +40,7 @@ def node_info(node: Node, pool: str, runs: Mapping[str, int]) -> executorapi_pb2
         available_resources=resources,
         total_resources=resources,
         run_ids_by_state=dict(runs),
-        node_type=node.group.name,
+        node_type=node.node_set.name,
         pool=pool,
     )
 

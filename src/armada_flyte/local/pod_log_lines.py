@@ -27,7 +27,7 @@ _TOOL_FRAME = re.compile(r'^\s*File "[^"]*[/\\](site-packages|src)[/\\](flyte|ar
 CONTINUATION_INDENT = 16
 """A record's further lines start under its message, past the time column (`HH:MM:SS.ffffff `) at least."""
 NOTE_PREFIX = "[armada-flyte "
-"""Lines our servers write into a pod's log (`[armada-flyte dev] node group arm64 is arm64 but ...`)."""
+"""Lines our servers write into a pod's log (`[armada-flyte dev] node set arm64 is arm64 but ...`)."""
 
 _notes_seen: set[str] = set()
 _notes_lock = threading.Lock()

@@ -253,7 +253,7 @@ def local_stack(
     blob_port: int = 0,
     queue: str = "flyte",
     cluster: Optional[pathlib.Path] = None,
-    executor: str = "process",
+    pod_runner: str = "process",
     visibility_delay: float = 0.0,
     paused: bool = False,
     blob_store: bool = True,
@@ -301,7 +301,7 @@ def local_stack(
             EmbeddedConfig(
                 cluster=cluster,
                 port=armada_port,
-                executor=executor,
+                pod_runner=pod_runner,
                 queues=(queue,),
                 visibility_delay=visibility_delay,
                 paused=paused,

@@ -119,7 +119,7 @@ class NodeAgent:
                 self.api.merge_patch(path, {"metadata": metadata, "spec": node_objects.node_spec(node)})
             self._post_node_status(node)
             self._renew_lease(node)
-            log.info("node %s registered (%s)", node.name, node.group.describe())
+            log.info("node %s registered (%s)", node.name, node.node_set.describe())
         self.registered.set()
 
     def _post_node_status(self, node: Node) -> None:
@@ -251,8 +251,8 @@ class NodeAgent:
             pod_name=held.name,
             namespace=held.namespace,
             node=held.node.name,
-            node_group=held.node.group.name,
-            architecture=held.node.group.architecture,
+            node_set=held.node.node_set.name,
+            architecture=held.node.node_set.architecture,
             pod=message,
             log=held.log,
             labels=labels,

@@ -89,7 +89,7 @@ def node_status(node: Node, kubelet_port: int, now: datetime.datetime, started: 
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": node.name}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "nodeInfo": {
-            "architecture": node.group.architecture,
+            "architecture": node.node_set.architecture,
             "operatingSystem": "linux",
             "kubeletVersion": AGENT_VERSION,
             "kubeProxyVersion": "",

@@ -36,7 +36,7 @@ def make_pod_runner(kind: str, **options: object) -> PodRunner:
         from armada_flyte.pod_runner.docker import DockerPodRunner
 
         return DockerPodRunner(**options)  # type: ignore[arg-type]
-    raise InvalidConfig("executor", kind, f"use one of {', '.join(POD_RUNNER_KINDS)}")
+    raise InvalidConfig("pod_runner", kind, f"use one of {', '.join(POD_RUNNER_KINDS)}")
 
 
 __all__ = [

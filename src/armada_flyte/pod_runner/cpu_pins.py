@@ -1,11 +1,11 @@
-"""Which host CPUs the process executor pins a container to: the kubelet's static CPU manager policy.
+"""Which host CPUs the process pod runner pins a container to: the kubelet's static CPU manager policy.
 
 Armada makes every pod's requests equal its limits, so every pod is Guaranteed. Under the static
 policy a Guaranteed container that asks for a whole number of CPUs gets that many CPUs of its
 own; any other container (250m, 1500m) runs in the shared pool, on every CPU, its limit being a
 CFS quota (a time share, not fewer cores). Here a whole-CPU container is pinned to the CPUs the
 fewest pinned containers use right now (so two 1-CPU pods on a 2-CPU machine get one each), and
-a fractional one is not pinned: the process executor enforces no quota (the docker executor
+a fractional one is not pinned: the process pod runner enforces no quota (the docker pod runner
 does). A container asking for as many CPUs as the host has, or more, is not pinned either.
 """
 

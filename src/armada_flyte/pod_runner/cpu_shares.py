@@ -1,7 +1,7 @@
 """A container's CPU weight from its cpu request, as Kubernetes' cpu.shares gives it, as a nice level.
 
 The kubelet gives each container `cpu.shares` = request in cores x 1024 (at least 2): under
-contention, CPU time is split in proportion to requests. The process executor has no cgroups to
+contention, CPU time is split in proportion to requests. The process pod runner has no cgroups to
 set, so it picks the nice level whose scheduler weight (the kernel's `sched_prio_to_weight`, 1024
 at nice 0, about 1.25 times less per level) comes closest; it never raises a priority above nice 0.
 """

@@ -1,4 +1,4 @@
-"""The docker pod runner: each leased pod runs as containers of its images, on its node group's architecture.
+"""The docker pod runner: each leased pod runs as containers of its images, on its node set's architecture.
 
 Containers run as Kubernetes runs them: init containers one after another, each to success,
 then all main containers together; the pod ends when all main containers have. Volumes are
@@ -8,7 +8,7 @@ ends OOMKilled.
 
 With Docker and QEMU binfmt installed, an arm64 pod really runs as linux/arm64 on an amd64
 machine (emulated, so slower). Containers share the host network, so pods reach the embedded
-server and a local blob store on 127.0.0.1 as the process executor's pods do.
+server and a local blob store on 127.0.0.1 as the process pod runner's pods do.
 
 Containers are fenced (`pod_fence.py`): every capability dropped and only the ones Kubernetes'
 container runtime leaves a container added back (containerd's default set, `defaultUnixCaps` in
@@ -172,8 +172,8 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
-                f"node group {pod.node_group} is {pod.architecture} and this host is {self.host_architecture}: "
-                f"the docker executor runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
+                f"node set {pod.node_set} is {pod.architecture} and this host is {self.host_architecture}: "
+                f"the docker pod runner runs this pod as linux/{pod.architecture} under emulation (QEMU binfmt).",
             )
         ends: list[ContainerEnd] = []
         for spec in pod.pod.initContainers:
@@ -281,7 +281,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         held = self._platform_held(image)
         if held is None:
             raise _PodCannotStart(
-                f"image {image} could not be pulled for {platform} (node group {pod.node_group}): "
+                f"image {image} could not be pulled for {platform} (node set {pod.node_set}): "
                 f"{pull_error or 'Docker has no image of that name'}"
             )
         tried = (
@@ -291,7 +291,7 @@ class DockerPodRunner(PodThreads[_PodContainer]):
         )
         held_architecture = held.split("/")[1]
         raise _PodCannotStart(
-            f"image {image} has no {platform} variant, which node group {pod.node_group} needs: Docker holds it for "
+            f"image {image} has no {platform} variant, which node set {pod.node_set} needs: Docker holds it for "
             f"{held} only, and {tried}. Build the image for {platform} too (a multi-platform image, e.g. "
             f"`docker buildx build --platform linux/amd64,linux/arm64`), or pin the pod to {held_architecture} nodes "
             f"(nodeSelector kubernetes.io/arch={held_architecture})."
@@ -344,7 +344,7 @@ def _connect() -> Any:
         client.ping()
     except (docker.errors.DockerException, requests.RequestException) as exc:
         raise InvalidConfig(
-            "executor", "docker", f"no Docker daemon is reachable ({exc}); start Docker or use the process executor"
+            "pod_runner", "docker", f"no Docker daemon is reachable ({exc}); start Docker or use the process pod runner"
         ) from None
     return client
 

@@ -35,7 +35,8 @@ class PodLaunch:
     pod_name: str
     namespace: str
     node: str
-    node_group: str
+    node_set: str
+    """The name of the cluster file's node set the node belongs to."""
     architecture: str
     pod: Any
     log: PodLog

@@ -116,7 +116,7 @@ def root_refused(container: str) -> str:
     return (
         f"container {container} asks for securityContext.runAsUser 0, but process pods run on the host itself, "
         "where uid 0 is the host's root: leave runAsUser out (the pod runs as an unprivileged uid of its own), "
-        "or use the docker executor"
+        "or use the docker pod runner"
     )
 
 

@@ -1,4 +1,4 @@
-"""The process executor's container shim: the one process between the server and a container's processes.
+"""The process pod runner's container shim: the one process between the server and a container's processes.
 
 It plays containerd's shim for one container, with the standard library only (it runs as
 `python -I -S pod_shim.py`, compiled, so nothing of the server's environment or packages comes along; that
@@ -65,7 +65,7 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SERVER_GONE = signal.SIGUSR1
 SLOWEST_CHECK_SECONDS = 0.1
 CPU_NICE = "ARMADA_FLYTE_CPU_NICE"
-"""The nice level the container runs at (set by the process executor, removed before the container starts)."""
+"""The nice level the container runs at (set by the process pod runner, removed before the container starts)."""
 FASTEST_CHECK_SECONDS = 0.002
 DATA_HEADROOM_BYTES = 1 << 30
 """How far past its memory limit one process may map private writable memory (RLIMIT_DATA): a hard stop for

@@ -6,7 +6,7 @@ and fails with the exit code of the first that failed. Each container is a proce
 through the container shim (`pod_shim.py`), which ends the container's processes with it, with
 the server (even on SIGKILL), and when they go over the container's memory limit (OOMKilled).
 Every container's stdout and stderr become the job's log. Pods run on this machine's CPU: when
-the pod's node group has another architecture, the log and job details say so plainly. Pods are
+the pod's node set has another architecture, the log and job details say so plainly. Pods are
 fenced (`pod_fence.py`): limits on processes and file size, and, when the server is root, a uid of
 their own and a view of the host without the server's home (`host_view.py`).
 """
@@ -172,7 +172,7 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
 
     def _failed(self, pod: PodLaunch, exc: Exception) -> PodEnd:
         log.exception("running pod %s failed", pod.pod_name)
-        return PodEnd(128, f"the process executor failed to run the pod: {exc}")
+        return PodEnd(128, f"the process pod runner failed to run the pod: {exc}")
 
     def _after(self, pod: PodLaunch) -> None:
         with self._lock:
@@ -202,18 +202,18 @@ class ProcessPodRunner(PodThreads[_PodProcess]):
             given = [*container.command, *container.args]
             if not (image.argv(list(container.command), list(container.args)) if image else given):
                 error = (
-                    f"container {container.name} has no command or args: the process executor cannot run the "
+                    f"container {container.name} has no command or args: the process pod runner cannot run the "
                     "image's own entrypoint unless the cluster file's images section gives it; give the command "
-                    "in the pod spec, or use the docker executor"
+                    "in the pod spec, or use the docker pod runner"
                 )
                 pod.log.write("stderr", error)
                 return PodEnd(128, error, (ContainerEnd(container.name, 128, "StartError", error),))
         if pod.architecture != self.host_architecture:
             reporter.note(
                 pod.run_id,
-                f"node group {pod.node_group} is {pod.architecture} but this host is {self.host_architecture}: "
-                f"the process executor ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
-                f"To run it on {pod.architecture}, use the docker executor with QEMU binfmt installed.",
+                f"node set {pod.node_set} is {pod.architecture} but this host is {self.host_architecture}: "
+                f"the process pod runner ran this pod natively on {self.host_architecture}, not on {pod.architecture}. "
+                f"To run it on {pod.architecture}, use the docker pod runner with QEMU binfmt installed.",
             )
         uid = self.uids.take() if self.uids is not None else None
         if uid is not None and any(run_as_user(pod.pod, c) for c in [*pod.pod.initContainers, *pod.pod.containers]):

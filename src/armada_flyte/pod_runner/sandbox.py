@@ -1,4 +1,4 @@
-"""A pod's private filesystem for the process executor: one folder per pod.
+"""A pod's private filesystem for the process pod runner: one folder per pod.
 
 Inside a container, paths such as /opt/flyte/ belong to that pod alone. Run as a local process,
 those paths are mapped into the pod's sandbox folder wherever they appear in its arguments,

@@ -1,5 +1,5 @@
 """Tasks for what a person sees in a local run: output, a failure, a retry, a timeout, an OOM kill, and two calls
-of one task at once on arm64 (where the embedded server's process executor adds a note to each pod's log)."""
+of one task at once on arm64 (where the embedded server's process pod runner adds a note to each pod's log)."""
 
 from __future__ import annotations
 

@@ -31,12 +31,12 @@ from armada_flyte.pod_runner import PodRunner
 
 
 class ControlPlane:
-    """Queues, jobs, runs and their events; the API, the scheduler and the executor work through it."""
+    """Queues, jobs, runs and their events; the API, the scheduler and the pod runner work through it."""
 
     def __init__(
         self,
         cluster: Cluster,
-        executor: PodRunner,
+        pod_runner: PodRunner,
         *,
         visibility_delay: float = 0.0,
         paused: bool = False,
@@ -56,7 +56,7 @@ class ControlPlane:
         self.events = self._state.events
         self.queues = self._state.queues
         self.runs = RunLifecycle(
-            self._state, executor, secrets if secrets is not None else SecretStore(), ingress, paused
+            self._state, pod_runner, secrets if secrets is not None else SecretStore(), ingress, paused
         )
         self.commands = Commands(self._state, self.runs, default_priority_class)
         self.queries = Queries(self._state, visibility_delay)
@@ -64,8 +64,8 @@ class ControlPlane:
         self._restore(saved)
 
     @property
-    def executor(self) -> PodRunner:
-        return self.runs.executor
+    def pod_runner(self) -> PodRunner:
+        return self.runs.pod_runner
 
     @property
     def write_health(self) -> WriteHealth:
@@ -82,7 +82,7 @@ class ControlPlane:
         # The store is closed before the pods are killed: what their deaths do to their jobs is decided
         # at the next start (as after a kill -9), not by the exit codes of pods killed at stop.
         self._state.store.close()
-        self.executor.shutdown()
+        self.pod_runner.shutdown()
 
     def pause(self) -> None:
         """Leases stay LEASED until `resume`, as if the executor had stopped pulling work."""

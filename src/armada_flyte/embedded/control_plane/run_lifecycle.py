@@ -1,6 +1,6 @@
-"""The life of a run: leased, handed to the executor, pending, running, and ended by the pod, a kill or a loss.
+"""The life of a run: leased, handed to the pod runner, pending, running, and ended by the pod, a kill or a loss.
 
-The executor reports back through the `RunReporter` methods (`pending`, `running`, `finished`,
+The pod runner reports back through the `RunReporter` methods (`pending`, `running`, `finished`,
 `note`); commands end runs through `cancel`, `preempt` and `return_lease`. Every change happens
 under the plane's lock and is recorded as an event on the job's job set; pods are launched and
 killed outside it.
@@ -37,18 +37,18 @@ Kill = tuple[str, float]
 
 
 class RunLifecycle:
-    """Moves runs through their states; the `RunReporter` the executor reports to."""
+    """Moves runs through their states; the `RunReporter` the pod runner reports to."""
 
     def __init__(
         self,
         state: PlaneState,
-        executor: PodRunner,
+        pod_runner: PodRunner,
         secrets: SecretStore,
         ingress: Optional[IngressController],
         paused: bool,
     ):
         self._state = state
-        self.executor = executor
+        self.pod_runner = pod_runner
         self._secrets = secrets
         self._ingress = ingress
         """Routes the hosts of running jobs' ingresses to their pods; None: ingress info is still sent."""
@@ -79,7 +79,7 @@ class RunLifecycle:
         state.backlogs[job.queue].discard(job)
         job.move_to(JobState.LEASED)
         state.events.append("leased", job, cluster_id=node.executor, pool=state.cluster.pool)
-        group = node.group
+        group = node.node_set
         item = job.item
         return PodLaunch(
             run.id,
@@ -122,7 +122,7 @@ class RunLifecycle:
                 self._cannot_start(launch, str(exc))
                 continue
             try:
-                self.executor.launch(dataclasses.replace(launch, secrets=resolved), self)
+                self.pod_runner.launch(dataclasses.replace(launch, secrets=resolved), self)
             except Exception as exc:
                 log.exception("the executor failed to launch pod %s", launch.pod_name)
                 self.finished(launch.run_id, 128, f"executor failed to launch the pod: {exc}")
@@ -268,7 +268,7 @@ class RunLifecycle:
 
     def kill(self, kills: list[Kill]) -> None:
         for run_id, grace in kills:
-            self.executor.kill(run_id, grace)
+            self.pod_runner.kill(run_id, grace)
 
     # Runs lost or given back
 

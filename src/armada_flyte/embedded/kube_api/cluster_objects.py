@@ -47,7 +47,7 @@ def node_object(node: Node) -> dict[str, Any]:
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
             "addresses": [{"type": "InternalIP", "address": POD_IP}, {"type": "Hostname", "address": node.name}],
             "nodeInfo": {
-                "architecture": node.group.architecture,
+                "architecture": node.node_set.architecture,
                 "operatingSystem": "linux",
                 "kubeletVersion": KUBERNETES_VERSION["gitVersion"],
             },

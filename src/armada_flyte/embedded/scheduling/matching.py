@@ -132,8 +132,8 @@ class ExcludedNodes:
     def add(self, node: Node, mismatch: Mismatch) -> None:
         self.counts[mismatch.message] += 1
         named = self._groups.setdefault(mismatch.message, [])
-        if node.group.name not in named:
-            named.append(node.group.name)
+        if node.node_set.name not in named:
+            named.append(node.node_set.name)
 
     def lines(self) -> list[str]:
         """A line per reason, as Armada's reports print it: tab, count, tab, reason (and its node groups)."""

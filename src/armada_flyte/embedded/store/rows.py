@@ -161,7 +161,7 @@ def _run_from_record(
 def _gone_node(name: str, cluster: Cluster) -> Node:
     """A node the cluster file no longer has: kept by name for the record, never placed on."""
     template = cluster.nodes[0]
-    return Node(-1, name, template.group, {}, (), {}, template.executor)
+    return Node(-1, name, template.node_set, {}, (), {}, template.executor)
 
 
 class EventFieldsEncoder:
