@@ -24,8 +24,11 @@ PROJECT = os.path.join(os.path.dirname(__file__), "project")
 
 SCRIPT = textwrap.dedent(
     """
-    import json, logging, sys
+    import json, logging, signal, sys
     import flyte
+
+    # Ctrl-C as a terminal delivers it, however the test was started (a background job inherits SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import armada_flyte
     from armada_flyte.local.stack import LocalEndpoints
 
@@ -89,7 +92,10 @@ def test_a_sync_run_stopped_by_a_signal_cancels_its_armada_job(stack, tmp_path, 
             assert time.monotonic() < deadline, "the job never started: " + log.read_text()
             time.sleep(0.05)
         run.send_signal(stop)
-        run.wait(timeout=60)
+        try:
+            run.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the run did not end within 60 s of {stop.name}: {log.read_text()}") from None
     finally:
         if run.poll() is None:
             run.kill()

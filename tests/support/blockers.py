@@ -39,7 +39,7 @@ def fill_group(
     ids = [item.job_id for item in client.submit_jobs(queue, job_set, items).job_response_items]
     try:
         for job_id in ids:
-            wait_for_state(client, job_id, JobState.RUNNING, timeout=30)
+            wait_for_state(client, job_id, JobState.RUNNING, timeout=120)  # real Armada, loaded: cycles and leases
         yield ids
     finally:
         client.cancel_jobset(queue, job_set, [])
