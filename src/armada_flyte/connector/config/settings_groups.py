@@ -51,7 +51,9 @@ def _text_list(value: Any, split: Any = None) -> Any:
 
 
 class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    """Every group: frozen, unknown names are errors, numbers finite (NaN and infinity refused, naming the field)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
 
 class ArmadaConnection(_Group):
