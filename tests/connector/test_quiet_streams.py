@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import pathlib
 import sys
+import threading
 import time
 from typing import Iterator
 
+import grpc
 import pytest
+from armada_client.armada import event_pb2, event_pb2_grpc
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.connector.armada.channels import keepalive_options
+from armada_flyte.connector.armada.channels import keepalive_options, open_channel
 from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
 from support.armada_templates import execution_metadata, python_template
@@ -59,6 +62,34 @@ def test_keepalive_pings_within_armadas_enforcement_policy():
     assert options["grpc.http2.max_pings_without_data"] == 0  # a silent watch stays checked
     with pytest.raises(ValueError, match="grpc_keepalive_seconds"):
         ArmadaConnection(grpc_keepalive_seconds=5)
+
+
+def test_a_silent_watch_pinged_as_often_as_armada_allows_is_not_sent_away(armada):
+    """Pings every 10 s (Armada's minTime) on a watch that carries nothing: the server takes them (without
+    its policy, gRPC's default refuses them, GOAWAY too_many_pings after the third, and the stream breaks)."""
+    connection = ArmadaConnection(armada_url=armada.url, grpc_keepalive_seconds=ARMADA_KEEPALIVE_MIN_SECONDS)
+    channel = open_channel(connection, armada.url, aio=False)
+    request = event_pb2.JobSetRequest(id="silent-watch", queue="flyte", watch=True)
+    stream = event_pb2_grpc.EventStub(channel).GetJobSetEvents(request)
+    ended: list[object] = []
+
+    def read() -> None:
+        try:
+            for _ in stream:
+                pass
+            ended.append("the server ended the stream")
+        except grpc.RpcError as exc:
+            ended.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        reader.join(4.5 * ARMADA_KEEPALIVE_MIN_SECONDS)  # four pings: one past gRPC's default strike limit
+        assert not ended, ended
+    finally:
+        stream.cancel()
+        reader.join(10)
+        channel.close()
 
 
 def _ends_while_streams_are_held(
