@@ -54,7 +54,7 @@ def test_local_runs_read_an_error_file_over_the_cap_as_the_tasks_failure_not_who
     error = _read_local(tmp_path)
     assert error is not None and error.code == "ErrorFileTooLarge"
     assert error.kind == "system" and not error.recoverable
-    assert f"cap of {MAX_ERROR_FILE_BYTES} bytes" in error.message and "error.pb" in error.message
+    assert f"over the {MAX_ERROR_FILE_BYTES}-byte cap" in error.message and "error.pb" in error.message
 
     monkeypatch.setattr(error_file, "MAX_ERROR_FILE_BYTES", 64)  # a file of 65 bytes: one byte over
     (tmp_path / "error.pb").write_bytes(b"x" * 65)

@@ -68,7 +68,7 @@ async def read_task_error(
         else:
             data = await asyncio.wait_for(_read_with_flyte_storage(path, MAX_ERROR_FILE_BYTES), timeout)
     except ErrorFileTooLarge as exc:
-        return _bad_error_file(TOO_LARGE, f"{path} is {exc.size_said} bytes")
+        return _too_large(path, exc.size)
     except asyncio.TimeoutError:
         raise ErrorFileUnreadable(f"{store} is unreachable: no answer within {timeout:.1f}s reading {path}") from None
     except Exception as exc:  # storage not reachable, permissions, ...
@@ -81,15 +81,17 @@ async def read_task_error(
     try:
         return parse_error_document(data)
     except ErrorFileUnparseable as exc:
-        return _bad_error_file(UNPARSEABLE, f"{path} ({len(data)} bytes) is not an ErrorDocument: {exc}")
+        return _bad_error_file(
+            UNPARSEABLE, f"{path} ({len(data)} bytes) is not an ErrorDocument ({exc}): something other than a0 wrote it"
+        )
 
 
 class ErrorFileTooLarge(Exception):
-    """error.pb is over the cap; `size_said` is its size as far as it is known ("over N")."""
+    """error.pb is over the cap; `size` is its size in bytes when the store said it (0: not known)."""
 
-    def __init__(self, size_said: str) -> None:
-        super().__init__(size_said)
-        self.size_said = size_said
+    def __init__(self, size: int = 0) -> None:
+        super().__init__(size)
+        self.size = size
 
 
 class ErrorFileUnparseable(ValueError):
@@ -99,14 +101,17 @@ class ErrorFileUnparseable(ValueError):
 def _bad_error_file(code: str, what: str) -> TaskError:
     """The task's failure for an error.pb the connector won't read: not recoverable (a retry writes the
     same file), SYSTEM (a0 did not say what the task raised)."""
-    if code == TOO_LARGE:
-        fix = (
-            f"over the connector's cap of {MAX_ERROR_FILE_BYTES} bytes (MAX_ERROR_FILE_BYTES); a0 writes a few kB, "
-            "so something else wrote error.pb: whether the task raised is unknown"
-        )
-    else:
-        fix = "something other than a0 wrote error.pb, or it was cut short: whether the task raised is unknown"
-    return TaskError(code=code, message=f"{code}: {what}, {fix}", kind="system", recoverable=False)
+    message = f"{code}: {what}; whether the task raised is unknown"
+    return TaskError(code=code, message=message, kind="system", recoverable=False)
+
+
+def _too_large(path: str, size: int) -> TaskError:
+    said = f"{size} bytes" if size else "larger"
+    return _bad_error_file(
+        TOO_LARGE,
+        f"{path} is {said}, over the {MAX_ERROR_FILE_BYTES}-byte cap the connector reads (MAX_ERROR_FILE_BYTES); "
+        "a0 writes a few kB, so something else wrote it",
+    )
 
 
 def parse_error_document(data: bytes) -> TaskError:
@@ -148,7 +153,7 @@ async def _read_s3(path: str, blob: BlobSettings, cap: int) -> Optional[bytes]:
         return None
     size = result.meta["size"]
     if size > cap:
-        raise ErrorFileTooLarge(str(size))
+        raise ErrorFileTooLarge(size)
     return await _at_most(result.stream(min_chunk_size=READ_CHUNK_BYTES), cap)
 
 
@@ -167,7 +172,7 @@ async def _read_with_flyte_storage(path: str, cap: int) -> Optional[bytes]:
 
     data = await asyncio.to_thread(read)
     if len(data) > cap:
-        raise ErrorFileTooLarge(f"over {cap}")
+        raise ErrorFileTooLarge()
     return data
 
 
@@ -177,5 +182,5 @@ async def _at_most(chunks: Any, cap: int) -> bytes:
     async for chunk in chunks:
         data += bytes(chunk)
         if len(data) > cap:
-            raise ErrorFileTooLarge(f"over {cap}")
+            raise ErrorFileTooLarge()
     return bytes(data)
