@@ -20,7 +20,11 @@ ask about it, whichever came later (the polls that follow an end, while a0's err
 stay free, even when the job was last asked about long before it ended), and a job nobody asks
 about for `status_idle_seconds` leaves too.
 
-Just over 400 lines: the stream followers and the bulk fallback share one job table and one loop,
+Nothing freezes: a stream lives at most `status_stream_max_age_seconds` (then resumes from its last
+message id), and a live stream's jobs are also checked in bulk once a `status_live_check_seconds`, so a
+connection that went quiet without closing holds no state longer.
+
+Under 500 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
 in `job_set_streams`).
 """
