@@ -22,12 +22,14 @@ from armada_client.armada import event_pb2, event_pb2_grpc
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.connector.armada.channels import keepalive_options, open_channel
+from armada_flyte.connector.armada.channels import authorization_metadata, keepalive_options, open_channel
 from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
+from support.armada_channels import bed_authorization
 from support.armada_templates import execution_metadata, python_template
 from support.c0_service import poll_until_done, running_c0
 from support.flyte_backend import TERMINAL
+from support.pods import unique
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
 from counting_proxy import CountingProxy, counting_proxy  # noqa: E402
@@ -70,7 +72,9 @@ def test_a_silent_watch_pinged_as_often_as_armada_allows_is_not_sent_away(armada
     connection = ArmadaConnection(armada_url=armada.url, grpc_keepalive_seconds=ARMADA_KEEPALIVE_MIN_SECONDS)
     channel = open_channel(connection, armada.url, aio=False)
     request = event_pb2.JobSetRequest(id="silent-watch", queue="flyte", watch=True)
-    stream = event_pb2_grpc.EventStub(channel).GetJobSetEvents(request)
+    stream = event_pb2_grpc.EventStub(channel).GetJobSetEvents(
+        request, metadata=authorization_metadata(bed_authorization())
+    )
     ended: list[object] = []
 
     def read() -> None:
@@ -105,7 +109,7 @@ def _ends_while_streams_are_held(
         template = python_template(WAIT_THEN_EXIT_0)
         template.container.args.extend(["--go", str(go)])
         request = connector_pb2.CreateTaskRequest(
-            template=template, output_prefix="", task_execution_metadata=execution_metadata(run="quiet")
+            template=template, output_prefix="", task_execution_metadata=execution_metadata(run=go.name)
         )
         meta = c0.CreateTask(request, timeout=60).resource_meta
         poll_until_done(c0, meta, {TaskExecution.RUNNING}, timeout=120)
@@ -123,7 +127,7 @@ def test_a_stream_gone_quiet_without_closing_holds_states_no_longer_than_the_str
         proxy,
         armada.url,
         tmp_path,
-        pods_tmp_path / "go-age",
+        pods_tmp_path / unique("quiet-age"),
         status_stream_max_age_seconds=str(SHORT),
         status_live_check_seconds="3600",  # only the stream's age can end the wait
     )
@@ -136,7 +140,7 @@ def test_a_live_streams_jobs_are_checked_in_bulk_once_a_period(armada, proxy, tm
         proxy,
         armada.url,
         tmp_path,
-        pods_tmp_path / "go-check",
+        pods_tmp_path / unique("quiet-check"),
         status_stream_max_age_seconds="3600",  # only the bulk check can end the wait
         status_live_check_seconds=str(SHORT),
     )
