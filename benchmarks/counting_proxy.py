@@ -3,7 +3,8 @@ counted inside its server, so both servers' calls are counted here, where they a
 
 It forwards bytes (it decodes nothing but SubmitJobs, whose requests it keeps so a benchmark can send the
 same jobs in the same batches again with the raw `armada_client`). As a script, `counting_proxy.py
-UPSTREAM` prints its address, then answers each line on stdin (`counts`, `submits`, `forget-submits`)
+UPSTREAM` prints its address, then answers each line on stdin (`counts`, `submits`, `forget-submits`,
+`freeze-streams`, `thaw-streams`)
 with one JSON line; it stops at the end of stdin.
 """
 
@@ -26,6 +27,11 @@ STREAMING = frozenset({"/api.Event/GetJobSetEvents", "/api.Event/Watch"})
 """The Armada methods that answer with a stream; every other one is unary."""
 SUBMIT_JOBS = "/api.Submit/SubmitJobs"
 MESSAGE_LIMIT = [("grpc.max_receive_message_length", 64 * 1024 * 1024), ("grpc.max_send_message_length", -1)]
+ARMADA_KEEPALIVE_POLICY = [
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+"""Armada's server's keepaliveEnforcementPolicy (minTime 10s, permitWithoutStream), so clients' pings pass as there."""
 NOT_FORWARDED = frozenset({"user-agent", "content-type", "te", "grpc-timeout", "grpc-accept-encoding"})
 
 
@@ -44,6 +50,8 @@ class Tally:
         self._changed: float | None = None
         self._first: float | None = None
         self._last: float | None = None
+        self.streams_frozen = False
+        """Stream replies are held, the streams left open: a connection that stops forwarding without closing."""
 
     def _advance(self) -> float:
         now = time.monotonic()
@@ -77,6 +85,9 @@ class Tally:
                     "most_in_flight": self._most_submits_in_flight,
                     "mean_in_flight": self._mean_in_flight(),
                 }
+            if command in ("freeze-streams", "thaw-streams"):
+                self.streams_frozen = command == "freeze-streams"
+                return {}
             if command == "forget-submits":
                 self._submits, self._most_submits_in_flight = [], self._submits_in_flight
                 self._in_flight_seconds, self._changed, self._first, self._last = 0.0, time.monotonic(), None, None
@@ -106,6 +117,8 @@ def _handler(channel: grpc.aio.Channel, tally: Tally, method: str) -> grpc.RpcMe
             call = upstream_stream(request, metadata=_forwarded(context), timeout=context.time_remaining())
             try:
                 async for reply in call:
+                    while tally.streams_frozen:  # held, not dropped: the client sees a stream gone quiet
+                        await asyncio.sleep(0.05)
                     yield reply
             except grpc.aio.AioRpcError as error:
                 await context.abort(error.code(), error.details() or "")
@@ -144,7 +157,7 @@ class _Forwarder(grpc.GenericRpcHandler):
 async def _serve(upstream: str) -> None:
     tally = Tally()
     async with grpc.aio.insecure_channel(upstream, options=MESSAGE_LIMIT) as channel:
-        server = grpc.aio.server(options=MESSAGE_LIMIT)
+        server = grpc.aio.server(options=MESSAGE_LIMIT + ARMADA_KEEPALIVE_POLICY)
         server.add_generic_rpc_handlers((_Forwarder(channel, tally),))
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
@@ -193,6 +206,11 @@ class CountingProxy:
 
     def forget_submits(self) -> None:
         self._ask("forget-submits")
+
+    def freeze_streams(self, frozen: bool = True) -> None:
+        """Stop forwarding the event streams' messages (open ones and new ones) without closing them; unary
+        calls still pass. `False` forwards again."""
+        self._ask("freeze-streams" if frozen else "thaw-streams")
 
 
 @contextlib.contextmanager

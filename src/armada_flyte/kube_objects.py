@@ -13,9 +13,10 @@ from armada_flyte.kube import MAX_INT64, int64_text_problem, label_key_problem, 
 
 
 class StrictModel(BaseModel):
-    """Frozen, and unknown keys are errors: a typo in a config file never passes silently."""
+    """Frozen, and unknown keys are errors: a typo in a config file never passes silently. Numbers are
+    finite: NaN or infinity is refused, naming the field."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
 
 class Toleration(StrictModel):

@@ -70,3 +70,15 @@ def c0(armada, blob, tmp_path, request: pytest.FixtureRequest):
         armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
     with running_c0(env, tmp_path / "c0.log") as stub:
         yield stub
+
+
+@pytest.fixture
+def store(armada):
+    """A blob store of the test's own, its keys in the Secret the connector names to pods
+    (`BLOB_CREDENTIALS_SECRET`)."""
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY, LocalBlobServer
+
+    armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
+    server = LocalBlobServer().start()
+    yield server
+    server.stop()

@@ -55,6 +55,21 @@ def _metas(job_set: str, ids: list[str]) -> list[bytes]:
     ]
 
 
+def _two_job_sets_of_500(armada, names: tuple[str, str]) -> tuple[dict[str, list[str]], list[bytes]]:
+    """1000 jobs in flight, 500 in each job set of `names`: their ids by job set, and their tasks' metadata."""
+    sets = {job_set: _submit(armada, job_set, 500) for job_set in names}
+    return sets, [meta for job_set, ids in sets.items() for meta in _metas(job_set, ids)]
+
+
+def _env(armada, **settings: str) -> dict[str, str]:
+    """c0's environment for `armada`, with ARMADA_FLYTE_<NAME> `settings`."""
+    return {
+        "ARMADA_URL": armada.url,
+        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
+        **{f"ARMADA_FLYTE_{name.upper()}": value for name, value in settings.items()},
+    }
+
+
 def _calls(armada, methods: tuple[str, ...]) -> int:
     counts = armada.calls.counts()
     return sum(counts.get(method, 0) for method in methods)
@@ -74,15 +89,9 @@ def _all_ended(armada, ids: list[str]) -> bool:
 
 def test_1000_deletes_through_c0_cost_one_cancel_call_per_job_set(paused_armada, tmp_path):
     """An abort: every task deleted at once. Today's cost was a GetJobStatus and a CancelJobs per task."""
-    sets = {job_set: _submit(paused_armada, job_set, 500) for job_set in ("abort-a", "abort-b")}
-    metas = [meta for job_set, ids in sets.items() for meta in _metas(job_set, ids)]
-    env = {
-        "ARMADA_URL": paused_armada.url,
-        "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded",
-        # a quiet period longer than any pause between the test's 1000 sends, even under load
-        "ARMADA_FLYTE_CANCEL_BATCH_WINDOW_SECONDS": "1",
-        "ARMADA_FLYTE_CANCEL_BATCH_MAX_WAIT_SECONDS": "20",
-    }
+    sets, metas = _two_job_sets_of_500(paused_armada, ("abort-a", "abort-b"))
+    # a quiet period longer than any pause between the test's 1000 sends, even under load
+    env = _env(paused_armada, cancel_batch_window_seconds="1", cancel_batch_max_wait_seconds="20")
     with running_c0(env, tmp_path / "c0.log") as c0:
         before = paused_armada.calls.counts()
         deletes = [
@@ -215,3 +224,25 @@ def test_endings_a_bulk_refresh_finds_cost_calls_per_500_jobs(paused_armada, tmp
     # running as counting starts may have found some of the endings, leaving the rest to the next one
     assert lookups <= 2 * math.ceil(len(metas) / 500) + 1
     assert "exit code 1" in last[-1].resource.message and "on node" in last[-1].resource.message
+
+
+def test_jobs_on_live_streams_are_checked_in_bulk_within_the_round_bound(paused_armada, tmp_path):
+    """1000 tasks in flight on two live streams, their jobs checked in bulk once a `status_live_check_seconds`
+    per job set (here every round): the checks share the rounds' batched GetJobStatus calls, <= 3 a 3 s round."""
+    _, metas = _two_job_sets_of_500(paused_armada, ("live-a", "live-b"))
+    env = _env(paused_armada, status_live_check_seconds="3")
+    rounds = 4
+    with running_c0(env, tmp_path / "c0.log") as c0:
+        get_round(c0, metas, 3.0)  # the streams start, and catch up
+        before = _calls(paused_armada, ("GetJobStatus",))
+        started = time.monotonic()
+        for _ in range(rounds):
+            get_round(c0, metas, 3.0)
+        calls = _calls(paused_armada, ("GetJobStatus",)) - before
+        seconds = time.monotonic() - started
+    print(f"1000 in flight on live streams, {rounds} rounds in {seconds:.1f}s: {calls} GetJobStatus calls")
+    assert calls > 0  # the live streams' jobs were checked in bulk
+    # each check of both job sets is one batch of 1000 ids: 2 calls, once a period; a round of 3 s (or a
+    # longer one under load) holds at most one check more than its length in periods
+    assert calls <= 2 * (math.ceil(seconds / 3.0) + 1)
+    assert calls <= 3 * rounds + 2

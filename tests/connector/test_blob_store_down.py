@@ -12,14 +12,12 @@ import asyncio
 import pathlib
 import time
 
-import boto3
-import pytest
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte
 from armada_flyte.connector.service import ArmadaConnector
-from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, REGION, SECRET_KEY, LocalBlobServer
+from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY, LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template, run
 from support.c0_service import TERMINAL, poll_until_done, running_c0
@@ -47,13 +45,7 @@ def _template(outputs: str, go: pathlib.Path):
 
 
 def _error_file_written(store: LocalBlobServer, outputs: str) -> bool:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=store.endpoint,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name=REGION,
-    )
+    s3 = store.client()
     key = outputs.removeprefix(f"s3://{store.bucket}/") + "/error.pb"
     return s3.list_objects_v2(Bucket=store.bucket, Prefix=key).get("KeyCount", 0) > 0
 
@@ -70,14 +62,6 @@ def _assert_system_retryable(phase: int, message: str) -> None:
         "SYSTEM error" in message and "the blob store at http://127.0.0.1:" in message and "is unreachable" in message
     )
     assert "succeeded" not in message.lower()
-
-
-@pytest.fixture
-def store(armada):
-    armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
-    server = LocalBlobServer().start()
-    yield server
-    server.stop()
 
 
 def test_in_process_a_store_down_after_the_pod_wrote_error_pb_is_a_retryable_system_failure(

@@ -238,3 +238,34 @@ def test_a_registry_that_misbehaves_warns_and_lets_the_job_through(caplog):
                     image, Architecture.amd64, "train"
                 )
             )
+
+
+@pytest.mark.pure
+def test_the_cache_keeps_at_most_its_size_dropping_the_least_recently_used():
+    from armada_flyte.connector.submit.image_check import MAX_CACHED_IMAGES
+    from armada_flyte.registry.platforms import ImagePlatforms, Platform
+
+    asked: list[str] = []
+
+    def lookup(image: str) -> ImagePlatforms:
+        asked.append(image)
+        return ImagePlatforms(
+            image, "sha256:0", "application/vnd.oci.image.manifest.v1+json", (Platform("linux", "amd64"),)
+        )
+
+    check = ImagePlatformCheck(settings(image_platform_cache_seconds=3600), lookup=lookup, clock=Clock())
+
+    async def ask(*images: str) -> None:
+        for image in images:
+            await check.platforms(image)
+
+    images = [f"registry.example/team/image:{n}" for n in range(MAX_CACHED_IMAGES + 50)]
+    asyncio.run(ask(images[0], *images[1:MAX_CACHED_IMAGES]))  # full
+    asyncio.run(ask(images[0]))  # used again: the most recent now
+    asyncio.run(ask(*images[MAX_CACHED_IMAGES:]))  # 50 more push out the 50 least recently used
+    assert check.cached() == MAX_CACHED_IMAGES
+    asked.clear()
+    asyncio.run(ask(images[0], images[51]))
+    assert asked == []  # kept: used again, and recent enough
+    asyncio.run(ask(images[1]))
+    assert asked == [images[1]]  # dropped: asked again

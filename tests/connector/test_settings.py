@@ -149,3 +149,45 @@ def test_what_the_image_scripts_export_is_no_unknown_setting():
     names |= set(re.findall(r"\$\{?(ARMADA_FLYTE_[A-Z_]+)", (scripts / "build-runtime-image.sh").read_text()))
     assert {"ARMADA_FLYTE_REGISTRY", "ARMADA_FLYTE_BUILDER", "ARMADA_FLYTE_IMAGE_PARTS_STARTED"} <= names
     check_env_names({name: "x" for name in names})
+
+
+def _float_settings() -> list[tuple[str, str]]:
+    from armada_flyte.connector.config.settings import GROUPS
+
+    return [
+        (group, name)
+        for group, model in GROUPS.items()
+        for name, info in model.model_fields.items()
+        if info.annotation is float
+    ]
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
+def test_every_float_setting_refuses_what_is_not_finite_naming_the_setting(monkeypatch, value):
+    from armada_flyte.connector.config.settings_groups import ENV_PREFIX
+
+    floats = _float_settings()
+    assert len(floats) >= 20, floats  # every group's floats, found
+    for _, name in floats:
+        monkeypatch.setenv(f"{ENV_PREFIX}{name.upper()}", value)
+        with pytest.raises(InvalidConfig, match=f"^{name}=") as refused:
+            resolve_settings()
+        assert refused.value.field == name
+        monkeypatch.delenv(f"{ENV_PREFIX}{name.upper()}")
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_node_groups_and_armada_config_refuse_what_is_not_finite(value):
+    from pydantic import ValidationError
+
+    from armada_flyte import ArmadaConfig
+    from armada_flyte.connector.config.node_groups import NodeGroups
+
+    with pytest.raises(ValidationError, match="spill_after_seconds"):
+        NodeGroups(architectures={}, spill_after_seconds=value)
+    with pytest.raises(InvalidConfig, match="ArmadaConfig.priority"):
+        ArmadaConfig(priority=value)
+    with pytest.raises(InvalidConfig, match="ArmadaConfig.spill_after"):
+        ArmadaConfig(architecture=["arm64", "amd64"], spill_after=value)

@@ -149,17 +149,20 @@ class LocalBlobServer:
         self._create_bucket()
         return self
 
-    def _create_bucket(self) -> None:
+    def client(self) -> Any:
+        """A boto3 S3 client of this store, with its keys."""
         import boto3
 
-        client = boto3.client(
+        return boto3.client(
             "s3",
             endpoint_url=self.endpoint,
             aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
             region_name=REGION,
         )
-        client.create_bucket(Bucket=self.bucket)
+
+    def _create_bucket(self) -> None:
+        self.client().create_bucket(Bucket=self.bucket)
 
     def stop(self) -> None:
         if self._server is not None:

@@ -16,6 +16,8 @@ from armada_flyte.armada_names import MAX_IDS_PER_CALL
 from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
 MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+KEEPALIVE_TIMEOUT_SECONDS = 10.0
+"""How long a keepalive ping may go unanswered before the connection is closed (and made again)."""
 
 
 def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
@@ -24,11 +26,23 @@ def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
     `aio` picks grpc.aio (the connector) or the sync API (the doctor, the view, armada_client's sync client).
     """
     api = grpc.aio if aio else grpc
-    options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+    options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), *keepalive_options(settings)]
     if not settings.armada_tls:
         return api.insecure_channel(target, options=options)
     roots = settings.armada_ca_cert.read_bytes() if settings.armada_ca_cert else None
     return api.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
+
+
+def keepalive_options(settings: ArmadaConnection) -> list[tuple[str, int]]:
+    """Client keepalive within Armada's enforcement policy (minTime 10 s, permitWithoutStream: true): a ping
+    every `grpc_keepalive_seconds`, also with no call open and on a stream that sends nothing (gRPC's
+    default stops after two pings without data, which would leave a silent watch unchecked)."""
+    return [
+        ("grpc.keepalive_time_ms", int(settings.grpc_keepalive_seconds * 1000)),
+        ("grpc.keepalive_timeout_ms", int(KEEPALIVE_TIMEOUT_SECONDS * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
 
 
 def authorization_metadata(header: str) -> list[tuple[str, str]]:

@@ -51,7 +51,9 @@ def _text_list(value: Any, split: Any = None) -> Any:
 
 
 class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    """Every group: frozen, unknown names are errors, numbers finite (NaN and infinity refused, naming the field)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
 
 class ArmadaConnection(_Group):
@@ -96,6 +98,10 @@ class ArmadaConnection(_Group):
     """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
     grpc_timeout_seconds: float = Field(30.0, gt=0)
     """Deadline of each gRPC call to Armada."""
+    grpc_keepalive_seconds: float = Field(30.0, ge=10)
+    """How often the connector pings Armada on each channel (HTTP/2 keepalive; a ping unanswered for 10 s
+    closes the connection, so a dead one is found). At least 10 s: Armada's server refuses pings more
+    often than its keepaliveEnforcementPolicy.minTime (10 s by default) with GOAWAY too_many_pings."""
     binoculars_url: Optional[str] = None
     """Armada's Binoculars (log) service, host:port; unset: the Armada URL (the embedded server serves both)."""
     lookout_url_template: Optional[str] = None
@@ -315,6 +321,11 @@ class Limits(_Group):
     """How often jobs of job sets without a live event stream are refreshed in bulk."""
     status_idle_seconds: float = Field(600.0, gt=0)
     """A job (or job set) nobody asks about for this long leaves the status view."""
+    status_stream_max_age_seconds: float = Field(300.0, gt=0)
+    """A job-set event stream older than this is closed and opened again from its last message (its jobs
+    polled in bulk meanwhile): a connection that stopped forwarding without closing can't freeze states longer."""
+    status_live_check_seconds: float = Field(60.0, gt=0)
+    """How often the jobs of a job set with a live event stream are also checked in bulk (GetJobStatus)."""
     status_ended_keep_seconds: float = Field(30.0, gt=0)
     """A job that ended stays in the status view this long after it was last asked about, so the polls
     that follow its end (while its error file is awaited) cost no call."""

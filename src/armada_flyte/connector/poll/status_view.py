@@ -20,7 +20,11 @@ ask about it, whichever came later (the polls that follow an end, while a0's err
 stay free, even when the job was last asked about long before it ended), and a job nobody asks
 about for `status_idle_seconds` leaves too.
 
-Just over 400 lines: the stream followers and the bulk fallback share one job table and one loop,
+Nothing freezes: a stream lives at most `status_stream_max_age_seconds` (then resumes from its last
+message id), and a live stream's jobs are also checked in bulk once a `status_live_check_seconds`, so a
+connection that went quiet without closing holds no state longer.
+
+Under 500 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
 in `job_set_streams`).
 """
@@ -79,6 +83,8 @@ class _Follow:
     mode: StreamMode = StreamMode.BULK
     last_id: str = ""
     failing: bool = False
+    checked: float = 0.0
+    """When its jobs were last checked in bulk while the stream was live (monotonic; 0: since it started)."""
     task: Optional[asyncio.Task[None]] = None
     parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
@@ -207,7 +213,7 @@ class StatusView:
         key = (queue, job_set)
         follow = self._follows.get(key)
         if follow is None:
-            follow = self._follows[key] = _Follow(key, now)
+            follow = self._follows[key] = _Follow(key, now, checked=now)
             self._ensure_loop()
             if self._may_stream():
                 follow.move(StreamEvent.STARTED)
@@ -340,24 +346,38 @@ class StatusView:
         follow.task = asyncio.ensure_future(self._stream(follow))
 
     async def _stream(self, follow: _Follow) -> None:
-        """Catch up on the job set (a read that ends), then watch it; on an error, fall back and retry."""
+        """Catch up on the job set (a read that ends), then watch it; on an error, fall back and retry. A stream
+        lives at most `status_stream_max_age_seconds`, then is opened again at once from its last message (its
+        jobs polled in bulk until it has caught up): a connection that went quiet without closing (a proxy
+        that stopped forwarding) can't hold states longer."""
         queue, job_set = follow.key
-        backoff = self._limits.status_batch_window_seconds * 10
+        first_backoff = self._limits.status_batch_window_seconds * 10
+        backoff, max_age = first_backoff, self._limits.status_stream_max_age_seconds
+
+        async def one_stream() -> None:
+            nonlocal backoff
+            async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
+                self._apply(follow, message)
+            self._caught_up(follow)
+            if follow.failing:  # at the warning's level, so whoever saw it break sees it end
+                log.warning("event stream of job set %s/%s: streaming again", *follow.key)
+                follow.failing = False
+            async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
+                self._apply(follow, message)
+                backoff, follow.failing = first_backoff, False
+
         while not self._closed and self._follows.get(follow.key) is follow:
+            opened = time.monotonic()
             try:
-                async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=False):
-                    self._apply(follow, message)
-                self._caught_up(follow)
-                if follow.failing:  # at the warning's level, so whoever saw it break sees it end
-                    log.warning("event stream of job set %s/%s: streaming again", *follow.key)
-                    follow.failing = False
-                async for message in self._api.job_set_events(queue, job_set, follow.last_id, watch=True):
-                    self._apply(follow, message)
-                    backoff, follow.failing = self._limits.status_batch_window_seconds * 10, False
+                await asyncio.wait_for(one_stream(), max_age)
                 self._fall_back(follow)  # the server ended the watch: resume shortly
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, asyncio.TimeoutError) and time.monotonic() - opened >= max_age:  # its age is up
+                    log.debug("event stream of job set %s/%s: %.0fs old; opening it again", *follow.key, max_age)
+                    self._fall_back(follow)
+                    continue
                 report = log.debug if follow.failing else log.warning
                 report("event stream of job set %s/%s: %s; polling its jobs in bulk until it's back", *follow.key, exc)
                 follow.failing = True
@@ -405,7 +425,8 @@ class StatusView:
                 future.set_result(entry.state)
 
     async def _maintain(self) -> None:
-        """Every refresh period: poll in bulk the jobs no live stream covers, drop what nobody asks about,
+        """Every refresh period: poll in bulk the jobs no live stream covers (and, once a
+        `status_live_check_seconds`, those a live one does), drop what nobody asks about,
         and give free stream slots to job sets waiting for one."""
         while not self._closed:
             await asyncio.sleep(self._limits.status_refresh_seconds)
@@ -427,6 +448,7 @@ class StatusView:
                     if follow.task is not None:
                         follow.task.cancel()
                 polled = {k for k, f in self._follows.items() if f.mode in (StreamMode.DOWN, StreamMode.BULK)}
+                polled |= self._live_checks_due(now)
                 for job_id, entry in self._entries.items():
                     if entry.job_set in polled and entry.state not in TERMINAL_STATES and entry.updated < stale_before:
                         self._want(job_id, entry.job_set, None)
@@ -434,6 +456,16 @@ class StatusView:
                     if follow.mode is StreamMode.BULK and self._may_stream():
                         follow.move(StreamEvent.STARTED)
                         self._start_stream(follow)
+
+    def _live_checks_due(self, now: float) -> set[JobSetKey]:
+        """Job sets with a live stream whose jobs are due a bulk check (at most one per
+        `status_live_check_seconds` each): a stream that went quiet without closing misses no ending for longer."""
+        due = set()
+        for key, follow in self._follows.items():
+            if follow.mode is StreamMode.LIVE and now - follow.checked >= self._limits.status_live_check_seconds:
+                follow.checked = now
+                due.add(key)
+        return due
 
     async def _shut_down(self) -> None:
         with self._lock:

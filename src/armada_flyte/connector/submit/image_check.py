@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from typing import Callable, Optional
 
 from armada_flyte.architecture import Architecture, sorted_architectures
@@ -25,9 +26,14 @@ logger = logging.getLogger(__name__)
 PlatformLookup = Callable[[str], ImagePlatforms]
 """Blocking lookup of one image reference's platforms (run in a worker thread)."""
 
+MAX_CACHED_IMAGES = 1024
+"""Images whose platforms are kept (least recently used dropped first): task authors name the images, so
+their number is theirs to choose, and the cache stays bounded however many they name."""
+
 
 class ImagePlatformCheck:
-    """Looks up each image's platforms (cached for `image_platform_cache_seconds`) and refuses mismatches.
+    """Looks up each image's platforms (cached for `image_platform_cache_seconds`, at most `MAX_CACHED_IMAGES`)
+    and refuses mismatches.
 
     One instance lives as long as the connector, so the cache and the registry connections
     (and their tokens) are shared by every submission.
@@ -47,7 +53,7 @@ class ImagePlatformCheck:
             lookup = self._client.platforms
         self._lookup = lookup
         self._clock = clock
-        self._cache: dict[str, tuple[float, ImagePlatforms]] = {}
+        self._cache: OrderedDict[str, tuple[float, ImagePlatforms]] = OrderedDict()
 
     async def answer(
         self, image: str, architecture: Optional[Architecture], task_name: str
@@ -112,14 +118,22 @@ class ImagePlatformCheck:
         now = self._clock()
         cached = self._cache.get(image)
         if cached is not None and cached[0] > now:
+            self._cache.move_to_end(image)
             return cached[1]
         platforms = await asyncio.to_thread(self._lookup, image)
         ttl = self._settings.image_platform_cache_seconds
         if ttl > 0:
             self._cache[image] = (self._clock() + ttl, platforms)
+            self._cache.move_to_end(image)
+            while len(self._cache) > MAX_CACHED_IMAGES:
+                self._cache.popitem(last=False)
         else:
             self._cache.pop(image, None)
         return platforms
+
+    def cached(self) -> int:
+        """How many images' platforms are kept."""
+        return len(self._cache)
 
     def close(self) -> None:
         """Close the registry connections when the connector shuts down."""

@@ -189,4 +189,8 @@ def _options() -> list[tuple[str, Any]]:
         ("grpc.server.max_pending_requests", MAX_PENDING_REQUESTS),
         ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_REQUESTS),
         ("grpc.so_reuseport", 0),
+        # Armada's keepaliveEnforcementPolicy (minTime 10s, permitWithoutStream: true): clients may ping
+        # every 10 s, with or without a call open (gRPC's own default refuses pings under 5 minutes apart).
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
     ]
