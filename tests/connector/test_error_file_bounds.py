@@ -22,8 +22,7 @@ from armada_flyte.connector.poll.error_file import MAX_ERROR_FILE_BYTES, read_ta
 from armada_flyte.local.stack import LocalBlobServer
 
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import ARMADA_TASKS, c0_env, c0_process
-from support.flyte_backend import TERMINAL
+from support.c0_service import ARMADA_TASKS, TERMINAL, c0_env, c0_process
 
 BIG = 200 * 1024 * 1024
 """The done-when's error.pb: 200 MB."""

@@ -27,8 +27,7 @@ from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
 from support.armada_channels import bed_authorization
 from support.armada_templates import execution_metadata, python_template
-from support.c0_service import poll_until_done, running_c0
-from support.flyte_backend import TERMINAL
+from support.c0_service import TERMINAL, poll_until_done, running_c0
 from support.pods import unique
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -24,7 +24,7 @@ Nothing freezes: a stream lives at most `status_stream_max_age_seconds` (then re
 message id), and a live stream's jobs are also checked in bulk once a `status_live_check_seconds`, so a
 connection that went quiet without closing holds no state longer.
 
-Under 500 lines: the stream followers and the bulk fallback share one job table and one loop,
+Over 450 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
 in `job_set_streams`).
 """
