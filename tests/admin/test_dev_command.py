@@ -34,7 +34,12 @@ CLI = [*DEV, "--ephemeral"]
 @pytest.fixture
 def server():
     process = subprocess.Popen(
-        [*CLI, "--port", "0", "--queue", "cli"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*CLI, "--port", "0", "--queue", "cli"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # Ctrl-C as a terminal delivers it, however the suite was started (a background job inherits it ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     output = Output(process)
     yield process, output
