@@ -32,6 +32,11 @@ TASKS = textwrap.dedent(
     @home_env.task
     def home() -> int:
         return 2
+
+
+    @flyte.TaskEnvironment("unplaced", image="python:3.11-slim", plugin_config=ArmadaConfig()).task
+    def no_resources() -> int:
+        return 3
     """
 )
 
@@ -100,3 +105,25 @@ def test_a_task_setting_a_namespace_the_policy_refuses_is_a_warning(doctor_json,
     monkeypatch.setenv("ARMADA_FLYTE_ALLOWED_NAMESPACES", "team-*")
     _, report = doctor_json(*args, "--task", "tenancy_tasks:elsewhere")
     assert not findings_of(report, "tenancy.tasks")[0]["warning"]
+
+
+def test_a_task_the_plan_refuses_for_another_reason_is_a_problem_not_a_crash(doctor_json, tmp_path):
+    """Say what is wrong with it, beside the other findings (a task without resources: InvalidConfig). A module
+    of its own: the other tests imported tenancy_tasks from another folder."""
+    (tmp_path / "tenancy_tasks_unplaced.py").write_text(TASKS)
+    args = ("--preset", "embedded", "--root", str(tmp_path), "--projects", "vision")
+    code, report = doctor_json(
+        *args, "--task", "tenancy_tasks_unplaced:no_resources", "--task", "tenancy_tasks_unplaced:home"
+    )
+    assert code != 0
+    broken, fine = findings_of(report, "tenancy.tasks")
+    assert not broken["ok"] and "tenancy_tasks_unplaced:no_resources" in broken["message"], broken
+    assert fine["ok"] and "tenancy_tasks_unplaced:home" in fine["message"]
+
+
+def test_a_wildcard_after_a_placeholder_is_a_warning(doctor_json, monkeypatch):
+    """Project names may hold '-': `{project}-*` for project ml also matches project ml-platform's namespaces."""
+    monkeypatch.setenv("ARMADA_FLYTE_ALLOWED_NAMESPACES", "{project}-*,{project}-scratch,shared-*")
+    _, report = doctor_json("--preset", "embedded")
+    (wide,) = findings_of(report, "tenancy.globs")
+    assert wide["warning"] and "'{project}-*'" in wide["message"] and "ml-platform" in wide["message"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import threading
 import time
 
 import pytest
@@ -67,6 +68,50 @@ def test_local_runs_read_an_unparseable_error_file_as_the_tasks_failure(tmp_path
     assert error is not None and error.code == "ErrorFileUnparseable"
     assert error.kind == "system" and not error.recoverable
     assert "is not an ErrorDocument" in error.message
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize("body", [b"", b"\x08\x01"], ids=["empty", "another-message"])
+def test_an_error_file_that_parses_but_holds_no_error_is_unparseable(tmp_path, body):
+    """Bytes protobuf accepts (none, or another message's field) are not a0's report of what the task raised."""
+    (tmp_path / "error.pb").write_bytes(body)
+    error = _read_local(tmp_path)
+    assert error is not None and (error.code, error.kind, error.recoverable) == (
+        "ErrorFileUnparseable",
+        "system",
+        False,
+    )
+
+
+@pytest.mark.pure
+def test_a_store_that_hangs_is_read_on_the_callers_loop_and_left_when_the_time_is_up(monkeypatch):
+    """An async store (S3, GCS, Azure through Flyte's storage) is read with a ranged call on the poll's loop: at
+    the time bound it is cancelled, not left in a thread of the default pool that c0's other work shares."""
+    from flyte import storage
+    from fsspec.asyn import AsyncFileSystem
+
+    left = []
+
+    class HangingStore(AsyncFileSystem):
+        async def _info(self, path, **kwargs):
+            return {"name": path, "size": 10, "type": "file"}
+
+        async def _cat_file(self, path, start=None, end=None, **kwargs):
+            assert (start, end) == (0, MAX_ERROR_FILE_BYTES + 1)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                left.append(path)
+
+    async def there(path, **kwargs):
+        return True
+
+    monkeypatch.setattr(storage, "exists", there)
+    monkeypatch.setattr(storage, "get_underlying_filesystem", lambda path=None, **kwargs: HangingStore())
+    with pytest.raises(error_file.ErrorFileUnreadable, match="no answer within 0.2s"):
+        asyncio.run(read_task_error("s3://bucket/outputs", timeout=0.2))
+    assert left == ["s3://bucket/outputs/error.pb"]
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("asyncio_")], "a pool thread still reads"
 
 
 @pytest.mark.pure

@@ -63,6 +63,23 @@ def test_keepalive_pings_within_armadas_enforcement_policy():
     assert options["grpc.http2.max_pings_without_data"] == 0  # a silent watch stays checked
     with pytest.raises(ValueError, match="grpc_keepalive_seconds"):
         ArmadaConnection(grpc_keepalive_seconds=5)
+    with pytest.raises(ValueError, match="grpc_keepalive_seconds"):  # gRPC takes milliseconds in a C int
+        ArmadaConnection(grpc_keepalive_seconds=3_000_000)
+
+
+@pytest.mark.pure
+def test_only_the_armada_api_channel_pings(monkeypatch):
+    """Armada's Binoculars allows a ping every 5 minutes and none without a call (its config.yaml): pinged every
+    30 s, its connections would be closed with too_many_pings."""
+    from armada_flyte.connector.armada import channels
+
+    seen = {}
+    monkeypatch.setattr(grpc, "insecure_channel", lambda target, options: seen.setdefault(target, dict(options)))
+    connection = ArmadaConnection(armada_url="127.0.0.1:1", binoculars_url="127.0.0.1:2")
+    channels.open_channel(connection, "127.0.0.1:1", aio=False)
+    channels.open_channel(connection, "127.0.0.1:2", aio=False)
+    assert "grpc.keepalive_time_ms" in seen["127.0.0.1:1"]
+    assert "grpc.keepalive_time_ms" not in seen["127.0.0.1:2"]
 
 
 def test_a_silent_watch_pinged_as_often_as_armada_allows_is_not_sent_away(armada):

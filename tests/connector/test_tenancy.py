@@ -164,6 +164,39 @@ def test_a_pod_template_may_name_the_backends_own_service_account():
     assert result.job.pod_spec["serviceAccountName"] == "flyte-runner"
 
 
+def runs_as(account: str) -> Any:
+    """A task whose environment names its own service account (`TaskEnvironment(service_account=...)`: the
+    template's security context, run_as)."""
+    template = python_template("pass")
+    template.security_context.run_as.k8s_service_account = account
+    return template
+
+
+def test_a_tasks_own_service_account_is_refused_where_the_backend_gave_none_unless_the_admin_opts_in():
+    with pytest.raises(TenancyRefused) as info:
+        plan(runs_as("team-b-admin"), backend(service_account=""))
+    assert info.value.setting == "allow_privileged_pod_templates" and "team-b-admin" in str(info.value)
+    allowed = plan(runs_as("team-b-admin"), backend(service_account=""), allow_privileged_pod_templates=True)
+    assert allowed.job.pod_spec["serviceAccountName"] == "team-b-admin"
+
+
+def test_the_backends_service_account_wins_over_the_tasks_own():
+    result = plan(runs_as("team-b-admin"), backend(service_account="flyte-runner"))
+    assert result.job.pod_spec["serviceAccountName"] == "flyte-runner"
+
+
+def test_a_pod_template_naming_the_tasks_own_service_account_is_still_another_one():
+    """The template's run_as is the task's choice, not the backend's: it does not make a pod template's equal
+    account the backend's."""
+    template = with_pod_spec(runs_as("team-b-admin"), serviceAccountName="team-b-admin")
+    with pytest.raises(TenancyRefused):
+        plan(template, backend(service_account=""))
+
+
+def test_local_runs_keep_the_tasks_own_service_account():
+    assert plan(runs_as("own-sa")).job.pod_spec["serviceAccountName"] == "own-sa"
+
+
 def test_a_plain_pod_template_and_dropped_capabilities_pass():
     fields = {"primary": {"securityContext": {"privileged": False, "capabilities": {"drop": ["ALL"]}}}}
     assert plan(pod_template(hostNetwork=False, **fields), backend()).job

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
-from armada_flyte.admin.doctor.findings import Finding, passed, warning
+from armada_flyte.admin.doctor.findings import Finding, passed, problem, warning
 from armada_flyte.connector.config.namespaces import NAMESPACE_FIELDS, render_namespace
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.connector.model.identity import RunIdentity
 from armada_flyte.connector.submit.execution_context import ExecutionContext
 from armada_flyte.connector.submit.plan import SubmitSettings, plan_job
-from armada_flyte.errors import TenancyRefused
+from armada_flyte.errors import ArmadaFlyteError, TenancyRefused
 
 PSA_LABELS = (
     "pod-security.kubernetes.io/enforce=baseline",
@@ -32,6 +32,7 @@ def check_tenancy(settings: ConnectorConfig, projects: Sequence[str], domain: st
     """The policy, the Pod Security labels to set, and a warning for any queue on a multi-project backend."""
     tenancy, template = settings.tenancy, settings.targets.namespace_template
     findings = [passed("tenancy.policy", describe_policy(settings))]
+    findings += _wide_globs(tenancy)
     namespaces = _job_namespaces(template, projects, domain)
     label = " ".join(PSA_LABELS)
     where = ", ".join(namespaces) if namespaces else "each namespace backend jobs run in"
@@ -58,10 +59,33 @@ def check_tenancy(settings: ConnectorConfig, projects: Sequence[str], domain: st
                 "tenancy.queues",
                 f"allowed_queues is '*' on a backend serving {shown}: any task may submit to any queue, so one "
                 f"project's tasks can take another's fair share",
-                "set ARMADA_FLYTE_ALLOWED_QUEUES to each project's queues, e.g. '{project}' or '{project}-*,shared'",
+                "set ARMADA_FLYTE_ALLOWED_QUEUES to each project's queues, e.g. '{project}' or '{project},shared'",
             )
         )
     return findings
+
+
+def _wide_globs(tenancy: Any) -> list[Finding]:
+    """A warning for each allow-list glob with a wildcard after a placeholder: Flyte's project names may hold
+    '-', so `{project}-*` for project `ml` also matches project `ml-platform`'s namespaces and queues."""
+    found = []
+    for setting, globs in (
+        ("allowed_namespaces", tenancy.allowed_namespaces),
+        ("allowed_queues", tenancy.allowed_queues),
+    ):
+        for glob in globs:
+            after = glob[glob.find("{") :] if "{" in glob else ""
+            if any(mark in after for mark in "*?["):
+                found.append(
+                    warning(
+                        "tenancy.globs",
+                        f"{setting} {glob!r}: a wildcard after a placeholder also matches other projects whose names "
+                        f"begin with this one's (for project 'ml', '{{project}}-*' matches 'ml-platform-dev')",
+                        f"name each one after the placeholder (e.g. {glob.split('{')[0]}{{project}}-scratch), or list "
+                        "them",
+                    )
+                )
+    return found
 
 
 def describe_policy(settings: ConnectorConfig) -> str:
@@ -86,6 +110,7 @@ def check_tasks(
     findings = []
     for name, template_for in tasks:
         refused: list[tuple[str, TenancyRefused]] = []
+        failing: list[tuple[str, ArmadaFlyteError]] = []
         for project in projects:
             template = template_for(project)
             context = replace(
@@ -98,7 +123,14 @@ def check_tasks(
                 plan_job(template, settings, context)
             except TenancyRefused as exc:
                 refused.append((project, exc))
-        if refused:
+            except ArmadaFlyteError as exc:  # refused for another reason (its resources, its placement, ...)
+                failing.append((project, exc))
+        if failing:
+            said = " ".join(f"In project {project}: {exc}" for project, exc in failing)
+            findings.append(
+                problem("tenancy.tasks", f"task {name} can't be planned as a job. {said}", "change the task as said")
+            )
+        elif refused:
             said = " ".join(f"In project {project}: {exc}" for project, exc in refused)
             settings_named = sorted({f"ARMADA_FLYTE_{exc.setting.upper()}" for _, exc in refused})
             findings.append(

@@ -24,9 +24,14 @@ def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
     """A channel to `target` with the connector's transport: TLS (with its CA bundle) or plaintext.
 
     `aio` picks grpc.aio (the connector) or the sync API (the doctor, the view, armada_client's sync client).
+    Keepalive pings go only to the Armada API (its event streams are what may go quiet): Armada's Binoculars
+    allows a ping only every 5 minutes, and none without a call (config/binoculars/config.yaml), so pings
+    would get its connections closed with too_many_pings.
     """
     api = grpc.aio if aio else grpc
-    options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), *keepalive_options(settings)]
+    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+    if target == settings.armada_url:
+        options += keepalive_options(settings)
     if not settings.armada_tls:
         return api.insecure_channel(target, options=options)
     roots = settings.armada_ca_cert.read_bytes() if settings.armada_ca_cert else None

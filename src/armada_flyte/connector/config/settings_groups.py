@@ -98,10 +98,11 @@ class ArmadaConnection(_Group):
     """Retries of transient gRPC errors (UNAVAILABLE, DEADLINE_EXCEEDED) per call."""
     grpc_timeout_seconds: float = Field(30.0, gt=0)
     """Deadline of each gRPC call to Armada."""
-    grpc_keepalive_seconds: float = Field(30.0, ge=10)
+    grpc_keepalive_seconds: float = Field(30.0, ge=10, le=7200)
     """How often the connector pings Armada on each channel (HTTP/2 keepalive; a ping unanswered for 10 s
     closes the connection, so a dead one is found). At least 10 s: Armada's server refuses pings more
-    often than its keepaliveEnforcementPolicy.minTime (10 s by default) with GOAWAY too_many_pings."""
+    often than its keepaliveEnforcementPolicy.minTime (10 s by default) with GOAWAY too_many_pings; at most
+    2 hours (gRPC's own default interval)."""
     binoculars_url: Optional[str] = None
     """Armada's Binoculars (log) service, host:port; unset: the Armada URL (the embedded server serves both)."""
     lookout_url_template: Optional[str] = None
@@ -264,7 +265,8 @@ class Tenancy(_Group):
 
     allowed_namespaces: TextList = ()
     """Globs of the namespaces a backend task's ArmadaConfig.namespace may name (comma-separated; placeholders
-    {project}, {domain}, {org}, {namespace} as in namespace_template, e.g. `{project}-*`). Default: none, so
+    {project}, {domain}, {org}, {namespace} as in namespace_template, e.g. `{project}-scratch`; a `*` after a
+    placeholder also matches projects whose names extend it). Default: none, so
     backend jobs run where namespace_template (else the backend) puts them."""
     allowed_queues: TextList = ("*",)
     """Globs of the queues a backend task may submit to (same placeholders, e.g. `{project}`, `shared-*`).
@@ -321,9 +323,10 @@ class Limits(_Group):
     """How often jobs of job sets without a live event stream are refreshed in bulk."""
     status_idle_seconds: float = Field(600.0, gt=0)
     """A job (or job set) nobody asks about for this long leaves the status view."""
-    status_stream_max_age_seconds: float = Field(300.0, gt=0)
+    status_stream_max_age_seconds: float = Field(300.0, ge=1)
     """A job-set event stream older than this is closed and opened again from its last message (its jobs
-    polled in bulk meanwhile): a connection that stopped forwarding without closing can't freeze states longer."""
+    polled in bulk meanwhile): a connection that stopped forwarding without closing can't freeze states longer.
+    At least 1 s: each re-open reads the job set's events again, so a tiny value would spin."""
     status_live_check_seconds: float = Field(60.0, gt=0)
     """How often the jobs of a job set with a live event stream are also checked in bulk (GetJobStatus)."""
     status_ended_keep_seconds: float = Field(30.0, gt=0)

@@ -124,6 +124,8 @@ def parse_error_document(data: bytes) -> TaskError:
         document.ParseFromString(data)
     except DecodeError as exc:
         raise ErrorFileUnparseable(str(exc) or "the bytes do not parse") from None
+    if not document.HasField("error"):  # empty, or bytes protobuf reads as some other message
+        raise ErrorFileUnparseable("it holds no error")
     error = document.error
     kind = {execution_pb2.ExecutionError.USER: "user", execution_pb2.ExecutionError.SYSTEM: "system"}.get(
         error.origin, "unknown"
@@ -161,16 +163,22 @@ async def _read_with_flyte_storage(path: str, cap: int) -> Optional[bytes]:
     """At most `cap` bytes through Flyte's storage (fsspec); `ErrorFileTooLarge` past them. Not Flyte's
     `get_stream`: it reads a whole file in one piece."""
     from flyte import storage
+    from fsspec.asyn import AsyncFileSystem
 
     if not await storage.exists(path):
         return None
     fs = storage.get_underlying_filesystem(path=path)
+    if isinstance(fs, AsyncFileSystem):
+        # A ranged read on the caller's loop, cancelled with it: a thread left reading a store that hangs
+        # would hold one of the default pool's few workers, which c0's token fetches and image checks share.
+        data = await fs._cat_file(path, start=0, end=cap + 1)
+    else:  # a local file: the thread's read ends
 
-    def read() -> bytes:
-        with fs.open(path, "rb") as file:
-            return file.read(cap + 1)
+        def read() -> bytes:
+            with fs.open(path, "rb") as file:
+                return file.read(cap + 1)
 
-    data = await asyncio.to_thread(read)
+        data = await asyncio.to_thread(read)
     if len(data) > cap:
         raise ErrorFileTooLarge()
     return data

@@ -38,6 +38,9 @@ class ExecutionContext:
     """The backend's environment variables for the pod."""
     namespace: str = ""
     service_account: str = ""
+    """The job's: the backend's (its metadata), else the task's own (`TaskEnvironment(service_account=...)`)."""
+    backend_service_account: str = ""
+    """The one the backend's metadata gave ("" in local runs): a task's own other one is the admin's to allow."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The backend's labels Kubernetes accepts (`of` drops reserved and invalid keys), values made safe."""
     annotations: Mapping[str, str] = field(default_factory=dict)
@@ -67,6 +70,7 @@ class ExecutionContext:
             env=dict(metadata.environment_variables),
             namespace=metadata.namespace,
             service_account=metadata.k8s_service_account or run_as,
+            backend_service_account=metadata.k8s_service_account,
             labels=_safe(metadata.labels, "label", as_label=True),
             annotations=_safe(metadata.annotations, "annotation", as_label=False),
             interruptible=metadata.interruptible,

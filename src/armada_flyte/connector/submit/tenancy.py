@@ -48,7 +48,24 @@ def tenancy_refusal(
     return (
         _namespace_refusal(namespace, task.spec.source_of("namespace"), namespace_template, context, policy)
         or _queue_refusal(task, context, policy)
+        or _service_account_refusal(context, policy)
         or _pod_template_refusal(task, context, policy)
+    )
+
+
+def _service_account_refusal(context: ExecutionContext, policy: Tenancy) -> Optional[TenancyRefused]:
+    """A task's own service account (its security context's run_as, set by `TaskEnvironment(service_account=
+    ...)`) where the backend gave none: the same opt-in as a pod template's."""
+    if context.service_account == context.backend_service_account or policy.allow_privileged_pod_templates:
+        return None
+    return TenancyRefused(
+        "allow_privileged_pod_templates",
+        ALLOW_PRIVILEGED_ENV,
+        "service_account (the task's security context, run_as)",
+        context.service_account,
+        "only the service account the backend gives (here none: the namespace's default) while it is false",
+        f"Remove service_account= from the task's environment, have the backend assign it, or ask your platform "
+        f"admin to set {ALLOW_PRIVILEGED_ENV}=true.",
     )
 
 
@@ -92,10 +109,10 @@ def _queue_refusal(task: TaskDecisions, context: ExecutionContext, policy: Tenan
 def _pod_template_refusal(task: TaskDecisions, context: ExecutionContext, policy: Tenancy) -> Optional[TenancyRefused]:
     if not task.pod.from_pod_template or policy.allow_privileged_pod_templates:
         return None
-    found = list(privileged_fields(task.pod.pod_spec, context.service_account))
+    found = list(privileged_fields(task.pod.pod_spec, context.backend_service_account))
     if not found:
         return None
-    backend_account = repr(context.service_account) if context.service_account else "none"
+    backend_account = repr(context.backend_service_account) if context.backend_service_account else "none"
     return TenancyRefused(
         "allow_privileged_pod_templates",
         ALLOW_PRIVILEGED_ENV,
