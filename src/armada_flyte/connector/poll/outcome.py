@@ -295,7 +295,10 @@ def _ended(meta: ArmadaJobMetadata, seen: Observed, rules: Rules, facts: dict[st
         return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
     if state == JobState.FAILED and OOM_KILLED in reason:
         # a0 was killed before it could write error.pb: the user's code, and the task's memory, to act on.
-        message = f"OOMKilled: Armada {where} went over the task's memory limit{_sizes_in(reason)}: {reason}"
+        # Armada's reason only where it says more than the sizes read from it (the message repeated them before).
+        sizes = _sizes_in(reason)
+        said = f"; Armada's reason: {reason}" if "(it used" not in sizes else ""
+        message = f"OOMKilled: Armada {where} went over the task's memory limit{sizes}{said}"
         error = ErrorInfo(OOM_KILLED, "USER", True, message)
         return _failed(TaskExecution.RETRYABLE_FAILED, state, message, node, facts, error)
     label = {
