@@ -244,3 +244,39 @@ def test_an_ending_after_a_long_quiet_spell_is_answered_from_memory(paused_armad
         assert paused_armada.calls.count("GetJobStatus") == before
     finally:
         view.close()
+
+
+@pytest.mark.pure
+def test_an_ending_found_in_bulk_keeps_the_node_the_stream_said():
+    """Armada's details may lack a run's node (on Kubernetes, for a run that never reported running before the
+    lookout saw it end): the node and start the stream gave stay, so an `any` job's architecture is known."""
+    from armada_flyte.connector.poll.job_set_streams import RunFacts
+    from armada_flyte.connector.poll.status_view import _merged
+
+    streamed = RunFacts(node="arm64-0", cluster="c1", started_at=5.0)
+    details = RunFacts(ended=True, finished_at=9.0)
+    merged = _merged(details, streamed)
+    assert (merged.node, merged.cluster, merged.started_at, merged.ended, merged.finished_at) == (
+        "arm64-0",
+        "c1",
+        5.0,
+        True,
+        9.0,
+    )
+    assert _merged(RunFacts(node="amd64-1", ended=True), streamed).node == "amd64-1"  # the details' own, when given
+
+
+@pytest.mark.pure
+def test_only_a_live_stream_that_went_quiet_is_checked_in_bulk():
+    """A stream that brought a message within `status_live_check_seconds` is not frozen: its jobs are not asked
+    for in bulk (an answer ahead of its events would end a job with fewer facts than the events give)."""
+    from armada_flyte.connector.poll.job_set_streams import StreamMode
+    from armada_flyte.connector.poll.status_view import _Follow
+
+    view = StatusView(resolve_settings(status_live_check_seconds=60))
+    talking = _Follow(("q", "talking"), 0.0, StreamMode.LIVE, checked=1000.0, heard=1050.0)
+    quiet = _Follow(("q", "quiet"), 0.0, StreamMode.LIVE, checked=1000.0, heard=1001.0)
+    view._follows = {follow.key: follow for follow in (talking, quiet)}
+    assert view._live_checks_due(1070.0) == {("q", "quiet")}
+    assert view._live_checks_due(1080.0) == set()  # checked at 1070: not again within the period
+    assert view._live_checks_due(1111.0) == {("q", "talking")}  # quiet since 1050

@@ -36,7 +36,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from armada_client.armada import event_pb2
@@ -85,6 +85,8 @@ class _Follow:
     failing: bool = False
     checked: float = 0.0
     """When its jobs were last checked in bulk while the stream was live (monotonic; 0: since it started)."""
+    heard: float = 0.0
+    """When the stream last brought a message (monotonic): one that talks is not frozen, so it is not checked."""
     task: Optional[asyncio.Task[None]] = None
     parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
@@ -312,7 +314,7 @@ class StatusView:
                     self._set(job_id, key, state, time.monotonic())
                     entry = self._entries[job_id]
                     if job_id in runs and not entry.run.ended:
-                        entry.run = runs[job_id]
+                        entry.run = _merged(runs[job_id], entry.run)
                 answer = entry.state if entry is not None else state
                 for future in futures:
                     if not future.done():
@@ -388,7 +390,7 @@ class StatusView:
     def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
         moved = job_event_of(message)
         with self._lock:
-            follow.last_id = message.id
+            follow.last_id, follow.heard = message.id, time.monotonic()
             if moved is None:
                 return
             self._set(moved.job_id, follow.key, moved.state, time.monotonic())
@@ -458,11 +460,14 @@ class StatusView:
                         self._start_stream(follow)
 
     def _live_checks_due(self, now: float) -> set[JobSetKey]:
-        """Job sets with a live stream whose jobs are due a bulk check (at most one per
-        `status_live_check_seconds` each): a stream that went quiet without closing misses no ending for longer."""
+        """Job sets with a live stream whose jobs are due a bulk check: quiet (no message) for
+        `status_live_check_seconds`, and not checked within it. A stream that went quiet without closing misses no
+        ending for longer; one that talks is left alone (a bulk answer may be ahead of its events, whose run facts
+        the details Armada gives lack on some clusters: the node of a run that never reported running)."""
         due = set()
         for key, follow in self._follows.items():
-            if follow.mode is StreamMode.LIVE and now - follow.checked >= self._limits.status_live_check_seconds:
+            quiet_since = max(follow.checked, follow.heard)
+            if follow.mode is StreamMode.LIVE and now - quiet_since >= self._limits.status_live_check_seconds:
                 follow.checked = now
                 due.add(key)
         return due
@@ -486,3 +491,14 @@ class StatusView:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._api.close()
         asyncio.get_running_loop().stop()
+
+
+def _merged(details: RunFacts, streamed: RunFacts) -> RunFacts:
+    """The run facts of an ending found in bulk, with what the stream already said where the details say
+    nothing (a run's node and start, from its running event)."""
+    return replace(
+        details,
+        node=details.node or streamed.node,
+        cluster=details.cluster or streamed.cluster,
+        started_at=details.started_at or streamed.started_at,
+    )
