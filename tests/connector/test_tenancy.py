@@ -147,6 +147,7 @@ PRIVILEGED_TABLE = [
         "initContainers[init].securityContext.privileged=true",
     ),
     ({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, "volumes[root].hostPath=/"),
+    ({"primary": {"ports": [{"containerPort": 80, "hostPort": 80}]}}, "containers[primary].ports.hostPort=80"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""`EmbeddedConfig.pod_runner` chooses how pods run; `executor=`, its old spelling, still works."""
+"""`EmbeddedConfig` is checked when it is made: `pod_runner` (and `executor=`, its old spelling), its seconds."""
 
 from __future__ import annotations
 
@@ -25,3 +25,19 @@ def test_both_spellings_at_once_is_a_mistake_naming_the_fix():
     with pytest.raises(InvalidConfig) as error:
         EmbeddedConfig(pod_runner="docker", executor="process")
     assert error.value.field == "executor" and "give only pod_runner" in error.value.fix
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("visibility_delay", float("inf")),
+        ("visibility_delay", float("nan")),
+        ("visibility_delay", -1.0),
+        ("idle_seconds", float("inf")),
+    ],
+)
+def test_seconds_that_are_not_finite_or_below_zero_are_refused_naming_the_field(field, value):
+    """An infinite visibility delay would hide every job for good (`dev --visibility-delay inf`)."""
+    with pytest.raises(InvalidConfig) as error:
+        EmbeddedConfig(**{field: value})
+    assert error.value.field == field

@@ -43,6 +43,8 @@ def test_stubs_that_do_not_load_are_named_with_the_reason(tmp_path):
     [
         (["--scheduler", "localhost"], "--scheduler='localhost' is invalid: give the scheduler's executor API"),
         (["--scheduler", "h:1", "--lease-interval", "0"], "--lease-interval=0.0 is invalid"),
+        (["--scheduler", "h:1", "--lease-interval", "inf"], "--lease-interval=inf is invalid"),
+        (["--scheduler", "h:1", "--lease-interval", "nan"], "--lease-interval=nan is invalid"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_starts(capsys, arguments, named):

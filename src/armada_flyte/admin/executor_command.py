@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import pathlib
 from typing import Any
 
@@ -117,7 +118,7 @@ def _check(args: argparse.Namespace) -> SchedulerConnection:
     host, _, port = args.scheduler.rpartition(":")
     if not host or not port.isdigit():
         raise InvalidConfig("--scheduler", args.scheduler, "give the scheduler's executor API as HOST:PORT")
-    if not args.lease_interval > 0:
+    if not (math.isfinite(args.lease_interval) and args.lease_interval > 0):
         raise InvalidConfig("--lease-interval", args.lease_interval, "give a number of seconds above 0")
     return scheduler_connection(
         args.scheduler,

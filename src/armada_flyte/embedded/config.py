@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pathlib
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
@@ -75,8 +76,10 @@ class EmbeddedConfig:
         object.__setattr__(self, "queues", tuple(self.queues))
         object.__setattr__(self, "auth", tuple(self.auth))
         object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))
-        if not self.idle_seconds > 0:
+        if not (math.isfinite(self.idle_seconds) and self.idle_seconds > 0):
             raise InvalidConfig("idle_seconds", self.idle_seconds, "give a number of seconds above 0")
+        if not (math.isfinite(self.visibility_delay) and self.visibility_delay >= 0):
+            raise InvalidConfig("visibility_delay", self.visibility_delay, "give a number of seconds, 0 or more")
         if self.default_priority_class not in PRIORITY_CLASSES:
             raise InvalidConfig(
                 "default_priority_class", self.default_priority_class, f"use one of {', '.join(PRIORITY_CLASSES)}"

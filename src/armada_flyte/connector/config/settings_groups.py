@@ -273,7 +273,7 @@ class Tenancy(_Group):
     Default `*`: any queue."""
     allow_privileged_pod_templates: bool = False
     """Let a backend task's pod template name its own service account, or set hostNetwork, hostPID, hostIPC,
-    privileged containers, added capabilities or hostPath volumes (off: such a task is refused)."""
+    privileged containers, added capabilities, host ports or hostPath volumes (off: such a task is refused)."""
 
     @field_validator("allowed_namespaces", "allowed_queues", mode="before")
     @classmethod

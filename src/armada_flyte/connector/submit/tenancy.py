@@ -119,7 +119,7 @@ def _pod_template_refusal(task: TaskDecisions, context: ExecutionContext, policy
         "pod_template",
         found,
         f"no service account but the backend's ({backend_account}), and none of hostNetwork, hostPID, hostIPC, "
-        f"privileged containers, added capabilities or hostPath volumes (it is false)",
+        f"privileged containers, added capabilities, host ports or hostPath volumes (it is false)",
         f"Remove those from the task's pod template, or ask your platform admin to set {ALLOW_PRIVILEGED_ENV}=true.",
     )
 
@@ -127,7 +127,7 @@ def _pod_template_refusal(task: TaskDecisions, context: ExecutionContext, policy
 def privileged_fields(pod_spec: Mapping[str, Any], backend_account: str) -> Iterator[str]:
     """The fields of a pod template's spec (Kubernetes' JSON names) the admin must opt in to, each as
     `path=value`: a service account other than the backend's, host namespaces, privileged containers,
-    added capabilities, hostPath volumes."""
+    added capabilities, host ports, hostPath volumes."""
     for key in ("serviceAccountName", "serviceAccount"):  # the second: the deprecated alias Kubernetes still reads
         account = pod_spec.get(key)
         if account and account != backend_account:
@@ -144,6 +144,9 @@ def privileged_fields(pod_spec: Mapping[str, Any], backend_account: str) -> Iter
             added = (security.get("capabilities") or {}).get("add") or []
             if added:
                 yield f"{kind}[{name}].securityContext.capabilities.add={list(added)}"
+            for port in container.get("ports") or []:  # a port of the node itself (Pod Security's baseline refuses it)
+                if port.get("hostPort"):
+                    yield f"{kind}[{name}].ports.hostPort={port['hostPort']}"
     for volume in pod_spec.get("volumes") or []:
         if "hostPath" in volume:
             yield f"volumes[{volume.get('name', '?')}].hostPath={(volume['hostPath'] or {}).get('path', '')}"
