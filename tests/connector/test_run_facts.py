@@ -42,10 +42,18 @@ def test_a_failure_gives_node_times_reason_and_each_containers_exit_code():
 
 
 def test_a_success_covers_the_end_and_a_running_job_its_start_only():
-    succeeded = event_pb2.JobSucceededEvent(job_id="j", created=_at(120), node_name="n1")
+    succeeded = event_pb2.JobSucceededEvent(job_id="j", created=_at(120))  # real Armada's: no node_name
     assert _run(RUNNING).covers(JobState.RUNNING) and not _run(RUNNING).covers(JobState.SUCCEEDED)
     assert _run(RUNNING, ("succeeded", succeeded)).covers(JobState.SUCCEEDED)
     assert not RunFacts().covers(JobState.PENDING)
+
+
+def test_a_success_with_no_running_event_leaves_the_node_to_ask_for():
+    """Armada's executor reports a pod it first sees already finished with no running event, and the
+    succeeded event names no node: the node (an `any` job's architecture) is GetJobDetails' to give."""
+    succeeded = event_pb2.JobSucceededEvent(job_id="j", created=_at(120))
+    leased = event_pb2.JobLeasedEvent(job_id="j", created=_at(90), cluster_id="c")
+    assert not _run(("leased", leased), ("succeeded", succeeded)).covers(JobState.SUCCEEDED)
 
 
 def test_a_rejections_reason_and_a_reasonless_failure_are_left_to_ask_for():

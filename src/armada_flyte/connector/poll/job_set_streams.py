@@ -69,7 +69,13 @@ class RunFacts:
     """(container, exit code) of every container the failed event lists."""
 
     def covers(self, state: int) -> bool:
-        """Whether these facts stand in for GetJobDetails in `state`: its end was seen, or a running job's start."""
+        """Whether these facts stand in for GetJobDetails in `state`: its end was seen, or a running job's start.
+        A success without a node does not: real Armada's succeeded event never names one (the scheduler's
+        JobSucceeded carries no resource infos, internal/server/event/conversion/conversions.go), so only the
+        running event does, and Armada's executor sends none for a pod it first saw already finished; then
+        GetJobDetails has the node from the lease (internal/lookoutingester/instructions/instructions.go)."""
+        if state == JobState.SUCCEEDED:
+            return self.ended and bool(self.node)
         if state in TERMINAL_STATES:
             return self.ended
         return state == JobState.RUNNING and self.started_at > 0
