@@ -10,7 +10,7 @@ from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.log_client import JobLogClient
 
-from support.job_events import event_kinds, job_set_events, kind
+from support.job_events import event_kinds, job_of, job_set_events, kind
 from support.pods import item, pod, python, submit_one
 from support.waiting import job_error, wait_for_state, wait_until
 
@@ -25,6 +25,24 @@ def test_a_job_moves_queued_leased_pending_running_succeeded(client: ArmadaClien
         what="the succeeded event",
     )
     assert kinds == ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+
+
+def test_the_succeeded_event_names_no_node_only_the_running_event_does(
+    client: ArmadaClient, queue: str, job_set: str
+) -> None:
+    """Real Armada's succeeded event comes from its scheduler's JobSucceeded, which carries no pod, node or
+    cluster (internal/server/event/conversion/conversions.go): a client learns the node from the running event."""
+    job_id = submit_one(client, queue, job_set, item(pod(["true"])))
+    wait_for_state(client, job_id, SUCCEEDED)
+
+    def ended() -> dict[str, event_pb2.EventMessage]:
+        found = {kind(m): m.message for m in job_set_events(client, queue, job_set) if job_of(m) == job_id}
+        return found if "succeeded" in found else {}
+
+    events = wait_until(ended, what="the succeeded event")
+    succeeded = events["succeeded"].succeeded
+    assert (succeeded.node_name, succeeded.cluster_id, succeeded.pod_name) == ("", "", "")
+    assert events["running"].running.node_name
 
 
 def test_unknown_job_id_reads_unknown(client: ArmadaClient) -> None:

@@ -194,7 +194,9 @@ class RunLifecycle:
             if not job.state.terminal and job.latest_run is run:
                 if exit_code == 0 and not reason:
                     job.move_to(JobState.SUCCEEDED)
-                    state.events.append("succeeded", job, **pod_event_fields(run))
+                    # Bare, as real Armada's: its scheduler's JobSucceeded carries no pod, node or cluster
+                    # (internal/server/event/conversion/conversions.go); the running event named them.
+                    state.events.append("succeeded", job)
                 else:
                     job.move_to(JobState.FAILED)
                     fields = failure_event_fields(run, exit_code, error, state.cluster.error_categories)
