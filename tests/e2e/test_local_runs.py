@@ -68,6 +68,34 @@ def test_a_gang_of_three_runs_together_on_one_architecture(flyte_run, stack):
     assert uniformity_label == "kubernetes.io/arch"
 
 
+def test_a_gang_that_sizes_itself_runs_four_members_as_one_gang_on_one_architecture(flyte_run, stack):
+    """No gang_id or gang_cardinality written: the Gang derives both from the four calls added to it."""
+    import workflows
+
+    run = flyte_run(workflows.self_sized_gang, n=4)
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2, 3]
+    jobs = journal.jobs()
+    assert len(jobs) == 4 and {j.outcome for j in jobs} == {"SUCCEEDED"}
+    assert len({j.node_group for j in jobs}) == 1  # members of `any`, placed as one
+    gangs = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    ((gang_id, cardinality, uniformity_label),) = gangs  # one gang, scheduled by Armada as a whole
+    assert gang_id.startswith("crew-") and cardinality == "4"
+    assert uniformity_label == "kubernetes.io/arch"
+
+
+def test_a_gang_declaring_five_with_four_members_fails_at_once_with_both_numbers(flyte_run):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.gang_declaring, declared=5, n=4)
+    assert info.value.code == "GangCardinalityMismatch"
+    assert "declares 5 members, but 4 were added" in str(info.value)
+    assert journal.jobs() == []  # nothing submitted, nothing left waiting
+    assert time.monotonic() - started < 30
+
+
 def gang_annotations(armada_url: str, job_id: str) -> tuple[str, str, str]:
     """The gang id, cardinality and node uniformity label Armada holds for the job (GetJobDetails)."""
     from armada_client.armada import job_pb2, job_pb2_grpc

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import flyte
 
-from armada_flyte import ArmadaConfig
+from armada_flyte import ArmadaConfig, Gang
 
 IMAGE = "localhost:5000/armada-flyte-runtime:test"
 SMALL = flyte.Resources(cpu="250m", memory="256Mi")
@@ -27,7 +27,8 @@ trio = flyte.TaskEnvironment(
 anywhere = flyte.TaskEnvironment(
     "e2e-any", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="any")
 )
-driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio, anywhere])
+crew = flyte.TaskEnvironment("e2e-crew", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="any"))
+driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio, anywhere, crew])
 
 
 @dataclass
@@ -93,6 +94,28 @@ async def member(rank: int) -> int:
 @driver.task
 async def gang_of_three() -> list[int]:
     return list(await asyncio.gather(*(member(rank=r) for r in range(3))))
+
+
+@crew.task
+async def crew_member(rank: int) -> int:
+    return rank
+
+
+@driver.task
+async def self_sized_gang(n: int) -> list[int]:
+    """n members of one gang, with no gang_id or gang_cardinality written anywhere."""
+    async with Gang("crew") as gang:
+        for rank in range(n):
+            gang.add(crew_member, rank=rank)
+    return gang.results
+
+
+@driver.task
+async def gang_declaring(declared: int, n: int) -> list[int]:
+    async with Gang("crew", cardinality=declared) as gang:
+        for rank in range(n):
+            gang.add(crew_member, rank=rank)
+    return gang.results
 
 
 @default.task(retries=2)
