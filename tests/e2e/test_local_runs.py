@@ -72,7 +72,7 @@ def test_a_gang_that_sizes_itself_runs_four_members_as_one_gang_on_one_architect
     """No gang_id or gang_cardinality written: the Gang derives both from the four calls added to it."""
     import workflows
 
-    run = flyte_run(workflows.self_sized_gang, n=4)
+    run = flyte_run(workflows.crew_gang, n=4)
     assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2, 3]
     jobs = journal.jobs()
     assert len(jobs) == 4 and {j.outcome for j in jobs} == {"SUCCEEDED"}
@@ -83,17 +83,45 @@ def test_a_gang_that_sizes_itself_runs_four_members_as_one_gang_on_one_architect
     assert uniformity_label == "kubernetes.io/arch"
 
 
+def test_a_gangs_architecture_places_every_member(flyte_run, stack):
+    import workflows
+
+    run = flyte_run(workflows.crew_gang, n=3, architecture="arm64")
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2]
+    jobs = journal.jobs()
+    assert {(j.architecture, j.node_group, j.outcome) for j in jobs} == {("arm64", "arm64", "SUCCEEDED")}
+    assert len(jobs) == 3
+    ((gang_id, cardinality, _),) = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    assert gang_id.startswith("crew-") and cardinality == "3"
+
+
 def test_a_gang_declaring_five_with_four_members_fails_at_once_with_both_numbers(flyte_run):
     import workflows
     from flyte.errors import RuntimeUserError
 
     started = time.monotonic()
     with pytest.raises(RuntimeUserError) as info:
-        flyte_run(workflows.gang_declaring, declared=5, n=4)
+        flyte_run(workflows.crew_gang, n=4, declared=5)
     assert info.value.code == "GangCardinalityMismatch"
     assert "declares 5 members, but 4 were added" in str(info.value)
     assert journal.jobs() == []  # nothing submitted, nothing left waiting
     assert time.monotonic() - started < 30
+
+
+def test_a_gang_member_that_fails_cancels_the_others_and_its_error_reaches_the_parent(flyte_run, pods_tmp_path):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.gang_with_a_failing_member, pid_dir=str(pods_tmp_path))
+    assert info.value.code == "ValueError" and "one member fails" in str(info.value)
+    assert time.monotonic() - started < 120  # the others would linger for 600 s
+    outcomes = sorted(j.outcome for j in journal.jobs())
+    assert outcomes == ["CANCELLED", "CANCELLED", "CANCELLED", "FAILED ValueError"]
+    for pid_file in pods_tmp_path.iterdir():
+        pid = int(pid_file.read_text() or 0)
+        wait_until(lambda pid=pid: not pid or not is_alive(pid), 30, f"member process {pid} to end")
 
 
 def gang_annotations(armada_url: str, job_id: str) -> tuple[str, str, str]:

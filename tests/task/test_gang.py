@@ -10,7 +10,7 @@ import pytest
 from armada_flyte import ArmadaConfig, Gang, GangCardinalityMismatch
 from armada_flyte.architecture import Architecture
 from armada_flyte.errors import ArchitectureConflict, InvalidConfig
-from armada_flyte.task.gang import GangMember, derived_gang_id, plan_members
+from armada_flyte.task.gang import GangMember, all_results_or_first_failure, derived_gang_id, plan_members
 
 pytestmark = pytest.mark.pure
 
@@ -137,3 +137,44 @@ def test_results_before_the_gang_ran_say_so():
     gang = Gang("g")
     with pytest.raises(RuntimeError, match="has not run yet"):
         print(gang.results)
+
+
+def test_the_members_results_come_back_in_the_order_added():
+    async def member(value: int, delay: float) -> int:
+        await asyncio.sleep(delay)
+        return value
+
+    async def scenario():
+        calls = [asyncio.ensure_future(member(v, d)) for v, d in ((0, 0.03), (1, 0.0), (2, 0.01))]
+        return await all_results_or_first_failure(calls)
+
+    assert asyncio.run(scenario()) == [0, 1, 2]
+
+
+def test_the_first_member_to_fail_cancels_the_others_and_its_error_is_raised():
+    async def scenario():
+        forever = asyncio.Event()
+        waiting = [asyncio.ensure_future(forever.wait()) for _ in range(3)]
+
+        async def fails():
+            raise ValueError("member 3 fails")
+
+        with pytest.raises(ValueError, match="member 3 fails"):
+            await all_results_or_first_failure([*waiting, asyncio.ensure_future(fails())])
+        return waiting
+
+    assert all(call.cancelled() for call in asyncio.run(scenario()))
+
+
+def test_a_cancelled_parent_cancels_every_member():
+    async def scenario():
+        forever = asyncio.Event()
+        members = [asyncio.ensure_future(forever.wait()) for _ in range(2)]
+        parent = asyncio.ensure_future(all_results_or_first_failure(members))
+        await asyncio.sleep(0)
+        parent.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await parent
+        return members
+
+    assert all(call.cancelled() for call in asyncio.run(scenario()))

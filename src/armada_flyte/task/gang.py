@@ -223,7 +223,7 @@ class Gang:
             asyncio.ensure_future(m.task.override(plugin_config=config).aio(*m.args, **m.kwargs))
             for m, config in zip(self._members, configs)
         ]
-        self._results = await _all_or_first_failure(calls)
+        self._results = await all_results_or_first_failure(calls)
         return self._results
 
     async def __aenter__(self) -> Gang:
@@ -243,7 +243,7 @@ class Gang:
         return None
 
 
-async def _all_or_first_failure(calls: list[asyncio.Future[Any]]) -> list[Any]:
+async def all_results_or_first_failure(calls: list[asyncio.Future[Any]]) -> list[Any]:
     """Every call's result; or, once one fails, the others cancelled (a gang without a member can't finish)
     and that failure raised."""
     if not calls:

@@ -102,19 +102,22 @@ async def crew_member(rank: int) -> int:
 
 
 @driver.task
-async def self_sized_gang(n: int) -> list[int]:
-    """n members of one gang, with no gang_id or gang_cardinality written anywhere."""
-    async with Gang("crew") as gang:
+async def crew_gang(n: int, declared: int = 0, architecture: str = "") -> list[int]:
+    """n members of one gang, with no gang_id or gang_cardinality written anywhere; `declared`: a size to
+    check the count against, `architecture`: the Gang's, for every member (else their own: `any`)."""
+    async with Gang("crew", cardinality=declared or None, architecture=architecture or None) as gang:
         for rank in range(n):
             gang.add(crew_member, rank=rank)
     return gang.results
 
 
 @driver.task
-async def gang_declaring(declared: int, n: int) -> list[int]:
-    async with Gang("crew", cardinality=declared) as gang:
-        for rank in range(n):
-            gang.add(crew_member, rank=rank)
+async def gang_with_a_failing_member(pid_dir: str) -> list[int]:
+    """Three members that would run for ten minutes, and one that fails at once."""
+    async with Gang("doomed") as gang:
+        for rank in range(3):
+            gang.add(linger, pid_file=f"{pid_dir}/{rank}")
+        gang.add(explode, reason="one member fails")
     return gang.results
 
 
