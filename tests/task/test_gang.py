@@ -92,6 +92,14 @@ def test_members_in_different_queues_or_job_sets_are_refused(field, values):
         plan_members("g", "g-1", members(*(ArmadaConfig(**{field: v}) for v in values)))
 
 
+def test_members_that_disagree_on_interruptible_are_refused():
+    steady, spot = members(ArmadaConfig(), ArmadaConfig())
+    spot.task.interruptible = True
+    steady.task.interruptible = False
+    with pytest.raises(ArchitectureConflict, match="different interruptible values"):
+        plan_members("g", "g-1", [steady, spot])
+
+
 def test_an_empty_gang_submits_nothing_unless_it_declared_members():
     assert plan_members("g", "g-1", []) == []
     with pytest.raises(GangCardinalityMismatch, match="declares 2 members, but 0 were added"):

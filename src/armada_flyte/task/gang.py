@@ -92,7 +92,7 @@ def plan_members(
         if node_uniformity_label is not None
         else _agreed(name, members, "gang_node_uniformity_label", gang_option=True)
     )
-    for field in ("queue", "job_set_id"):
+    for field in ("queue", "job_set_id", "interruptible"):  # interruptible: Armada wants one priority class
         _agreed(name, members, field, gang_option=False)
     return [dataclasses.replace(m.config, gang_id=gang_id, gang_cardinality=count, **placement) for m in members]
 
@@ -101,11 +101,14 @@ def _agreed(name: str, members: Sequence[GangMember], field: str, gang_option: b
     """The one value every member gives `field`, or `ArchitectureConflict` naming who says what."""
     values: dict[Any, list[str]] = {}
     for member in members:
-        values.setdefault(getattr(member.config, field), []).append(member.name)
+        value = getattr(member.task, field, None) if field == "interruptible" else getattr(member.config, field)
+        values.setdefault(value, []).append(member.name)
     if len(values) == 1:
         return next(iter(values))
     said = "; ".join(f"{_said(value)} for {', '.join(sorted(set(tasks)))}" for value, tasks in values.items())
     fix = f"give every member's TaskEnvironment the same ArmadaConfig({field}=...)"
+    if field == "interruptible":
+        fix = "give every member the same interruptible= (on its task or its TaskEnvironment)"
     if gang_option:
         option = {"gang_node_uniformity_label": "node_uniformity_label"}.get(field, field)
         fix = f"set Gang({name!r}, {option}=...) for the whole gang, or " + fix
