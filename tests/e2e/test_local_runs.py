@@ -124,6 +124,31 @@ def test_a_gang_member_that_fails_cancels_the_others_and_its_error_reaches_the_p
         wait_until(lambda pid=pid: not pid or not is_alive(pid), 30, f"member process {pid} to end")
 
 
+def test_a_gang_member_runs_once_whatever_its_retries(flyte_run, caplog):
+    """A retried member would wait for partners that already ran: the gang fails with the member's error."""
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.gang_with_a_retried_member)
+    assert info.value.code == "ConnectionError"
+    assert sorted(j.task for j in journal.jobs()) == ["double", "flaky"]  # no second attempt of flaky
+    assert "gang once: ignoring retries= of e2e-default.flaky: a gang's members run once" in caplog.text
+
+
+def test_retries_on_the_task_holding_a_gang_run_it_again_as_a_new_gang(flyte_run, stack, tmp_path):
+    import workflows
+
+    run = flyte_run(workflows.gang_retried_whole, marker=str(tmp_path / "first-attempt-ran"))
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [1, 2]
+    jobs = journal.jobs()
+    succeeded = [j for j in jobs if j.outcome == "SUCCEEDED" and j.task == "fails_if"]
+    failed = [j for j in jobs if j.outcome == "FAILED ValueError"]
+    assert len(succeeded) == 1 and len(failed) == 1
+    first, second = (gang_annotations(stack.armada_url, j.job_id)[0] for j in (*failed, *succeeded))
+    assert first.startswith("again-") and second.startswith("again-") and first != second
+
+
 def gang_annotations(armada_url: str, job_id: str) -> tuple[str, str, str]:
     """The gang id, cardinality and node uniformity label Armada holds for the job (GetJobDetails)."""
     from armada_client.armada import job_pb2, job_pb2_grpc

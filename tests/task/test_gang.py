@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import asyncio
 
+import flyte
 import pytest
 
 from armada_flyte import ArmadaConfig, Gang, GangCardinalityMismatch
 from armada_flyte.architecture import Architecture
 from armada_flyte.errors import ArchitectureConflict, InvalidConfig
-from armada_flyte.task.gang import GangMember, all_results_or_first_failure, derived_gang_id, plan_members
+from armada_flyte.task.gang import (
+    GangMember,
+    all_results_or_first_failure,
+    attempt_mark,
+    derived_gang_id,
+    plan_members,
+    retried_members,
+)
 
 pytestmark = pytest.mark.pure
 
@@ -29,10 +37,30 @@ def members(*configs: ArmadaConfig, task: str = "train") -> list[GangMember]:
     return [GangMember(FakeTask(task, c), (), {"shard": i}, c) for i, c in enumerate(configs)]
 
 
-def test_the_id_names_the_gang_the_parent_action_and_the_count_of_gangs_of_that_name():
-    assert derived_gang_id("trainers", "a0", 1) == "trainers-a0-1"
-    assert derived_gang_id("trainers", "a0", 2) != derived_gang_id("trainers", "a0", 1)
-    assert derived_gang_id("trainers", "a0", 1) != derived_gang_id("trainers", "a1", 1)
+def test_the_id_names_the_gang_the_parent_action_its_attempt_and_the_count_of_gangs_of_that_name():
+    assert derived_gang_id("trainers", "a0", "0", 1) == "trainers-a0-0-1"
+    assert derived_gang_id("trainers", "a0", "0", 2) != derived_gang_id("trainers", "a0", "0", 1)
+    assert derived_gang_id("trainers", "a0", "0", 1) != derived_gang_id("trainers", "a1", "0", 1)
+    assert derived_gang_id("trainers", "a0", "1", 1) != derived_gang_id("trainers", "a0", "0", 1)
+
+
+def test_on_a_backend_the_attempt_is_flytes_and_the_same_each_time_the_attempt_runs():
+    assert attempt_mark("remote", 2) == attempt_mark("remote", 2) == "2"
+    assert attempt_mark("remote", 1) != attempt_mark("remote", 2)
+
+
+def test_locally_every_attempt_gets_a_mark_of_its_own():
+    """A local parent reads attempt 0 on every retry: its gangs would share an id Armada has already placed."""
+    marks = {attempt_mark("local", 0) for _ in range(5)}
+    assert len(marks) == 5 and all(m.startswith("local") for m in marks)
+
+
+def test_members_with_retries_are_named_once_each():
+    plain, retried, again = members(ArmadaConfig(), ArmadaConfig(), ArmadaConfig())
+    plain.task.retries, retried.task.retries, again.task.retries = 0, 2, flyte.RetryStrategy(count=1)
+    again.task.name = "evaluate"
+    assert retried_members([plain, retried, again]) == ["evaluate", "train"]
+    assert retried_members([plain]) == []
 
 
 def test_every_member_gets_the_same_id_and_the_number_of_members_as_its_size():

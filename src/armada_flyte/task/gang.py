@@ -2,7 +2,7 @@
 
 Written by hand, a gang is `ArmadaConfig(gang_id=..., gang_cardinality=N)` on every member, and a
 wrong N leaves the members waiting for one that never comes. A `Gang` counts the calls added to it,
-derives an id unique to the parent's action, and gives every member the same id, size and
+derives an id unique to the parent's action and attempt, and gives every member the same id, size and
 architecture through Flyte's per-call override (`task.override(plugin_config=...)`), so nothing is
 written twice. The rules (`plan_members`, `derived_gang_id`) are pure; `Gang` only gathers the calls.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -21,6 +23,8 @@ from armada_flyte.architecture import ArchitectureRequest, parse_request
 from armada_flyte.errors import ArchitectureConflict, GangCardinalityMismatch, InvalidConfig
 from armada_flyte.spec import ArmadaConfig
 from armada_flyte.task import flyte_internals
+
+log = logging.getLogger(__name__)
 
 MAX_GANG_NAME = 63
 """Characters a gang's name may have (it heads the derived id, which the connector scopes to the run)."""
@@ -43,13 +47,28 @@ class GangMember:
         return str(getattr(self.task, "name", self.task))
 
 
-def derived_gang_id(name: str, action: str, sequence: int) -> str:
-    """The gang's id: its name, the parent's action and the parent's count of gangs of that name.
+def derived_gang_id(name: str, action: str, attempt: str, sequence: int) -> str:
+    """The gang's id: its name, the parent's action and attempt (`attempt_mark`), and the parent's count of
+    gangs of that name (Flyte's own numbering of the parent's calls). Each member gets the same id; the
+    connector appends the run."""
+    return f"{name}-{action}-{attempt}-{sequence}"
 
-    Each member gets the same id (unique per parent action; the connector appends the run). The action
-    name and the count are Flyte's own, so a retried parent derives the same id, as Flyte does for the
-    names of the calls it makes."""
-    return f"{name}-{action}-{sequence}"
+
+def attempt_mark(mode: str, attempt_number: int) -> str:
+    """What tells the parent's attempts apart, so a retried parent makes a new gang (Armada lets no new member
+    join a gang it has placed). On a backend, Flyte's attempt number: the same again if the parent's pod runs
+    the attempt twice, so members submitted before and after keep one id. A local parent sees attempt 0 on
+    every retry (Flyte numbers only pods' attempts), but runs each attempt once: a fresh token."""
+    if mode == "remote":
+        return str(attempt_number)
+    return "local" + secrets.token_hex(4)
+
+
+def retried_members(members: Sequence[GangMember]) -> list[str]:
+    """The members whose task has `retries=`, which a gang can't honour: a retried member would wait for
+    partners that have already run (Armada counts only members that haven't ended), so it would never start."""
+    counts = {m.name: getattr(m.task, "retries", 0) for m in members}
+    return sorted(name for name, retries in counts.items() if (getattr(retries, "count", retries) or 0) > 0)
 
 
 def plan_members(
@@ -139,6 +158,7 @@ class Gang:
     `gang_id` or `gang_cardinality`); `cardinality=` checks the count before anything is submitted.
     `architecture=` places the whole gang (one architecture, a preference the gang moves through as a whole,
     or `"any"`); without it the members' own must agree. The first member to fail cancels the others.
+    Members run once (their own `retries=` can't work in a gang); `retries=` on the parent runs a new gang.
     """
 
     def __init__(
@@ -212,7 +232,8 @@ class Gang:
             )
         self._submitted = True
         sequence = flyte_internals.next_call_number(tctx, _SEQUENCE_KEY + self.name)
-        self.gang_id = derived_gang_id(self.name, tctx.action.name, sequence)
+        attempt = attempt_mark(tctx.mode, tctx.attempt_number)
+        self.gang_id = derived_gang_id(self.name, tctx.action.name, attempt, sequence)
         configs = plan_members(
             self.name,
             self.gang_id,
@@ -222,8 +243,16 @@ class Gang:
             spill_after=self.spill_after,
             node_uniformity_label=self.node_uniformity_label,
         )
+        if retried := retried_members(self._members):
+            log.warning(
+                "gang %s: ignoring retries= of %s: a gang's members run once (a retried member would wait for "
+                "partners that already ran); retry the gang as a whole with retries= on the task that holds it",
+                self.name,
+                ", ".join(retried),
+            )
+        once = flyte.RetryStrategy(count=0)  # override(retries=0) would keep the task's own: 0 is falsy there
         calls = [
-            asyncio.ensure_future(m.task.override(plugin_config=config).aio(*m.args, **m.kwargs))
+            asyncio.ensure_future(m.task.override(plugin_config=config, retries=once).aio(*m.args, **m.kwargs))
             for m, config in zip(self._members, configs)
         ]
         self._results = await all_results_or_first_failure(calls)

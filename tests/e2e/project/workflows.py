@@ -121,6 +121,39 @@ async def gang_with_a_failing_member(pid_dir: str) -> list[int]:
     return gang.results
 
 
+@default.task
+async def fails_if(fail: bool) -> int:
+    if fail:
+        raise ValueError("failing as asked")
+    return 1
+
+
+@driver.task
+async def gang_with_a_retried_member() -> list[int]:
+    """flaky fails its first attempt and has retries=2: in a gang it runs once."""
+    async with Gang("once") as gang:
+        gang.add(flaky, succeed_on=1)
+        gang.add(double, x=1)
+    return gang.results
+
+
+@driver.task
+async def gang_retried_whole(marker: str) -> list[int]:
+    """A gang whose member fails on the first attempt of the task holding the gang: that task's `retries=` runs
+    the whole gang again."""
+    return await gang_attempt(marker=marker)
+
+
+@driver.task(retries=1)
+async def gang_attempt(marker: str) -> list[int]:
+    first = not os.path.exists(marker)  # the driver runs on this machine: a file says which attempt this is
+    pathlib.Path(marker).touch()
+    async with Gang("again") as gang:
+        gang.add(fails_if, fail=first)
+        gang.add(double, x=1)
+    return gang.results
+
+
 @default.task(retries=2)
 async def flaky(succeed_on: int) -> int:
     """Fails with a recoverable error until attempt `succeed_on`; returns the attempt that succeeded."""
