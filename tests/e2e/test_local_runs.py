@@ -95,6 +95,26 @@ def test_a_gangs_architecture_places_every_member(flyte_run, stack):
     assert gang_id.startswith("crew-") and cardinality == "3"
 
 
+def test_a_gang_preferring_a_full_architecture_moves_to_the_next_as_a_whole(flyte_run, stack):
+    import workflows
+
+    from support.blockers import fill_group
+
+    channel = armada_channel(stack.armada_url)
+    try:
+        with contextlib.contextmanager(fill_group)(ArmadaClient(channel), stack.queue, "arm64"):
+            run = flyte_run(workflows.crew_gang, n=2, architecture="arm64,amd64", spill_after=1.0)
+    finally:
+        channel.close()
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1]
+    jobs = journal.jobs()
+    assert {(j.architecture, j.node_group, j.outcome) for j in jobs} == {
+        ("amd64 (spilled from arm64)", "amd64", "SUCCEEDED")
+    }
+    ((gang_id, cardinality, _),) = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    assert gang_id.startswith("crew-") and gang_id.endswith("-amd64") and cardinality == "2"
+
+
 def test_a_gang_declaring_five_with_four_members_fails_at_once_with_both_numbers(flyte_run):
     import workflows
     from flyte.errors import RuntimeUserError

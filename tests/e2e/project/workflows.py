@@ -102,10 +102,11 @@ async def crew_member(rank: int) -> int:
 
 
 @driver.task
-async def crew_gang(n: int, declared: int = 0, architecture: str = "") -> list[int]:
+async def crew_gang(n: int, declared: int = 0, architecture: str = "", spill_after: float = 0.0) -> list[int]:
     """n members of one gang, with no gang_id or gang_cardinality written anywhere; `declared`: a size to
     check the count against, `architecture`: the Gang's, for every member (else their own: `any`)."""
-    async with Gang("crew", cardinality=declared or None, architecture=architecture or None) as gang:
+    placement = {"architecture": architecture or None, "spill_after": spill_after or None}
+    async with Gang("crew", cardinality=declared or None, **placement) as gang:
         for rank in range(n):
             gang.add(crew_member, rank=rank)
     return gang.results
