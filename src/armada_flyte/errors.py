@@ -152,13 +152,13 @@ class GangCardinalityMismatch(ArmadaFlyteError, ValueError):
         self.members = members
         self.declared_by = declared_by
         if members < declared:
-            fix = f"add the {declared - members} missing member(s)"
+            fix, armada = f"add the {declared - members} missing member(s)", f"hold them until all {declared} came"
         else:
-            fix = f"remove {members - declared} member(s)"
+            fix, armada = f"remove {members - declared} member(s)", f"refuse the members beyond {declared}"
         super().__init__(
             f"gang {gang!r}: {declared_by} declares {declared} members, but {members} were added; nothing was "
-            f"submitted (Armada would hold the members until all {declared} came). Either {fix}, or declare "
-            f"{members}, or leave the cardinality out: a Gang counts its members itself."
+            f"submitted (Armada would {armada}). Either {fix}, or declare {members}, or leave the cardinality "
+            "out: a Gang counts its members itself."
         )
 
 

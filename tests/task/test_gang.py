@@ -76,6 +76,7 @@ def test_a_declared_size_of_five_with_four_members_names_both_numbers_and_the_fi
     message = str(info.value)
     assert "declares 5 members, but 4 were added" in message
     assert "add the 1 missing member(s)" in message and "declare 4" in message and "nothing was submitted" in message
+    assert "Armada would hold them until all 5 came" in message
 
 
 def test_a_hand_written_gang_cardinality_on_a_member_is_a_declaration_too():
@@ -83,7 +84,9 @@ def test_a_hand_written_gang_cardinality_on_a_member_is_a_declaration_too():
     with pytest.raises(GangCardinalityMismatch) as info:
         plan_members("trio", "g", members(three, three, three, three))
     assert (info.value.declared, info.value.members) == (3, 4)
-    assert "ArmadaConfig(gang_cardinality=3)" in str(info.value) and "remove 1 member(s)" in str(info.value)
+    message = str(info.value)
+    assert "ArmadaConfig(gang_cardinality=3)" in message and "remove 1 member(s)" in message
+    assert "Armada would refuse the members beyond 3" in message
 
 
 def test_a_hand_written_gang_that_agrees_is_renamed_to_the_derived_id():
