@@ -85,7 +85,8 @@ def plan_members(
 
     Raises `GangCardinalityMismatch` when a declared size (the Gang's `cardinality`, or a member's own
     `gang_cardinality`) differs from the number of members, and `ArchitectureConflict` when members ask
-    for different architectures, queues, job sets or uniformity labels and the Gang names none.
+    for different architectures or uniformity labels and the Gang names none, or for different queues, job
+    sets or interruptible flags.
     """
     count = len(members)
     declarations = [(cardinality, f"Gang({name!r}, cardinality={cardinality})")] if cardinality is not None else []
