@@ -16,11 +16,13 @@ from armada_flyte.errors import (  # noqa: E402
     ArchitectureConflict,
     ArchitectureNotOffered,
     ArmadaFlyteError,
+    GangCardinalityMismatch,
     ImagePlatformMismatch,
     InvalidConfig,
     NoCommonArchitecture,
 )
 from armada_flyte.spec import ArmadaConfig  # noqa: E402
+from armada_flyte.task.gang import Gang  # noqa: E402
 from armada_flyte.task.plugin import ArmadaFunctionTask  # noqa: E402
 from armada_flyte.task.runtime_image import runtime_image  # noqa: E402
 
@@ -41,6 +43,8 @@ __all__ = [
     "ArmadaConfig",
     "ArmadaFlyteError",
     "ArmadaFunctionTask",
+    "Gang",
+    "GangCardinalityMismatch",
     "ImagePlatformMismatch",
     "InvalidConfig",
     "NoCommonArchitecture",

@@ -142,6 +142,26 @@ class ArchitectureConflict(ArmadaFlyteError, ValueError):
     """Two sources pin different architectures (pod template vs task, or members of one gang)."""
 
 
+class GangCardinalityMismatch(ArmadaFlyteError, ValueError):
+    """A gang's declared size differs from the members added to it: Armada would hold the members it got
+    queued until the missing ones came, and they never would (or refuse the surplus)."""
+
+    def __init__(self, gang: str, declared: int, members: int, declared_by: str):
+        self.gang = gang
+        self.declared = declared
+        self.members = members
+        self.declared_by = declared_by
+        if members < declared:
+            fix, armada = f"add the {declared - members} missing member(s)", f"hold them until all {declared} came"
+        else:
+            fix, armada = f"remove {members - declared} member(s)", f"refuse the members beyond {declared}"
+        super().__init__(
+            f"gang {gang!r}: {declared_by} declares {declared} members, but {members} were added; nothing was "
+            f"submitted (Armada would {armada}). Either {fix}, or declare {members}, or leave the cardinality "
+            "out: a Gang counts its members itself."
+        )
+
+
 class ImagePlatformMismatch(ArmadaFlyteError, ValueError):
     """The task's image was not built for the architecture the task runs on."""
 

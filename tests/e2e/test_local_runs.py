@@ -68,6 +68,107 @@ def test_a_gang_of_three_runs_together_on_one_architecture(flyte_run, stack):
     assert uniformity_label == "kubernetes.io/arch"
 
 
+def test_a_gang_that_sizes_itself_runs_four_members_as_one_gang_on_one_architecture(flyte_run, stack):
+    """No gang_id or gang_cardinality written: the Gang derives both from the four calls added to it."""
+    import workflows
+
+    run = flyte_run(workflows.crew_gang, n=4)
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2, 3]
+    jobs = journal.jobs()
+    assert len(jobs) == 4 and {j.outcome for j in jobs} == {"SUCCEEDED"}
+    assert len({j.node_group for j in jobs}) == 1  # members of `any`, placed as one
+    gangs = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    ((gang_id, cardinality, uniformity_label),) = gangs  # one gang, scheduled by Armada as a whole
+    assert gang_id.startswith("crew-") and cardinality == "4"
+    assert uniformity_label == "kubernetes.io/arch"
+
+
+def test_a_gangs_architecture_places_every_member(flyte_run, stack):
+    import workflows
+
+    run = flyte_run(workflows.crew_gang, n=3, architecture="arm64")
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1, 2]
+    jobs = journal.jobs()
+    assert {(j.architecture, j.node_group, j.outcome) for j in jobs} == {("arm64", "arm64", "SUCCEEDED")}
+    assert len(jobs) == 3
+    ((gang_id, cardinality, _),) = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    assert gang_id.startswith("crew-") and cardinality == "3"
+
+
+def test_a_gang_preferring_a_full_architecture_moves_to_the_next_as_a_whole(flyte_run, stack):
+    import workflows
+
+    from support.blockers import fill_group
+
+    channel = armada_channel(stack.armada_url)
+    try:
+        with contextlib.contextmanager(fill_group)(ArmadaClient(channel), stack.queue, "arm64"):
+            run = flyte_run(workflows.crew_gang, n=2, architecture="arm64,amd64", spill_after=1.0)
+    finally:
+        channel.close()
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [0, 1]
+    jobs = journal.jobs()
+    assert {(j.architecture, j.node_group, j.outcome) for j in jobs} == {
+        ("amd64 (spilled from arm64)", "amd64", "SUCCEEDED")
+    }
+    ((gang_id, cardinality, _),) = {gang_annotations(stack.armada_url, j.job_id) for j in jobs}
+    assert gang_id.startswith("crew-") and gang_id.endswith("-amd64") and cardinality == "2"
+
+
+def test_a_gang_declaring_five_with_four_members_fails_at_once_with_both_numbers(flyte_run):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.crew_gang, n=4, declared=5)
+    assert info.value.code == "GangCardinalityMismatch"
+    assert "declares 5 members, but 4 were added" in str(info.value)
+    assert journal.jobs() == []  # nothing submitted, nothing left waiting
+    assert time.monotonic() - started < 30
+
+
+def test_a_gang_member_that_fails_cancels_the_others_and_its_error_reaches_the_parent(flyte_run, pods_tmp_path):
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.gang_with_a_failing_member, pid_dir=str(pods_tmp_path))
+    assert info.value.code == "ValueError" and "one member fails" in str(info.value)
+    assert time.monotonic() - started < 120  # the others would linger for 600 s
+    outcomes = sorted(j.outcome for j in journal.jobs())
+    assert outcomes == ["CANCELLED", "CANCELLED", "CANCELLED", "FAILED ValueError"]
+    for pid_file in pods_tmp_path.iterdir():
+        pid = int(pid_file.read_text() or 0)
+        wait_until(lambda pid=pid: not pid or not is_alive(pid), 30, f"member process {pid} to end")
+
+
+def test_a_gang_member_runs_once_whatever_its_retries(flyte_run, caplog):
+    """A retried member would wait for partners that already ran: the gang fails with the member's error."""
+    import workflows
+    from flyte.errors import RuntimeUserError
+
+    with pytest.raises(RuntimeUserError) as info:
+        flyte_run(workflows.gang_with_a_retried_member)
+    assert info.value.code == "ConnectionError"
+    assert sorted(j.task for j in journal.jobs()) == ["double", "flaky"]  # no second attempt of flaky
+    assert "gang once: ignoring retries= of e2e-default.flaky: a gang's members run once" in caplog.text
+
+
+def test_retries_on_the_task_holding_a_gang_run_it_again_as_a_new_gang(flyte_run, stack, tmp_path):
+    import workflows
+
+    run = flyte_run(workflows.gang_retried_whole, marker=str(tmp_path / "first-attempt-ran"))
+    assert list(run.outputs()[0] if isinstance(run.outputs(), tuple) else run.outputs()) == [1, 2]
+    jobs = journal.jobs()
+    succeeded = [j for j in jobs if j.outcome == "SUCCEEDED" and j.task == "fails_if"]
+    failed = [j for j in jobs if j.outcome == "FAILED ValueError"]
+    assert len(succeeded) == 1 and len(failed) == 1
+    first, second = (gang_annotations(stack.armada_url, j.job_id)[0] for j in (*failed, *succeeded))
+    assert first.startswith("again-") and second.startswith("again-") and first != second
+
+
 def gang_annotations(armada_url: str, job_id: str) -> tuple[str, str, str]:
     """The gang id, cardinality and node uniformity label Armada holds for the job (GetJobDetails)."""
     from armada_client.armada import job_pb2, job_pb2_grpc

@@ -28,7 +28,13 @@ _ON_FIRST_USE = {
     "render_task_template": ("flyte.connectors.utils", "_render_task_template"),
 }
 
-__all__ = ["AsyncFunctionTaskTemplate", "TaskPluginRegistry", *_ON_FIRST_USE]
+__all__ = ["AsyncFunctionTaskTemplate", "TaskPluginRegistry", "next_call_number", *_ON_FIRST_USE]
+
+
+def next_call_number(tctx: Any, key: str) -> int:
+    """The next number (from 1) of the calls under `key` the running action has made: Flyte's own counter
+    (`TaskContext._call_counter`), which starts again at every attempt, so the numbers repeat on a retry."""
+    return tctx._call_counter.next(key)
 
 
 def __getattr__(name: str) -> Any:

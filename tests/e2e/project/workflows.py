@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import flyte
 
-from armada_flyte import ArmadaConfig
+from armada_flyte import ArmadaConfig, Gang
 
 IMAGE = "localhost:5000/armada-flyte-runtime:test"
 SMALL = flyte.Resources(cpu="250m", memory="256Mi")
@@ -27,7 +27,8 @@ trio = flyte.TaskEnvironment(
 anywhere = flyte.TaskEnvironment(
     "e2e-any", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="any")
 )
-driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio, anywhere])
+crew = flyte.TaskEnvironment("e2e-crew", image=IMAGE, resources=SMALL, plugin_config=ArmadaConfig(architecture="any"))
+driver = flyte.TaskEnvironment("e2e-driver", depends_on=[arm, amd, default, trio, anywhere, crew])
 
 
 @dataclass
@@ -93,6 +94,65 @@ async def member(rank: int) -> int:
 @driver.task
 async def gang_of_three() -> list[int]:
     return list(await asyncio.gather(*(member(rank=r) for r in range(3))))
+
+
+@crew.task
+async def crew_member(rank: int) -> int:
+    return rank
+
+
+@driver.task
+async def crew_gang(n: int, declared: int = 0, architecture: str = "", spill_after: float = 0.0) -> list[int]:
+    """n members of one gang, with no gang_id or gang_cardinality written anywhere; `declared`: a size to
+    check the count against, `architecture`: the Gang's, for every member (else their own: `any`)."""
+    placement = {"architecture": architecture or None, "spill_after": spill_after or None}
+    async with Gang("crew", cardinality=declared or None, **placement) as gang:
+        for rank in range(n):
+            gang.add(crew_member, rank=rank)
+    return gang.results
+
+
+@driver.task
+async def gang_with_a_failing_member(pid_dir: str) -> list[int]:
+    """Three members that would run for ten minutes, and one that fails at once."""
+    async with Gang("doomed") as gang:
+        for rank in range(3):
+            gang.add(linger, pid_file=f"{pid_dir}/{rank}")
+        gang.add(explode, reason="one member fails")
+    return gang.results
+
+
+@default.task
+async def fails_if(fail: bool) -> int:
+    if fail:
+        raise ValueError("failing as asked")
+    return 1
+
+
+@driver.task
+async def gang_with_a_retried_member() -> list[int]:
+    """flaky fails its first attempt and has retries=2: in a gang it runs once."""
+    async with Gang("once") as gang:
+        gang.add(flaky, succeed_on=1)
+        gang.add(double, x=1)
+    return gang.results
+
+
+@driver.task
+async def gang_retried_whole(marker: str) -> list[int]:
+    """A gang whose member fails on the first attempt of the task holding the gang: that task's `retries=` runs
+    the whole gang again."""
+    return await gang_attempt(marker=marker)
+
+
+@driver.task(retries=1)
+async def gang_attempt(marker: str) -> list[int]:
+    first = not os.path.exists(marker)  # the driver runs on this machine: a file says which attempt this is
+    pathlib.Path(marker).touch()
+    async with Gang("again") as gang:
+        gang.add(fails_if, fail=first)
+        gang.add(double, x=1)
+    return gang.results
 
 
 @default.task(retries=2)
