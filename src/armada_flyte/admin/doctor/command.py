@@ -21,11 +21,11 @@ tolerations miss their own taints, node labels the Armada executor doesn't track
 taints it doesn't tolerate (jobs queued forever), a gang uniformity label the scheduler doesn't
 index, a fallback architecture that can't apply, architectures the runtime image lacks, and, with
 --armada-url or --queue, whether Armada answers, takes new work (an embedded server says why not,
-e.g. its state folder can't be written),
-accepts the connector's credentials and has the queue. It reports the admin's tenancy policy (what
-backend tasks may choose for themselves), recommends Pod Security Admission labels on the job
-namespaces, warns about any queue being allowed on a multi-project backend, and, with --task, about
-tasks the policy refuses. Exits 1 when anything is wrong (warnings don't count).
+e.g. its state folder can't be written), accepts the connector's credentials and has the queue. It
+reports the admin's tenancy policy (what backend tasks may choose for themselves), recommends Pod
+Security Admission labels on the job namespaces, warns about any queue being allowed on a
+multi-project backend, and, with --task, about tasks the policy refuses. Exits 1 when anything is
+wrong (warnings don't count).
 """
 
 
