@@ -108,6 +108,7 @@ ANY_AMD_ONLY = ImageQuestion(IMAGE, None, (AMD,))
         (PINNED, None, True, True, None, "submitting anyway without checking arm64"),
         (PREFER_ARM, None, False, False, None, "it may run on any of arm64, amd64, unchecked"),
         (ANY, None, True, True, None, "it may run on any of amd64, arm64, unchecked"),
+        (ImageQuestion(IMAGE, None), None, False, False, None, "it may run on any offered architecture, unchecked"),
         # a pinned task is unaffected by the fallback
         (PINNED, FILE_FALLBACK, False, False, None, "submitting anyway without checking arm64"),
         (PINNED, FILE_FALLBACK, True, True, None, "submitting anyway without checking arm64"),

@@ -70,7 +70,8 @@ def when_unreadable(
         return _unchecked(blocks_when_unreachable, f"submitting anyway without checking {question.wanted}: {why}")
     names = ", ".join(a.value for a in question.may_run_on)
     if fallback is None:
-        return _unchecked(blocks_when_unreachable, f"it may run on any of {names}, unchecked: {why}")
+        where = f"any of {names}" if names else "any offered architecture"
+        return _unchecked(blocks_when_unreachable, f"it may run on {where}, unchecked: {why}")
     if fallback.architecture not in question.may_run_on:
         return _unchecked(
             blocks_when_unreachable,
