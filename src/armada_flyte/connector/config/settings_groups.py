@@ -367,7 +367,8 @@ class ImageChecks(_Group):
     check_image_platforms: bool = False
     """Look up the image's platforms in its registry before submitting."""
     image_check_blocks_when_unreachable: bool = False
-    """Refuse submission when the registry can't be reached (else: warn and submit)."""
+    """Refuse submission when the registry can't be reached (else: warn and submit). A task with a preference or
+    `any` that the fallback architecture applies to is narrowed to it instead (`fallback_architecture`)."""
     image_platform_cache_seconds: float = Field(300.0, ge=0)
     """How long an image's platforms are remembered (0: ask the registry every time)."""
     registry_insecure_hosts: TextList = ()
