@@ -184,3 +184,21 @@ def test_the_shipped_armada_config_examples_are_printed_for_a_pip_install(capsys
     assert "kubernetes.io/arch" in config["kubernetes"]["trackedNodeLabels"]
     assert main(["doctor", "--example", "scheduler-config"]) == 0
     assert "indexedNodeLabels" in capsys.readouterr().out
+
+
+def test_the_fallback_set_in_the_connectors_environment_is_checked_against_the_groups(doctor_json, monkeypatch):
+    monkeypatch.setenv("ARMADA_FLYTE_FALLBACK_ARCHITECTURE", "arm64")
+    monkeypatch.setenv("ARMADA_FLYTE_CHECK_IMAGE_PLATFORMS", "true")
+    code, report = doctor_json("--preset", "embedded")
+    [fallback] = [f for f in report["findings"] if f["check"] == "node-groups.fallback"]
+    assert code == 0 and fallback["ok"] and not fallback["warning"]
+    assert fallback["message"].startswith("fallback architecture arm64 (the connector setting fallback_architecture")
+
+
+def test_a_node_group_file_whose_fallback_it_does_not_offer_is_invalid(doctor_json, write_yaml):
+    path = write_yaml("groups.yaml", {"fallback_architecture": "arm64", "architectures": {"amd64": {}}})
+    code, report = doctor_json("--node-groups", str(path))
+    assert code == 1
+    first = report["findings"][0]
+    assert first["check"] == "node-groups.file" and not first["ok"]
+    assert "fallback_architecture='arm64' is invalid" in first["message"] and "offer (amd64)" in first["message"]

@@ -8,6 +8,7 @@ import pytest
 
 from armada_flyte.admin.doctor.config_checks import (
     check_executor_config,
+    check_fallback,
     check_node_groups,
     check_runtime_platforms,
     check_scheduler_config,
@@ -290,3 +291,39 @@ def test_a_fix_points_to_the_example_a_pip_install_can_print(good_executor):
     findings = check_executor_config(_gke(), _with(good_executor, toleratedTaints=["nvidia.com/gpu"]))
     [bad] = _problems(findings)
     assert "armada-flyte doctor --example executor-config" in bad.fix
+
+
+# ---- the admin's fallback architecture ----
+FALLBACK_FILE = {"fallback_architecture": "amd64", "architectures": {"amd64": {}, "arm64": {}}}
+
+
+def test_no_fallback_says_what_happens_to_unreadable_images():
+    [finding] = check_fallback(NodeGroups.preset("gke"), None, True)
+    assert finding.ok and not finding.warning and finding.message.startswith("no fallback architecture")
+
+
+def test_the_files_fallback_is_reported_with_who_set_it():
+    [finding] = check_fallback(NodeGroups.from_mapping(FALLBACK_FILE), None, True)
+    assert finding.ok and not finding.warning
+    assert finding.message.startswith("fallback architecture amd64 (fallback_architecture in the node-group file)")
+
+
+def test_the_connector_setting_overrides_the_files_fallback():
+    [finding] = check_fallback(NodeGroups.from_mapping(FALLBACK_FILE), Architecture.arm64, True)
+    assert finding.ok
+    assert "fallback architecture arm64 (the connector setting fallback_architecture" in finding.message
+    assert "over the file's amd64" in finding.message
+
+
+def test_a_connector_fallback_the_groups_do_not_offer_is_a_problem():
+    groups = NodeGroups.from_mapping({"architectures": {"amd64": {}}})
+    [finding] = check_fallback(groups, Architecture.arm64, True)
+    assert not finding.ok
+    assert "ARMADA_FLYTE_FALLBACK_ARCHITECTURE" in finding.message and "don't offer (amd64)" in finding.message
+    assert finding.fix.startswith("set it to one of amd64")
+
+
+def test_a_fallback_without_the_image_check_is_a_warning_that_it_never_applies():
+    [finding] = check_fallback(NodeGroups.from_mapping(FALLBACK_FILE), None, False)
+    assert finding.ok and finding.warning and "never applies" in finding.message
+    assert "ARMADA_FLYTE_CHECK_IMAGE_PLATFORMS=true" in finding.fix

@@ -104,6 +104,57 @@ def test_c0_still_raises_a_transient_create_error_so_the_backend_retries_it(tmp_
     assert "unavailable" in info.value.details()
 
 
+def test_c0_narrows_a_preference_whose_image_cannot_be_read_to_the_fallback_set_by_its_environment(
+    armada, blob, tmp_path, request
+):
+    """ARMADA_FLYTE_FALLBACK_ARCHITECTURE over the embedded preset (which sets none), the image's registry down:
+    the arm64-first preference runs on amd64 alone, and the backend's GetTask says why."""
+    import socket
+
+    from armada_flyte.local.stack import ACCESS_KEY, BLOB_CREDENTIALS_SECRET, SECRET_KEY
+
+    from support.c0_service import c0_env
+    from support.real_armada import uses_real_armada
+
+    env = c0_env(armada.url, blob.endpoint, check_image_platforms="true", fallback_architecture="amd64")
+    if not uses_real_armada(request.config):  # a bed's executor holds it from the start (as the c0 fixture)
+        armada.add_secret(BLOB_CREDENTIALS_SECRET, {"access_key_id": ACCESS_KEY, "secret_access_key": SECRET_KEY})
+    log = tmp_path / "c0.log"
+    # The registry's port is held bound but not listening: connections are refused, and nothing else
+    # (c0's own ports among them) can take it meanwhile.
+    with socket.socket() as registry:
+        registry.bind(("127.0.0.1", 0))
+        image = f"127.0.0.1:{registry.getsockname()[1]}/train:1"
+        resource, meta = _fallback_run(env, log, image)
+    fallback = resource.custom_info["fallback"]
+    assert fallback["architecture"] == "amd64"
+    assert f"the platforms of image {image} could not be read at submit" in fallback["why"]
+    assert "RegistryUnreachable" in fallback["why"]
+    assert f"Narrowed to amd64, the admin's fallback architecture: {fallback['why']}" in resource.message
+    assert b'"architecture": "amd64"' in meta and b'"spill_jobs": ""' in meta, meta
+    assert "the admin's fallback architecture" in log.read_text()  # c0's log says it too
+
+
+def _fallback_run(env: dict[str, str], log: pathlib.Path, image: str) -> tuple[object, bytes]:
+    """Create the arm64-first task of `image` through a c0 of `env`, poll it to its end, delete it."""
+    with running_c0(env, log) as stub:
+        template = python_template("print('on the fallback')", ArmadaConfig(architecture=["arm64", "amd64"]))
+        template.container.image = image
+        request = connector_pb2.CreateTaskRequest(
+            template=template,
+            output_prefix="s3://bucket/raw/fallback/a0/0",
+            task_execution_metadata=execution_metadata(run="fallback"),
+        )
+        try:
+            meta = stub.CreateTask(request, timeout=60).resource_meta
+        except grpc.RpcError as exc:
+            raise AssertionError(f"CreateTask failed: {exc}\nc0's log:\n{log.read_text()[-4000:]}") from None
+        resource = poll_until_done(stub, meta, DONE, 60, explain=lambda: f"c0's log:\n{log.read_text()[-4000:]}")
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        stub.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA), timeout=30)
+    return resource, meta
+
+
 # What a0 does when the user's function raises: write error.pb beside the outputs, exit 0.
 WRITE_ERROR_PB = (
     ERROR_PB_WRITER

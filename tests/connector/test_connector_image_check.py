@@ -119,3 +119,73 @@ def test_any_on_an_image_the_platform_cannot_run_is_refused_naming_both_sets(arm
     assert images.amd64_only in message and "has amd64" in message and "offers arm64" in message
     meta = asyncio.run(connector.create(template(images.amd64_only, "any", job_set_id="nowhere"), "s3://b/raw"))
     assert meta.refusal_code == "NoCommonArchitecture" and not meta.job_id
+
+
+# ---- the admin's fallback architecture: the registry can't be read ----
+# Each submits from an output prefix of its own: Armada answers a client id it has seen (the prefix's) with
+# the job it already has.
+@pytest.mark.parametrize("blocks", [False, True])
+def test_a_preference_whose_image_cannot_be_read_runs_on_the_fallback_saying_why(armada, unreachable_host, blocks):
+    """The fallback takes precedence over image_check_blocks_when_unreachable."""
+    connector = connector_for(armada, fallback_architecture="amd64", image_check_blocks_when_unreachable=blocks)
+    image = f"{unreachable_host}/train:1"
+
+    async def scenario():
+        meta = await connector.create(
+            template(image, ["arm64", "amd64"], job_set_id=f"fallback-{blocks}"), f"s3://b/raw/fallback-{blocks}"
+        )
+        return meta, await wait_for(connector, meta, {TaskExecution.SUCCEEDED, TaskExecution.FAILED})
+
+    meta, resource = asyncio.run(scenario())
+    assert (meta.architecture, meta.node_group, meta.spill_jobs, meta.refusal_code) == ("amd64", "amd64", "", "")
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    node = resource.custom_info["node"]
+    assert node.startswith("amd64-"), node  # it ran on the fallback's node group, not on arm64's first
+    why = resource.custom_info["fallback"]["why"]
+    assert resource.custom_info["fallback"]["architecture"] == "amd64"
+    assert f"the platforms of image {image} could not be read at submit" in why and "RegistryUnreachable" in why
+    assert f"Narrowed to amd64, the admin's fallback architecture: {why}" in resource.message
+
+
+def test_any_whose_image_cannot_be_read_is_narrowed_to_the_fallback_set_in_the_node_group_file(
+    armada, unreachable_host, tmp_path, caplog
+):
+    groups = tmp_path / "groups.yaml"
+    groups.write_text("fallback_architecture: arm64\narchitectures: {amd64: {}, arm64: {}}\n")
+    from armada_flyte.connector.service import ArmadaConnector
+
+    armada_flyte.configure(armada_url=armada.url, node_groups_file=str(groups), check_image_platforms=True)
+    meta = asyncio.run(
+        ArmadaConnector().create(template(f"{unreachable_host}/train:1", "any"), "s3://b/raw/fallback-any")
+    )
+    assert (meta.architecture, meta.any_of, meta.node_group) == ("arm64", "arm64", "arm64")
+    assert "could not be read at submit" in meta.fallback
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "train:1" in r.getMessage()]
+    said = f"narrowed to arm64 of amd64, arm64, the admin's fallback architecture (fallback_architecture in {groups})"
+    assert any(said in w for w in warned), warned
+
+
+def test_a_registry_that_refuses_the_credentials_counts_as_unreadable(armada, basic_registry):
+    connector = connector_for(armada, fallback_architecture="amd64", image_check_blocks_when_unreachable=True)
+    meta = asyncio.run(connector.create(template(basic_registry.multi, ["arm64", "amd64"]), "s3://b/raw/fallback-auth"))
+    assert (meta.architecture, meta.refusal_code) == ("amd64", "")
+    assert "RegistryAuthFailed" in meta.fallback
+
+
+def test_a_pinned_task_is_unaffected_by_the_fallback(armada, unreachable_host):
+    from armada_flyte.errors import RegistryUnreachable
+
+    connector = connector_for(armada, fallback_architecture="amd64", image_check_blocks_when_unreachable=True)
+    with pytest.raises(RegistryUnreachable):
+        asyncio.run(connector.create(template(f"{unreachable_host}/train:1", "arm64"), "s3://b/raw"))
+    connector = connector_for(armada, fallback_architecture="amd64", image_check_blocks_when_unreachable=False)
+    meta = asyncio.run(connector.create(template(f"{unreachable_host}/train:1", "arm64"), "s3://b/raw/fallback-pinned"))
+    assert (meta.architecture, meta.fallback) == ("arm64", "")
+
+
+def test_a_readable_registry_is_followed_and_the_fallback_not_used(armada, images):
+    connector = connector_for(armada, fallback_architecture="amd64")
+    meta = asyncio.run(
+        connector.create(template(images.arm64_only, ["amd64", "arm64"]), "s3://b/raw/fallback-readable")
+    )
+    assert (meta.architecture, meta.fallback) == ("arm64", "")

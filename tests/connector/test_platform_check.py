@@ -219,6 +219,25 @@ def test_an_index_naming_no_platforms_warns_instead_of_refusing(registry, caplog
         )
 
 
+def test_an_index_naming_no_platforms_narrows_a_preference_to_the_fallback_even_when_blocking(registry):
+    from armada_flyte.connector.submit.fallback import Fallback, ImageQuestion
+
+    upload = RegistryUploader(registry.url)
+    try:
+        entry = upload.push_image("noplatform-fb", None, "arm64")
+        entry.pop("platform")
+        upload.push_index("noplatform-fb", "1", [entry])
+    finally:
+        upload.close()
+    question = ImageQuestion(f"{registry.host}/noplatform-fb:1", None, (Architecture.arm64, Architecture.amd64))
+    blocking = ImagePlatformCheck(settings(image_check_blocks_when_unreachable=True))
+    with pytest.raises(ImagePlatformMismatch):  # no fallback: refused, as before
+        run(blocking.answer(question, "train"))
+    narrowed = run(blocking.answer(question, "train", Fallback(Architecture.amd64, "the test")))
+    assert narrowed is not None and narrowed.architectures == (Architecture.amd64,)
+    assert narrowed.fallback.endswith("could not be read at submit (its index names no platforms)")
+
+
 class _RedirectLoop(QuietHandler):
     def do_GET(self):
         self.send_response(302)

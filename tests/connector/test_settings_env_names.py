@@ -55,6 +55,7 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_BLOB_WORKLOAD_IDENTITY": ("blob", "blob_workload_identity"),
     "ARMADA_FLYTE_NODE_GROUPS_FILE": ("targets", "node_groups_file"),
     "ARMADA_FLYTE_NODE_GROUPS_PRESET": ("targets", "node_groups_preset"),
+    "ARMADA_FLYTE_FALLBACK_ARCHITECTURE": ("targets", "fallback_architecture"),
     "ARMADA_FLYTE_NAMESPACE_TEMPLATE": ("targets", "namespace_template"),
     "ARMADA_FLYTE_SECRET_ENV_VAR_PREFIX": ("targets", "secret_env_var_prefix"),
     "ARMADA_FLYTE_ALLOWED_NAMESPACES": ("tenancy", "allowed_namespaces"),

@@ -29,6 +29,7 @@ from armada_flyte.connector.poll.outcome import JobOutcome
 from armada_flyte.connector.poll.phases import state_name
 from armada_flyte.connector.poll.spill import SpillCancels
 from armada_flyte.connector.submit.execution_context import ExecutionContext
+from armada_flyte.connector.submit.fallback import Fallback
 from armada_flyte.connector.submit.gangs import GangArchitectures
 from armada_flyte.connector.submit.image_check import ImagePlatformCheck
 from armada_flyte.connector.submit.placement import ImageArchitectures
@@ -151,6 +152,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             raise
         current.view.follow(queue, plan.job_set_id)
         where = plan.architecture or (f"any of {plan.any_of}" if plan.any_of else "any arch")
+        if plan.fallback:
+            where += f", the admin's fallback architecture: {plan.fallback}"
         log.info("submitted %s as Armada job %s (queue %s, %s)", task, job_id, queue, where)
         return plan.metadata(job_id, time.time(), task)
 
@@ -158,7 +161,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self, current: ConnectorContext, task_template: Any, context: ExecutionContext
     ) -> Optional[ImageArchitectures]:
         """With the image check on, what the image's registry says before planning: a pinned architecture the
-        image lacks raises; for `any` or a preference, the image's architectures (None: it can't tell)."""
+        image lacks raises; for `any` or a preference, the image's architectures, or the admin's fallback
+        architecture when it can't tell (None: it can't tell, and no fallback applies)."""
         if not current.settings.images.check_image_platforms:
             return None
         question = image_question(task_template, current.submit, context)
@@ -166,7 +170,11 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             return None
         if self._image_check is None:
             self._image_check = ImagePlatformCheck(current.settings.images)
-        return await self._image_check.answer(question.image, question.architecture, context.identity.task)
+        groups = current.submit.node_groups
+        fallback = (
+            Fallback(groups.fallback_architecture, groups.fallback_set_by) if groups.fallback_architecture else None
+        )
+        return await self._image_check.answer(question, context.identity.task, fallback)
 
     # ---- get ----
     async def poll(self, meta: ArmadaJobMetadata) -> JobOutcome:

@@ -19,12 +19,13 @@ _DESCRIPTION = """\
 Find the settings that would make Armada jobs fail and say how to fix each: node groups whose
 tolerations miss their own taints, node labels the Armada executor doesn't track (jobs REJECTED),
 taints it doesn't tolerate (jobs queued forever), a gang uniformity label the scheduler doesn't
-index, architectures the runtime image lacks, and, with --armada-url or --queue, whether Armada
-answers, takes new work (an embedded server says why not, e.g. its state folder can't be written),
-accepts the connector's credentials and has the queue. It reports the admin's tenancy policy (what
-backend tasks may choose for themselves), recommends Pod Security Admission labels on the job
-namespaces, warns about any queue being allowed on a multi-project backend, and, with --task, about
-tasks the policy refuses. Exits 1 when anything is wrong (warnings don't count).
+index, a fallback architecture that can't apply, architectures the runtime image lacks, and, with
+--armada-url or --queue, whether Armada answers, takes new work (an embedded server says why not,
+e.g. its state folder can't be written), accepts the connector's credentials and has the queue. It
+reports the admin's tenancy policy (what backend tasks may choose for themselves), recommends Pod
+Security Admission labels on the job namespaces, warns about any queue being allowed on a
+multi-project backend, and, with --task, about tasks the policy refuses. Exits 1 when anything is
+wrong (warnings don't count).
 """
 
 
@@ -122,6 +123,7 @@ def collect(args: argparse.Namespace) -> list[Finding]:
     if groups is not None:
         findings += config_checks.check_node_groups(groups)
         findings += config_checks.check_node_names(groups)
+        findings += config_checks.check_fallback(groups, *_connector_fallback())
     if args.executor_config is not None:
         executor, unreadable = load_yaml_mapping(args.executor_config, "executor.config", "executor config")
         if unreadable is not None:
@@ -146,6 +148,18 @@ def collect(args: argparse.Namespace) -> list[Finding]:
     if args.armada_url is not None or args.queue is not None:
         findings += _live(args.armada_url, args.queue or DEFAULT_QUEUE)
     return findings
+
+
+def _connector_fallback() -> tuple[Optional[Architecture], Optional[bool]]:
+    """The connector's own fallback_architecture and whether it reads images' platforms (None, None: its settings
+    are invalid, which the tenancy checks report)."""
+    from armada_flyte.connector.config.settings import resolve_settings
+
+    try:
+        settings = resolve_settings()
+    except InvalidConfig:
+        return None, None
+    return settings.targets.fallback_architecture, settings.images.check_image_platforms
 
 
 def _tenancy(args: argparse.Namespace) -> list[Finding]:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
 
-from armada_flyte.admin.doctor.findings import Finding, passed, problem
+from armada_flyte.admin.doctor.findings import Finding, passed, problem, warning
 from armada_flyte.architecture import Architecture
 from armada_flyte.connector.config.node_groups import Accelerator, Constraints, NodeGroup, NodeGroups
+from armada_flyte.connector.config.settings_groups import FALLBACK_SETTING
 from armada_flyte.connector.submit.accelerators import GPU_RESOURCE
 from armada_flyte.kube import ARCH_LABEL
 from armada_flyte.kube_objects import Taint, Toleration
@@ -91,6 +92,52 @@ def check_node_names(groups: NodeGroups) -> list[Finding]:
             "guide, docs/admins/eks-karpenter.md",
         )
     ]
+
+
+def check_fallback(
+    groups: NodeGroups, setting: Optional[Architecture] = None, images_checked: Optional[bool] = None
+) -> list[Finding]:
+    """The admin's fallback architecture: which, who set it, and whether it can apply.
+
+    `setting`: the connector's own `fallback_architecture` (ARMADA_FLYTE_FALLBACK_ARCHITECTURE), which overrides
+    the file's; `images_checked`: the connector's `check_image_platforms` (None: its settings can't be read).
+    The file's own fallback was checked when it loaded (one it doesn't offer makes the file invalid)."""
+    if setting is not None and setting not in groups.architectures:
+        return [
+            problem(
+                "node-groups.fallback",
+                f"{FALLBACK_SETTING} is {setting.value}, which these node groups don't offer "
+                f"({', '.join(groups.offered)}): the connector's first call fails with InvalidConfig naming it",
+                f"set it to one of {', '.join(groups.offered)}, or unset it to use the file's fallback_architecture",
+            )
+        ]
+    if setting is not None:
+        over = groups.fallback_architecture
+        fallback, set_by = setting, FALLBACK_SETTING + (f", over the file's {over.value}" if over else "")
+    elif groups.fallback_architecture is not None:
+        fallback, set_by = groups.fallback_architecture, "fallback_architecture in the node-group file"
+    else:
+        return [
+            passed(
+                "node-groups.fallback",
+                "no fallback architecture: a task with a preference or `any` whose image's platforms can't be read "
+                "at submit goes on unchecked (refused with image_check_blocks_when_unreachable)",
+            )
+        ]
+    said = (
+        f"fallback architecture {fallback.value} ({set_by}): a task with a preference or `any` that includes it, "
+        "whose image's platforms can't be read at submit, runs on it (pinned tasks are unaffected)"
+    )
+    if images_checked is False:
+        return [
+            warning(
+                "node-groups.fallback",
+                f"{said}; but the connector settings here leave check_image_platforms off, so images' platforms "
+                "are never read and the fallback never applies",
+                "set ARMADA_FLYTE_CHECK_IMAGE_PLATFORMS=true in the connector's environment, or leave the fallback out",
+            )
+        ]
+    return [passed("node-groups.fallback", said)]
 
 
 def check_executor_config(groups: NodeGroups, config: Mapping[str, Any]) -> list[Finding]:

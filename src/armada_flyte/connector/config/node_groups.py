@@ -12,7 +12,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from armada_flyte.architecture import Architecture
 from armada_flyte.config_file import read_yaml
@@ -159,20 +159,51 @@ class NodeGroups(StrictModel):
         description="How long a job of a preference waits queued for room before it moves to the next architecture.",
     )
     architectures: Dict[Architecture, NodeGroup]
+    fallback_architecture: Optional[Architecture] = Field(
+        default=None,
+        description="Where tasks with a preference or `any` go when the connector can't read their image's "
+        "platforms at submit (registry down, no credentials): they are narrowed to it instead of going on "
+        "un-narrowed, or being refused by image_check_blocks_when_unreachable. Pinned tasks are unaffected.",
+    )
     accelerators: Dict[str, Accelerator] = Field(default_factory=dict)
     interruptible: CapacityClass = DEFAULT_INTERRUPTIBLE
     non_interruptible: CapacityClass = DEFAULT_NON_INTERRUPTIBLE
     _origin: str = PrivateAttr(default="node-group config")
+    _fallback_set_by: str = PrivateAttr(default="")
 
     @property
     def origin(self) -> str:
         """Where these groups came from: the file's path, or `preset NAME`."""
         return self._origin
 
+    @property
+    def fallback_set_by(self) -> str:
+        """Who set `fallback_architecture`: the node-group file (its origin) or the connector setting that
+        overrides it; empty when it is unset."""
+        if self.fallback_architecture is None:
+            return ""
+        return self._fallback_set_by or f"fallback_architecture in {self.origin}"
+
     @field_validator("default_architecture", mode="before")
     @classmethod
     def _normalise_default(cls, value: Any) -> Any:
         return None if value in (None, "") else Architecture.parse(value, "default_architecture")
+
+    @field_validator("fallback_architecture", mode="before")
+    @classmethod
+    def _normalise_fallback(cls, value: Any, info: ValidationInfo) -> Any:
+        if value in (None, ""):
+            return None
+        try:
+            fallback = Architecture.parse(value, "fallback_architecture")
+        except InvalidConfig as exc:
+            raise ValueError(exc.fix) from None  # pydantic names the field and the value
+        offered = info.data.get("architectures")
+        if offered is not None and fallback not in offered:  # None: the architectures were invalid, said already
+            raise ValueError(
+                _fallback_not_offered(fallback, offered, "the node groups", "leave fallback_architecture out")
+            )
+        return fallback
 
     @field_validator("architecture_preference", mode="before")
     @classmethod
@@ -265,6 +296,20 @@ class NodeGroups(StrictModel):
         named += [("interruptible tasks", self.interruptible), ("non-interruptible tasks", self.non_interruptible)]
         return named
 
+    def with_fallback(self, fallback: Architecture, set_by: str) -> NodeGroups:
+        """These groups with `fallback` as their fallback architecture instead of the file's, as the connector
+        setting `set_by` (ARMADA_FLYTE_FALLBACK_ARCHITECTURE) says; `InvalidConfig` naming the setting, the
+        value and the fix when the groups don't offer it."""
+        if fallback not in self.architectures:
+            raise InvalidConfig(
+                set_by,
+                fallback.value,
+                _fallback_not_offered(fallback, self.architectures, f"the node groups of {self.origin}", "unset it"),
+            )
+        groups = self.model_copy(update={"fallback_architecture": fallback})
+        groups._fallback_set_by = set_by
+        return groups
+
     def group_for(self, architecture: Architecture, source: str = "task") -> NodeGroup:
         """The node group of `architecture`, or `ArchitectureNotOffered` naming what is offered."""
         group = self.architectures.get(architecture)
@@ -319,6 +364,14 @@ class NodeGroups(StrictModel):
         groups = cls.from_yaml(path)
         groups._origin = f"preset {name} ({path.name})"
         return groups
+
+
+def _fallback_not_offered(fallback: Architecture, offered: Iterable[Architecture], groups: str, unset: str) -> str:
+    names = ", ".join(sorted(a.value for a in offered))
+    return (
+        f"the fallback architecture must be one {groups} offer ({names}), as tasks are placed on it; set it to "
+        f"one of them, add {fallback.value} under architectures in the node-group file, or {unset}"
+    )
 
 
 PRESETS_DIR = pathlib.Path(__file__).parent / "presets"

@@ -20,11 +20,15 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, fiel
 from pydantic_settings import NoDecode
 
 from armada_flyte.addresses import is_loopback
+from armada_flyte.architecture import Architecture, parse_optional
 from armada_flyte.connector.config.namespaces import check_namespace_template, check_placeholders
 from armada_flyte.connector.config.node_groups import NodeGroups
+from armada_flyte.errors import InvalidConfig
 from armada_flyte.kube import secret_key_problem, secret_name_problem
 
 ENV_PREFIX = "ARMADA_FLYTE_"
+FALLBACK_SETTING = f"the connector setting fallback_architecture ({ENV_PREFIX}FALLBACK_ARCHITECTURE)"
+"""How messages name the setting that overrides the node-group file's fallback architecture."""
 
 
 def _env(name: str, *legacy: str) -> Any:
@@ -237,6 +241,9 @@ class JobTargets(_Group):
     """The platform admin's node-group YAML."""
     node_groups_preset: Optional[str] = None
     """A shipped preset (gke, eks-karpenter, aks, embedded, generic) when no file is given."""
+    fallback_architecture: Optional[Architecture] = None
+    """Overrides the node-group file's `fallback_architecture`: where tasks with a preference or `any` go when
+    their image's platforms can't be read at submit (unset or empty: the file's)."""
     namespace_template: Optional[str] = None
     """Namespace of backend jobs whose task sets no ArmadaConfig.namespace: a fixed name (`flyte-jobs`) or
     a template of {project}, {domain}, {org}, {namespace} (the backend's), e.g. `{project}-{domain}`.
@@ -245,6 +252,14 @@ class JobTargets(_Group):
     A backend task's ArmadaConfig.namespace is used instead only when `allowed_namespaces` allows it."""
     secret_env_var_prefix: str = "_UNION_"
     """Prefix of task secrets' env vars (`<prefix><GROUP>_<KEY>`): your Flyte webhook's secretEnvVarPrefix."""
+
+    @field_validator("fallback_architecture", mode="before")
+    @classmethod
+    def _architecture(cls, value: Any) -> Any:
+        try:
+            return parse_optional(value, "fallback_architecture")
+        except InvalidConfig as exc:
+            raise ValueError(exc.fix) from None  # pydantic names the setting and the value
 
     @model_validator(mode="after")
     def _check(self) -> JobTargets:
@@ -255,8 +270,11 @@ class JobTargets(_Group):
         return self
 
     def node_groups(self) -> NodeGroups:
-        """The node groups this connector places pods with."""
-        return NodeGroups.load(self.node_groups_file, self.node_groups_preset)
+        """The node groups this connector places pods with (with this connector's fallback architecture, if set)."""
+        groups = NodeGroups.load(self.node_groups_file, self.node_groups_preset)
+        if self.fallback_architecture is None:
+            return groups
+        return groups.with_fallback(self.fallback_architecture, FALLBACK_SETTING)
 
 
 class Tenancy(_Group):
@@ -349,7 +367,8 @@ class ImageChecks(_Group):
     check_image_platforms: bool = False
     """Look up the image's platforms in its registry before submitting."""
     image_check_blocks_when_unreachable: bool = False
-    """Refuse submission when the registry can't be reached (else: warn and submit)."""
+    """Refuse submission when the registry can't be reached (else: warn and submit). A task with a preference or
+    `any` that the fallback architecture applies to is narrowed to it instead (`fallback_architecture`)."""
     image_platform_cache_seconds: float = Field(300.0, ge=0)
     """How long an image's platforms are remembered (0: ask the registry every time)."""
     registry_insecure_hosts: TextList = ()

@@ -55,6 +55,9 @@ class ArmadaJobMetadata(ResourceMeta):
     """For an architecture preference: the jobs of the later architectures, in order, as JSON (each one's
     architecture, node group and serialised request item). GetTask can't return new metadata, so every
     step is decided at create; `poll.decision` says how any replica finds the current one."""
+    fallback: str = ""
+    """Set when the task was narrowed to the admin's fallback architecture (`architecture`): why (its image's
+    platforms could not be read at submit)."""
     refusal_code: str = ""
     """Set when create refused the task for good (no job was submitted): the error's type name."""
     refusal: str = ""

@@ -161,6 +161,8 @@ def outcome_of(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutc
     if meta.refusal_code or not meta.job_id:
         return refused(meta)
     outcome = _decided(meta, seen, rules)
+    if meta.fallback:
+        outcome = _on_fallback(meta, outcome)
     previous = seen.previous_phase
     if previous is not None and not outcome.terminal:
         if _PROGRESS.get(previous, 0) > _PROGRESS.get(outcome.phase, 0):
@@ -196,6 +198,14 @@ def _decided(meta: ArmadaJobMetadata, seen: Observed, rules: Rules) -> JobOutcom
             message += _why_queued(seen.queued_report, facts)
         return JobOutcome(phase_of(state), state, message, facts=facts)
     return _ended(meta, seen, rules, facts)
+
+
+def _on_fallback(meta: ArmadaJobMetadata, outcome: JobOutcome) -> JobOutcome:
+    """Say that the task runs on the admin's fallback architecture, and why, in the message and `custom_info`."""
+    said = f"to {meta.architecture}, the admin's fallback architecture: {meta.fallback}"
+    message = f"{outcome.message}\nNarrowed {said}" if outcome.terminal else f"{outcome.message}; narrowed {said}"
+    facts = {**outcome.facts, "fallback": {"architecture": meta.architecture, "why": meta.fallback}}
+    return replace(outcome, message=message, facts=facts)
 
 
 def _not_visible(

@@ -3,7 +3,9 @@
 An amd64-only image on an arm64 node fails with `exec format error` after the job was queued,
 scheduled and pulled; asking the registry first turns that into an immediate, clear refusal.
 A registry the connector can't read (down, or private to the cluster) must not stop work by
-default, so that case only warns unless the admin says otherwise.
+default, so that case only warns unless the admin says otherwise: refuse
+(`image_check_blocks_when_unreachable`), or narrow tasks that may run on several architectures to a
+fallback architecture (`submit.fallback`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from armada_flyte.architecture import Architecture, sorted_architectures
 from armada_flyte.connector.config.settings_groups import ImageChecks
+from armada_flyte.connector.submit.fallback import Fallback, ImageQuestion, when_unreadable
 from armada_flyte.connector.submit.placement import ImageArchitectures
 from armada_flyte.errors import ImageNotFound, ImagePlatformMismatch, InvalidImageReference, RegistryError
 from armada_flyte.registry.client import RegistryClient
@@ -29,6 +33,14 @@ PlatformLookup = Callable[[str], ImagePlatforms]
 MAX_CACHED_IMAGES = 1024
 """Images whose platforms are kept (least recently used dropped first): task authors name the images, so
 their number is theirs to choose, and the cache stays bounded however many they name."""
+
+
+@dataclass(frozen=True)
+class _Unreadable:
+    """The registry can't tell an image's platforms: the error a refusal raises, and why, in words."""
+
+    error: Exception
+    why: str
 
 
 class ImagePlatformCheck:
@@ -56,14 +68,28 @@ class ImagePlatformCheck:
         self._cache: OrderedDict[str, tuple[float, ImagePlatforms]] = OrderedDict()
 
     async def answer(
-        self, image: str, architecture: Optional[Architecture], task_name: str
+        self, question: ImageQuestion, task_name: str, fallback: Optional[Fallback] = None
     ) -> Optional[ImageArchitectures]:
-        """What the registry says before planning: for a task pinned to `architecture`, `check` (None after);
-        for `any` or a preference (None), the image's `architectures`."""
-        if architecture is None:
-            return await self.architectures(image, task_name)
-        await self.check(image, architecture, task_name)
-        return None
+        """What the registry says before planning: for a task pinned to an architecture, `check` (None after);
+        for `any` or a preference, the image's architectures, or (the registry can't tell) the admin's
+        `fallback` when it applies (`fallback.when_unreadable`), else None."""
+        found = await self._read(question, task_name)
+        if isinstance(found, _Unreadable):
+            blocks = self._settings.image_check_blocks_when_unreachable
+            verdict = when_unreadable(question, found.why, fallback, blocks)
+            logger.warning(
+                "could not check the platforms of image %r of task %r; %s", question.image, task_name, verdict.says
+            )
+            if verdict.refuse:
+                raise found.error
+            return verdict.narrowed
+        if question.architecture is not None:
+            if not found.supports(question.architecture):
+                platforms = [str(p) for p in found.platforms]
+                raise ImagePlatformMismatch(task_name, question.image, platforms, question.architecture.value)
+            return None
+        architectures = sorted_architectures(a for a in Architecture if found.supports(a))
+        return ImageArchitectures(question.image, architectures, "its registry, at submission")
 
     async def check(self, image: str, architecture: Architecture, task_name: str) -> None:
         """Return when `image` has a linux/`architecture` platform, or the registry can't tell us.
@@ -72,45 +98,29 @@ class ImagePlatformCheck:
         registry has no such image, InvalidImageReference for a malformed reference, and the
         RegistryError that stopped the lookup when `image_check_blocks_when_unreachable` is set.
         """
-        platforms = await self._known_platforms(
-            image, task_name, architecture.value, f"submitting anyway without checking {architecture.value}"
-        )
-        if platforms is not None and not platforms.supports(architecture):
-            raise ImagePlatformMismatch(task_name, image, [str(p) for p in platforms.platforms], architecture.value)
+        await self.answer(ImageQuestion(image, architecture), task_name)
 
     async def architectures(self, image: str, task_name: str) -> Optional[ImageArchitectures]:
-        """For `architecture="any"`: the architectures the registry lists for `image`, or None when it can't tell.
+        """For `architecture="any"` (no fallback): the architectures the registry lists for `image`, or None
+        when it can't tell.
 
         Fails as `check` does: a missing image or a bad reference always, an unreachable registry (or an
         index naming no platforms) only when `image_check_blocks_when_unreachable` is set.
         """
-        platforms = await self._known_platforms(image, task_name, "any", "it may run on any offered")
-        if platforms is None:
-            return None
-        found = sorted_architectures(a for a in Architecture if platforms.supports(a))
-        return ImageArchitectures(image, found, "its registry, at submission")
+        return await self.answer(ImageQuestion(image, None), task_name)
 
-    async def _known_platforms(
-        self, image: str, task_name: str, wanted: str, otherwise: str
-    ) -> Optional[ImagePlatforms]:
-        """The image's platforms, or None when the registry can't tell (unreachable, or an index naming
-        no platforms) and the admin lets that pass: then it warns, saying `otherwise`."""
+    async def _read(self, question: ImageQuestion, task_name: str) -> ImagePlatforms | _Unreadable:
+        """The image's platforms, or why the registry can't tell (unreachable, refused, or an index naming no
+        platforms) with the error a refusal raises. A missing image or a bad reference always raises."""
         try:
-            platforms = await self.platforms(image)
+            platforms = await self.platforms(question.image)
         except (ImageNotFound, InvalidImageReference):
             raise
         except RegistryError as exc:
-            if self._settings.image_check_blocks_when_unreachable:
-                raise
-            logger.warning(
-                "could not check the platforms of image %r of task %r; %s: %s", image, task_name, otherwise, exc
-            )
-            return None
+            return _Unreadable(exc, f"{type(exc).__name__}: {exc}")
         if not platforms.platforms:  # e.g. index entries without a platform: the registry can't tell
-            if self._settings.image_check_blocks_when_unreachable:
-                raise ImagePlatformMismatch(task_name, image, [], wanted)
-            logger.warning("image %r of task %r names no platforms; %s", image, task_name, otherwise)
-            return None
+            error = ImagePlatformMismatch(task_name, question.image, [], question.wanted)
+            return _Unreadable(error, "its index names no platforms")
         return platforms
 
     async def platforms(self, image: str) -> ImagePlatforms:

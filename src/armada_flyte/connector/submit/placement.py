@@ -37,6 +37,8 @@ class ImageArchitectures:
     architectures: tuple[Architecture, ...]
     known_by: str
     """e.g. "its flyte.Image platform" or "its registry"."""
+    fallback: str = ""
+    """Set when these are not the image's but the admin's fallback architecture: why the fallback was used."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from armada_flyte.architecture import Architecture
 from armada_flyte.armada_names import MAX_JOB_SET_ID
 from armada_flyte.connector.armada.submit_items import submit_item
 from armada_flyte.connector.config.blob import BlobSettings
@@ -29,6 +28,7 @@ from armada_flyte.connector.model.job_request import JobRequest
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
 from armada_flyte.connector.submit.decisions import TaskDecisions, task_decisions
 from armada_flyte.connector.submit.execution_context import ExecutionContext, job_namespace
+from armada_flyte.connector.submit.fallback import ImageQuestion
 from armada_flyte.connector.submit.placement import ImageArchitectures, Placement
 from armada_flyte.connector.submit.pod import job_request
 from armada_flyte.connector.submit.secrets import DEFAULT_ENV_PREFIX
@@ -87,6 +87,9 @@ class JobPlan:
     namespace_source: str = "default"
     """Who chose the job's namespace: task / env / project (ArmadaConfig), admin, backend, or default."""
     spill_after: float = 0.0
+    fallback: str = ""
+    """Set when the task was narrowed to the admin's fallback architecture: why (its image's platforms could
+    not be read at submit)."""
 
     @property
     def job(self) -> JobRequest:
@@ -131,6 +134,7 @@ class JobPlan:
             gang_id=job.gang_id or "",
             gang_cardinality=(spec.gang_cardinality or 0) if job.gang_id else 0,
             spill_after_seconds=self.spill_after,
+            fallback=self.fallback,
             spill_jobs=encoded_steps(
                 (s.architecture, s.node_group, submit_item(s.job).SerializeToString()) for s in self.later_steps
             )
@@ -149,7 +153,8 @@ def plan_job(
     step that refuses it (`TenancyRefused`: the admin's tenancy policy, backend runs only).
 
     `context` is the attempt as the backend describes it (None: a local run, read from the template alone).
-    `image_in_registry`: for `any` or a preference, the image's architectures as its registry lists them.
+    `image_in_registry`: for `any` or a preference, the image's architectures as its registry lists them (or,
+    when it can't tell, the admin's fallback architecture: `submit.fallback`).
     """
     context = context or ExecutionContext.of(None, task_template)
     task = task_decisions(
@@ -166,31 +171,24 @@ def plan_job(
         for n, placement in enumerate(task.placements)
     )
     job_set_id = task.spec.job_set_id or f"flyte-{context.identity.run or 'local'}"
+    fallback = image_in_registry.fallback if image_in_registry is not None else ""
     if len(steps) == 1:
-        return JobPlan(task, steps, job_set_id, namespace_source)
+        return JobPlan(task, steps, job_set_id, namespace_source, fallback=fallback)
     spill_after = task.spec.spill_after or settings.node_groups.spill_after_seconds
-    return JobPlan(task, steps, _own_job_set(job_set_id, steps[0].job), namespace_source, spill_after)
-
-
-@dataclass(frozen=True)
-class ImageQuestion:
-    """What to ask the image's registry before planning: whether it has the architecture the task is pinned
-    to, or (None: `any` or a preference) which of the task's architectures it has."""
-
-    image: str
-    architecture: Optional[Architecture]
+    return JobPlan(task, steps, _own_job_set(job_set_id, steps[0].job), namespace_source, spill_after, fallback)
 
 
 def image_question(
     task_template: Any, settings: SubmitSettings, context: Optional[ExecutionContext] = None
 ) -> Optional[ImageQuestion]:
-    """The registry question for the task (None: it runs on no architecture in particular, nothing to ask).
-    Reads the same kept decisions `plan_job` then builds from."""
+    """The registry question for the task (None: it runs on no architecture in particular, nothing to ask):
+    for `any` or a preference, with the architectures it may run on. Reads the same kept decisions `plan_job`
+    then builds from."""
     context = context or ExecutionContext.of(None, task_template)
     task = task_decisions(task_template, settings.node_groups, context.interruptible, settings.secret_env_prefix)
     resolved = task.resolved
     if resolved.any_of or resolved.preference:
-        return ImageQuestion(task.pod.image, None)
+        return ImageQuestion(task.pod.image, None, resolved.preference or resolved.any_of)
     if resolved.architecture is not None:
         return ImageQuestion(task.pod.image, resolved.architecture)
     return None
