@@ -7,6 +7,7 @@ Armada validates a whole request and fails it on the first bad item with INVALID
 from __future__ import annotations
 
 import asyncio
+from typing import Awaitable, Callable
 
 import pytest
 
@@ -162,3 +163,96 @@ def test_with_a_max_wait_a_burst_longer_than_the_window_goes_out_as_one_batch():
 
     assert asyncio.run(burst(max_wait=10.0)) == [60]
     assert len(asyncio.run(burst(max_wait=0.0))) > 1
+
+
+def _recorded() -> tuple[list[int], Callable[[str, str, list[int]], Awaitable[list[str]]]]:
+    """A send that answers at once and records each call's size."""
+    sent: list[int] = []
+
+    async def send(queue: str, job_set: str, items: list[int]) -> list[str]:
+        sent.append(len(items))
+        return [str(item) for item in items]
+
+    return sent, send
+
+
+@pytest.mark.pure
+def test_by_turns_a_lone_create_goes_out_at_once_and_a_burst_as_one_call():
+    """No fixed wait: a lone create goes out as soon as the loop has no other for its job set."""
+    from armada_flyte.connector.armada.call_batch import CallBatcher
+
+    sent, send = _recorded()
+
+    async def scenario() -> None:
+        batcher = CallBatcher(send, window=0.001, max_items=100, max_wait=60.0, by_turns=True)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        assert await batcher.submit("q", "s", 0) == "0"
+        assert loop.time() - began < 30  # never the 60 s max_wait
+        await asyncio.sleep(0.01)  # the burst below is not part of a stream with the lone create
+        burst = await asyncio.gather(*(batcher.submit("q", "s", n) for n in range(1, 41)))
+        assert burst == [str(n) for n in range(1, 41)]
+
+    asyncio.run(scenario())
+    assert sent == [1, 40]
+
+
+@pytest.mark.pure
+def test_by_turns_creates_still_arriving_turn_after_turn_join_the_batch():
+    """Creates reaching the batcher a few loop turns apart (each create awaits on its way) share a call."""
+    from armada_flyte.connector.armada.call_batch import CallBatcher
+
+    sent, send = _recorded()
+
+    async def create(batcher: CallBatcher, n: int) -> str:
+        for _ in range(n):  # the n-th create reaches the batcher n turns later
+            await asyncio.sleep(0)
+        return await batcher.submit("q", "s", n)
+
+    async def scenario() -> None:
+        batcher = CallBatcher(send, window=0.001, max_items=100, max_wait=60.0, by_turns=True)
+        await asyncio.gather(*(create(batcher, n) for n in range(10)))
+
+    asyncio.run(scenario())
+    assert sent == [10]
+
+
+@pytest.mark.pure
+def test_by_turns_a_stream_of_creates_gathers_until_a_gap_of_one_window():
+    """Creates coming one after another, each well within a window of the last: after the first (lone, at
+    once), they gather into one call, sent once the stream pauses for a window."""
+    from armada_flyte.connector.armada.call_batch import CallBatcher
+
+    sent, send = _recorded()
+
+    async def scenario() -> None:
+        batcher = CallBatcher(send, window=0.5, max_items=100, max_wait=60.0, by_turns=True)
+        calls = []
+        for n in range(20):
+            calls.append(asyncio.ensure_future(batcher.submit("q", "s", n)))
+            await asyncio.sleep(0.005)
+        await asyncio.gather(*calls)
+
+    asyncio.run(scenario())
+    assert sent == [1, 19]
+
+
+@pytest.mark.pure
+def test_by_turns_creates_that_never_pause_go_out_max_wait_after_the_first():
+    """A stream of creates that never leaves a quiet turn is still sent, `max_wait` after its first."""
+    from armada_flyte.connector.armada.call_batch import CallBatcher
+
+    sent, send = _recorded()
+
+    async def scenario() -> None:
+        batcher = CallBatcher(send, window=0.05, max_items=100_000, max_wait=0.05, by_turns=True)
+        loop = asyncio.get_running_loop()
+        calls = []
+        until = loop.time() + 0.3
+        while loop.time() < until:
+            calls.append(asyncio.ensure_future(batcher.submit("q", "s", len(calls))))
+            await asyncio.sleep(0)
+        await asyncio.gather(*calls)
+
+    asyncio.run(scenario())
+    assert len(sent) >= 3 and sum(sent) > len(sent)

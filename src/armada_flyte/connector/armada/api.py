@@ -162,6 +162,8 @@ class ArmadaApi:
                     limits.submit_batch_window_seconds,
                     limits.submit_batch_max_items,
                     refused=lambda exc: isinstance(exc, SubmissionRefused),
+                    max_wait=limits.submit_batch_max_wait_seconds,
+                    by_turns=True,
                 ),
                 details=CallBatcher(self._details_in_order, lookup_window, MAX_IDS_PER_CALL),
                 errors=CallBatcher(self._errors_in_order, lookup_window, MAX_IDS_PER_CALL),

@@ -11,6 +11,12 @@ batch is sent again one item per call: only the refused item fails, with Armada'
 With `max_wait` above `window`, the window is a quiet period instead: a batch goes out once no item
 arrived for `window` seconds (or `max_wait` after its first, or full), so a burst that takes longer
 to arrive than one window (an abort deleting a thousand tasks) still goes out as one batch.
+
+With `by_turns` (creates), a batch is sized by what keeps coming rather than by a fixed wait: it gathers
+while the event loop's turns keep bringing items for its key; a lone item (none came for its key within
+`window` before it) then goes out at the first turn that brought none, at once; a batch of a stream of
+items (each within `window` of the one before) waits for a gap of `window` in the stream. Either way at
+most `max_wait` after its first item (or full), and while a call for its key is in flight, until it returns.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ Key = tuple[str, str]
 """(queue, job set); calls that may mix job sets use one fixed key."""
 Send = Callable[[str, str, list[Item]], Awaitable[list[Result]]]
 """Send items for (queue, job set) in one call; returns one result per item, in order."""
+_KEYS_KEPT = 256
+"""`by_turns`: past this many keys' last arrival times, those older than a window are dropped."""
 Refusal = Callable[[BaseException], bool]
 """Whether an error refused the request's content (so each item is tried alone), not the call."""
 
@@ -44,8 +52,17 @@ class CallBatcher(Generic[Item, Result]):
         max_items: int,
         refused: Refusal = never_split,
         max_wait: float = 0.0,
+        *,
+        by_turns: bool = False,
     ):
         self._send = send
+        self._by_turns = by_turns
+        self._arrived: set[Key] = set()
+        """Keys that got an item since their batch's last look at the loop's turn (`by_turns`)."""
+        self._latest: dict[Key, float] = {}
+        """When each key last got an item, across batches (`by_turns`: whether a new batch is part of a stream)."""
+        self._streams: set[Key] = set()
+        """Keys whose pending batch began within `window` of the key's previous item (`by_turns`)."""
         self._window = window
         self._max_items = max_items
         self._refused = refused
@@ -67,11 +84,39 @@ class CallBatcher(Generic[Item, Result]):
         batch.append((item, future))
         now = loop.time()
         self._arrivals[key] = (self._arrivals[key][0] if len(batch) > 1 else now, now)
+        if self._by_turns:
+            if len(batch) == 1 and now - self._latest.get(key, -self._window) < self._window:
+                self._streams.add(key)
+            self._latest[key] = now
         if len(batch) >= self._max_items:
             self._start(key)
+        elif self._by_turns:
+            self._arrived.add(key)
+            if len(batch) == 1:
+                loop.call_soon(self._turn_ended, key, batch)
         elif len(batch) == 1:
             loop.call_later(self._window, self._window_ended, key, batch)
         return await future
+
+    def _turn_ended(self, key: Key, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
+        """`by_turns`: a loop turn (or a stream's gap) passed; the batch waits on while items keep coming."""
+        if self._pending.get(key) is not batch:  # already sent for being full
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        first, latest = self._arrivals[key]
+        if now - first < self._max_wait:
+            if key in self._arrived:  # the turn brought an item: look again after the next one
+                self._arrived.discard(key)
+                loop.call_soon(self._turn_ended, key, batch)
+                return
+            if key in self._streams and now - latest < self._window:  # a stream: wait for its gap
+                loop.call_later(min(latest + self._window, first + self._max_wait) - now, self._turn_ended, key, batch)
+                return
+        if self._in_flight.get(key):
+            self._due.add(key)  # goes out when the call in flight returns
+        else:
+            self._start(key)
 
     def _window_ended(self, key: Key, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
         if self._pending.get(key) is not batch:  # already sent for being full
@@ -92,6 +137,11 @@ class CallBatcher(Generic[Item, Result]):
         batch = self._pending.pop(key)
         self._arrivals.pop(key, None)
         self._due.discard(key)
+        self._arrived.discard(key)
+        self._streams.discard(key)
+        if len(self._latest) > _KEYS_KEPT:  # forget keys quiet for longer than a window
+            now = asyncio.get_running_loop().time()
+            self._latest = {k: at for k, at in self._latest.items() if now - at < self._window}
         self._in_flight[key] = self._in_flight.get(key, 0) + 1
         task = asyncio.ensure_future(self._deliver(batch, *key))
         self._sending.add(task)

@@ -351,7 +351,12 @@ class Limits(_Group):
     """A job that ended stays in the status view this long after it was last asked about, so the polls
     that follow its end (while its error file is awaited) cost no call."""
     submit_batch_window_seconds: float = Field(0.005, ge=0, le=5)
-    """How long a create waits for others to the same queue and job set, to share one SubmitJobs call."""
+    """Creates to one queue and job set share one SubmitJobs call. A lone create (none came for its job set
+    this long before it) goes out as soon as the connector's event loop has no other create for it; creates
+    coming one after another, each within this long of the one before, go out once one is this long late..."""
+    submit_batch_max_wait_seconds: float = Field(0.05, ge=0, le=5)
+    """...or this long after the first of them; and while the job set's previous call is on its way, they
+    wait for it to return."""
     submit_batch_max_items: int = Field(100, ge=1, le=1000)
     """Most items in one SubmitJobs call."""
     cancel_batch_window_seconds: float = Field(0.1, ge=0, le=5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from armada_client.armada import event_pb2
 
@@ -31,6 +31,8 @@ STATE_OF_EVENT = {
 _RUN_STARTS_AGAIN = frozenset({"queued", "lease_returned", "lease_expired"})
 """Events after which the job's next run is a new one: what was known of the last run no longer holds."""
 _ENDS = frozenset({"succeeded", "failed", "cancelled", "preempted"})
+_SAYS_NOTHING_OF_THE_RUN = frozenset({"submitted"})
+"""Events that carry no run facts (no node, start or end): every new job's first, so read in one step."""
 
 
 def state_after(kind: str, event: Any) -> Optional[int]:
@@ -82,8 +84,10 @@ class RunFacts:
 
     def after(self, kind: str, event: Any) -> RunFacts:
         """These facts once an event of `kind` (an `EventMessage` oneof field name) for the job arrived."""
+        if kind in _SAYS_NOTHING_OF_THE_RUN:
+            return self
         if kind in _RUN_STARTS_AGAIN or _run_failed_retryably(kind, event):
-            return RunFacts()
+            return NO_RUN_FACTS
         created = event.created.seconds + event.created.nanos / 1e9 if event.HasField("created") else 0.0
         facts = self
         node = getattr(event, "node_name", "")
@@ -106,17 +110,18 @@ class RunFacts:
         return facts
 
 
-@dataclass(frozen=True)
-class JobEvent:
-    """One event that moves a job: its kind (an `EventMessage` oneof field name), the event, the state it moves to."""
+NO_RUN_FACTS = RunFacts()
+"""Nothing known of the run (shared: the facts are frozen)."""
+
+
+class JobEvent(NamedTuple):
+    """One event that moves a job: its kind (an `EventMessage` oneof field name), the event, the state it moves
+    to, its job. A tuple: two of them are made for every job a stream brings."""
 
     kind: str
     event: Any
     state: int
-
-    @property
-    def job_id(self) -> str:
-        return self.event.job_id
+    job_id: str
 
 
 def job_event_of(message: event_pb2.EventStreamMessage) -> Optional[JobEvent]:
@@ -126,7 +131,7 @@ def job_event_of(message: event_pb2.EventStreamMessage) -> Optional[JobEvent]:
     if kind not in STATE_OF_EVENT:
         return None
     event = getattr(message.message, kind)
-    return JobEvent(kind, event, state_after(kind, event))
+    return JobEvent(kind, event, state_after(kind, event), event.job_id)
 
 
 def jobs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, tuple[int, RunFacts]]:

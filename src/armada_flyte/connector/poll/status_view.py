@@ -239,17 +239,20 @@ class StatusView:
             window = self._limits.status_batch_window_seconds
             self._call(lambda: self._loop_now().call_later(window, self._start_flush))
 
-    def _set(self, job_id: str, key: JobSetKey, state: int, now: float) -> None:
+    def _set(self, job_id: str, key: JobSetKey, state: int, now: float) -> _Entry:
+        """The job's entry, with `state` unless it already ended; wakes those waiting for a change."""
         entry = self._entries.get(job_id)
         if entry is None:
-            self._entries[job_id] = _Entry(state, key, now, now)
+            entry = self._entries[job_id] = _Entry(state, key, now, now)
         elif entry.state != state and entry.state not in TERMINAL_STATES:
             entry.state, entry.updated = state, now
         else:
-            return
-        for watcher in self._watchers.pop(job_id, ()):
-            if not watcher.done():
-                watcher.set_result(None)
+            return entry
+        if self._watchers:
+            for watcher in self._watchers.pop(job_id, ()):
+                if not watcher.done():
+                    watcher.set_result(None)
+        return entry
 
     # ---- the view's own loop ----
     def _ensure_loop(self) -> None:
@@ -311,8 +314,7 @@ class StatusView:
                 state = states.get(job_id, JobState.UNKNOWN)
                 entry = self._entries.get(job_id)
                 if state != JobState.UNKNOWN and (entry is None or entry.updated <= sent):
-                    self._set(job_id, key, state, time.monotonic())
-                    entry = self._entries[job_id]
+                    entry = self._set(job_id, key, state, time.monotonic())
                     if job_id in runs and not entry.run.ended:
                         entry.run = _merged(runs[job_id], entry.run)
                 answer = entry.state if entry is not None else state
@@ -389,16 +391,16 @@ class StatusView:
 
     def _apply(self, follow: _Follow, message: event_pb2.EventStreamMessage) -> None:
         moved = job_event_of(message)
+        now = time.monotonic()
         with self._lock:
-            follow.last_id, follow.heard = message.id, time.monotonic()
+            follow.last_id, follow.heard = message.id, now
             if moved is None:
                 return
-            self._set(moved.job_id, follow.key, moved.state, time.monotonic())
-            entry = self._entries[moved.job_id]
+            job_id = moved.job_id
+            entry = self._set(job_id, follow.key, moved.state, now)
             entry.run = entry.run.after(moved.kind, moved.event)
-            parked = follow.parked.pop(moved.job_id, None) if follow.mode is not StreamMode.SYNCING else None
-            if parked:
-                self._answer(moved.job_id, parked)
+            if follow.parked and follow.mode is not StreamMode.SYNCING and (parked := follow.parked.pop(job_id, None)):
+                self._answer(job_id, parked)
 
     def _caught_up(self, follow: _Follow) -> None:
         """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
