@@ -293,9 +293,14 @@ def current_job_id(meta: Any, outcome: Any) -> str:
 
 
 def spill_line(meta: Any, outcome: Any, before: str, now: str) -> str:
-    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room (Armada job A cancelled; now job B)`."""
-    why = outcome.message.split("; ", 1)[0] if outcome.message.startswith("spilled ") else "moved on"
-    return f"{why} (Armada job {before} cancelled; now job {now}, job set {meta.job_set_id})"
+    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room (Armada job A cancelled; now job B)`;
+    a move at once says its own why (`moved from arm64 to amd64 at once: ...`) and how job A ended."""
+    ended = {"rejected": "rejected", "platform mismatch": "failed"}.get(outcome.info.get("moved_by", ""), "cancelled")
+    first = outcome.message.split("; ", 1)[0]
+    why = first if first.startswith(("spilled ", "moved ")) else "moved on"
+    if first.startswith("moved ") and (info := outcome.info).get("why"):  # its why may hold "; " itself
+        why = f"moved from {info.get('moved_from')} to {info.get('architecture')} at once: {info['why']}"
+    return f"{why} (Armada job {before} {ended}; now job {now}, job set {meta.job_set_id})"
 
 
 _LOG_STATES = frozenset({JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
