@@ -397,10 +397,7 @@ CASES = [
         World({"j0": JobState.FAILED, "j1": JobState.PENDING}, {"j0": FAILED_ON_ARM}, reasons={"j0": EXEC_FORMAT}),
         ("state@0", "reason@0", "error file@0", "details@0", "job@1", "state@1"),
         TaskExecution.INITIALIZING,
-        (
-            "moved from arm64 to amd64 at once: the image cannot run on arm64 (Container main failed",
-            "exec format error)",
-        ),
+        ("moved from arm64 to amd64 at once: the image cannot run on arm64 (exec /usr/bin/python: exec format error)",),
         step=1,
         moved_by="platform mismatch",
     ),

@@ -50,6 +50,9 @@ embedded server ("image X has no linux/arm64 variant, which node set Y needs"). 
 a missing image says that too."""
 
 
+_FRAME = re.compile(r"^Container \S+ failed with exit code -?\d+ because (?:Error: )?")
+
+
 @dataclass(frozen=True)
 class Move:
     """How the task moved on from one step's job to the next step's."""
@@ -76,11 +79,18 @@ def platform_mismatch(reason: str, category: str, categories: Iterable[str]) -> 
     if category and category in set(categories):
         return Move(PLATFORM_MISMATCH, f"Armada's failure category {category}")
     if crash := wrong_architecture(reason, "", ""):
-        return Move(PLATFORM_MISMATCH, crash.evidence)
+        return Move(PLATFORM_MISMATCH, _cause(crash.evidence))
     for line in reason.splitlines():
         if _PLATFORM_PULL.search(line):
-            return Move(PLATFORM_MISMATCH, line.strip()[:MAX_EVIDENCE])
+            return Move(PLATFORM_MISMATCH, _cause(line.strip())[:MAX_EVIDENCE])
     return None
+
+
+def _cause(line: str) -> str:
+    """The line without the frame of Armada's failure reason ("Container X failed with exit code N because ...",
+    v0.22.7 internal/executor/util/pod_status.go), which says nothing of the architecture."""
+    framed = _FRAME.match(line)
+    return line[framed.end() :] if framed else line
 
 
 def _rejection_gist(reason: str, own_group: str) -> str:
