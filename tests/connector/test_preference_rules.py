@@ -324,3 +324,29 @@ def test_the_admin_names_the_categories_in_a_setting():
 
     settings = resolve_settings(platform_mismatch_categories="wrong-platform, no-variant")
     assert settings.platform_mismatch_categories == ("wrong-platform", "no-variant")
+
+
+def test_an_ended_job_s_reason_is_asked_once_and_kept():
+    """Every poll of a task that moved on at once walks its rejected step again: Armada is asked its reason once."""
+    import asyncio
+
+    from armada_flyte.connector.poll.decision import Fact, Fetch, JobFacts, Known
+    from armada_flyte.connector.poll.gather import FactFinder
+
+    asked = []
+
+    class Api:
+        async def error_of(self, job_id: str) -> str:
+            asked.append(job_id)
+            return "pool default:\nExcluded nodes:\n\t2:\tx" if job_id == "j0" else ""
+
+    finder = FactFinder(Api(), None, None, 1.0, NodeGroups.preset("embedded"))
+    meta = meta_of(planned())
+
+    def reason_of(job_id: str, state: int) -> str:
+        known = Known.of(meta, 1000.0).learnt(0, JobFacts(job_id, state))
+        return asyncio.run(finder.fetch(known, [Fetch(0, Fact.REASON)])).jobs[0].reason
+
+    assert reason_of("j0", JobState.REJECTED) == reason_of("j0", JobState.REJECTED) != ""
+    assert reason_of("jq", JobState.REJECTED) == reason_of("jq", JobState.REJECTED) == ""  # none yet: asked again
+    assert asked == ["j0", "jq", "jq"]

@@ -220,8 +220,8 @@ def _moved_on(
 ) -> Union[Move, Fact, None]:
     """How the task moved on from this step's job to the next step's (None: it did not), or the fact to learn
     first. One row per way to move on: a spill (cancelled while queued, never leased, once it could have been);
-    a rejection that says no node of the group can hold the job; a run that failed for a platform mismatch,
-    with no error file of a0's (which the next step would read as its own: `moves.py`)."""
+    a rejection that says no node of the group can hold the job; a run Armada failed for a platform mismatch.
+    Each reads only what Armada keeps of an ended job, so every poll (any replica) reads it the same."""
     state = job.state
     if state == JobState.CANCELLED:
         if not job.details_read:
@@ -236,10 +236,6 @@ def _moved_on(
         if job.reason is None and category not in categories:
             return Fact.REASON
         move = moves.platform_mismatch(job.reason or "", category, categories)
-        if move is not None and not job.error_read:
-            return Fact.ERROR_FILE
-        if job.task_error is not None or job.error_unreadable:
-            return None
     else:
         return None
     if move is not None and not job.details_read:

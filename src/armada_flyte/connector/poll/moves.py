@@ -8,9 +8,12 @@ REJECTED or FAILED job is terminal, and what it ended with (Armada's reason, the
 run that did the task's work, so the next step is submitted in the same Flyte attempt (no retry is spent).
 
 Not a move: a rejection for a limit every architecture shares (the queue's resource limit, floating
-resources), and a failure a0 recorded in its error file. a0 writes that file at the attempt's output path,
-which every step shares, so the next step's poll would read it as its own; such a failure keeps today's
-answer (a wrong-architecture crash is still said as the missing image variant, `crash_reasons`).
+resources), and a failure a0 recorded. a0 catches what the task raises, writes it to its error file and
+ends its container normally, so Armada says SUCCEEDED: a task that raised `ImportError: ... wrong ELF class`
+fails as before (said as the missing image variant, `crash_reasons`). A FAILED job is one whose container
+failed (its program could not start, its image could not be pulled, a0 itself died), so Armada's reason,
+which never changes, is enough: the error file, which the next step shares (it sits at the attempt's
+output path), is not read to decide.
 
 Pure: `decision.py` asks these questions; the words are here.
 """
