@@ -329,6 +329,26 @@ def test_a_preference_whose_first_group_has_no_node_moves_at_once_when_armada_re
     assert len(submitted_jobs(armada, meta)) == 2
 
 
+def test_a_gang_whose_first_group_has_no_node_moves_whole_at_once(connector, armada, pods_tmp_path):
+    """Armada rejects every member a gang of that architecture could never place; each member moves to the
+    next architecture's gang, which Armada starts whole, well before spill_after."""
+    armada_flyte.configure(node_groups_preset=None, node_groups_file=groups_without_arm64_nodes(pods_tmp_path))
+    member = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=600, gang_id="rejected", gang_cardinality=2)
+
+    async def scenario():
+        metas = [await create(connector, preferring(member), fresh("prefer-gang-no-arm"), f"m{n}") for n in range(2)]
+        reached = await asyncio.gather(*(until_running_on(connector, meta, "amd64") for meta in metas))
+        return metas, reached, await asyncio.gather(*(wait_for(connector, meta, DONE) for meta in metas))
+
+    metas, reached, resources = run(scenario())
+    assert all(took < IN_TIME for took, _ in reached), [[r.message for r in said] for _, said in reached]
+    for resource in resources:
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        info = resource.custom_info
+        assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "rejected")
+    assert len(submitted_jobs(armada, metas[0])) == 4
+
+
 @pytest.mark.embedded_only  # the real bed's nodes are all of one size
 def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once():
     """The issue's case: 2 cpu asked, arm64 nodes of 1 cpu, amd64 nodes of 4. Armada rejects the arm64 job
