@@ -217,7 +217,7 @@ def _remove_local_shadows(*remote_paths: str) -> None:
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
     said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`, and a preference's
-    job that moved on, as `amd64 (spilled from arm64)`."""
+    job that moved on, as `amd64 (spilled from arm64)` or `amd64 (moved from arm64)`."""
     info = outcome.info if outcome else {}
     if outcome is None:
         label = outcome_label(False, cancelled=True)
@@ -225,7 +225,7 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple
         code = outcome.error.code if outcome.error else ""
         label = outcome_label(outcome.phase == TaskExecution.SUCCEEDED, code, outcome.phase == TaskExecution.ABORTED)
     architecture = architecture_label(
-        info.get("architecture") or meta.architecture, meta.any_of, info.get("spilled_from")
+        info.get("architecture") or meta.architecture, meta.any_of, info.get("spilled_from"), info.get("moved_from")
     )
     record(
         JobRecord(
