@@ -226,7 +226,7 @@ def _moved_on(
     if state == JobState.CANCELLED:
         if not job.details_read:
             return Fact.DETAILS
-        return moves.Move(moves.SPILLED) if spill.was_spilled(step_meta, state, job.details, now) else None
+        return Move(moves.SPILLED) if spill.was_spilled(step_meta, state, job.details, now) else None
     if state == JobState.REJECTED:
         if job.reason is None:
             return Fact.REASON
