@@ -9,6 +9,8 @@ hold every arm64 CPU until the test lets them end.
 from __future__ import annotations
 
 import asyncio
+import json
+import struct
 import time
 import uuid
 
@@ -22,10 +24,11 @@ from google.protobuf import json_format
 import armada_flyte
 from armada_flyte import Architecture, ArmadaConfig
 from armada_flyte.armada_names import JobState
+from armada_flyte.connector.model.job_request import LABEL_ARCH
 from armada_flyte.spec import SubmissionSpec
 
 from support.armada_channels import armada_channel
-from support.armada_templates import execution_metadata, python_template, run, wait_for
+from support.armada_templates import execution_metadata, python_template, run, wait_for, with_pod_spec
 from support.c0_service import poll_until_done
 from support.connector_blockers import DONE, fill, finish
 from support.job_events import job_set_events, kind
@@ -268,3 +271,167 @@ def test_a_gang_spills_as_a_whole(connector, armada, pods_tmp_path):
         assert resource.phase == TaskExecution.SUCCEEDED, resource.message
         assert resource.custom_info["architecture"] == "amd64" and resource.custom_info["spilled_from"] == "arm64"
     assert len(submitted_jobs(armada, metas[0])) == 4
+
+
+# ---- moving on at once, when waiting cannot help (spill_after set long: only an immediate move is in time) ----
+WAIT_LONG = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=600)
+IN_TIME = 10.0
+"""The issue's bound: the task runs on the next architecture within this many seconds of its submission."""
+
+
+async def until_running_on(connector, meta, architecture: str, timeout: float = 60):
+    """Poll until the task runs (or ran) on `architecture`; the seconds since submission, the answers said."""
+    said = []
+    deadline = time.monotonic() + timeout
+    while True:
+        resource = await connector.get(meta)
+        said.append(resource)
+        info = resource.custom_info
+        if info.get("architecture") == architecture and resource.phase in (TaskExecution.RUNNING, *DONE):
+            return time.time() - meta.submitted_at, said
+        assert resource.phase not in DONE, resource.message
+        assert time.monotonic() < deadline, f"never ran on {architecture}: {resource.message}"
+        await asyncio.sleep(0.05)
+
+
+def groups_without_arm64_nodes(folder) -> str:
+    """The embedded node groups, the arm64 group selecting a label no node has: a group with no nodes."""
+    from armada_flyte.connector.config.node_groups import NodeGroups
+
+    data = NodeGroups.preset("embedded").model_dump(mode="json", exclude_defaults=True)
+    data["architectures"]["arm64"]["node_selector"]["armada-flyte.test/pool"] = "none-such"
+    path = folder / "node-groups.yaml"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_preference_whose_first_group_has_no_node_moves_at_once_when_armada_rejects_it(
+    connector, armada, pods_tmp_path
+):
+    """Armada rejects a job no node can ever hold, on both servers: the task runs on amd64 well before
+    spill_after, in the same Flyte attempt, saying where it moved from and why."""
+    armada_flyte.configure(node_groups_preset=None, node_groups_file=groups_without_arm64_nodes(pods_tmp_path))
+
+    async def scenario():
+        meta = await create(connector, preferring(WAIT_LONG), fresh("prefer-no-arm-node"))
+        took, said = await until_running_on(connector, meta, "amd64")
+        return meta, took, said, await wait_for(connector, meta, DONE)
+
+    meta, took, said, resource = run(scenario())
+    assert took < IN_TIME, [r.message for r in said]
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    info = resource.custom_info
+    assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "rejected")
+    assert info["why"].startswith("Armada rejected the arm64 job: no arm64 node can ever hold it (")
+    assert "armada-flyte.test/pool" in info["why"] and "spilled_from" not in info
+    assert resource.message.startswith("moved from arm64 to amd64 at once: Armada rejected the arm64 job")
+    assert all(r.phase not in DONE for r in said[:-1])  # no answer ended the attempt before the move
+    assert len(submitted_jobs(armada, meta)) == 2
+
+
+def test_a_gang_whose_first_group_has_no_node_moves_whole_at_once(connector, armada, pods_tmp_path):
+    """Armada rejects every member a gang of that architecture could never place; each member moves to the
+    next architecture's gang, which Armada starts whole, well before spill_after."""
+    armada_flyte.configure(node_groups_preset=None, node_groups_file=groups_without_arm64_nodes(pods_tmp_path))
+    member = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=600, gang_id="rejected", gang_cardinality=2)
+
+    async def scenario():
+        metas = [await create(connector, preferring(member), fresh("prefer-gang-no-arm"), f"m{n}") for n in range(2)]
+        reached = await asyncio.gather(*(until_running_on(connector, meta, "amd64") for meta in metas))
+        return metas, reached, await asyncio.gather(*(wait_for(connector, meta, DONE) for meta in metas))
+
+    metas, reached, resources = run(scenario())
+    assert all(took < IN_TIME for took, _ in reached), [[r.message for r in said] for _, said in reached]
+    for resource in resources:
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        info = resource.custom_info
+        assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "rejected")
+    assert len(submitted_jobs(armada, metas[0])) == 4
+
+
+@pytest.mark.embedded_only  # the real bed's nodes are all of one size
+def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once():
+    """The issue's case: 2 cpu asked, arm64 nodes of 1 cpu, amd64 nodes of 4. Armada rejects the arm64 job
+    ("pod requires 2 cpu, but only 1 is available (node group arm64)"); the task runs on amd64 at once."""
+    from armada_flyte.cluster.cluster_file import Cluster
+    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+    cluster = Cluster.from_mapping(
+        {
+            "node_sets": [
+                {
+                    "name": "amd64",
+                    "nodes": 2,
+                    "labels": {"kubernetes.io/arch": "amd64"},
+                    "allocatable": {"cpu": "4", "memory": "16Gi"},
+                },
+                {
+                    "name": "arm64",
+                    "nodes": 2,
+                    "labels": {"kubernetes.io/arch": "arm64"},
+                    "taints": [{"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}],
+                    "allocatable": {"cpu": "1", "memory": "16Gi"},
+                },
+            ]
+        }
+    )
+    with EmbeddedArmada(EmbeddedConfig(port=0, cluster=cluster, queues=("flyte",))) as server:
+        armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
+        connector = ArmadaConnector()
+        template = python_template("print('big')", WAIT_LONG, name="demo.big", cpu="2")
+
+        async def scenario():
+            try:
+                meta = await create(connector, template, fresh("prefer-too-big"))
+                took, said = await until_running_on(connector, meta, "amd64")
+                return took, said, await wait_for(connector, meta, DONE)
+            finally:
+                await connector.close()
+
+        took, said, resource = run(scenario())
+    assert took < IN_TIME, [r.message for r in said]
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    assert resource.custom_info["moved_from"] == "arm64" and resource.custom_info["node"].startswith("amd64-")
+    assert "pod requires 2 cpu, but only 1 is available" in resource.custom_info["why"]
+
+
+FOREIGN_ELF = struct.pack("<4s5B7xHHI", b"\x7fELF", 2, 1, 1, 0, 0, 2, 243, 1).ljust(64, b"\0")
+"""An ELF header of an executable for RISC-V (machine 243): no CPU here runs it and no binfmt handler
+takes it, so the kernel refuses it with ENOEXEC, "Exec format error", as an arm64 node refuses an amd64 program."""
+ON_ARM_A_FOREIGN_PROGRAM = f"""
+import os
+if os.environ["ARCH"] == "arm64":
+    with open("foreign", "wb") as program:
+        program.write({FOREIGN_ELF!r})
+    os.chmod("foreign", 0o755)
+    os.execv("./foreign", ["./foreign"])
+print("ran on", os.environ["ARCH"])
+"""
+"""A task whose program is foreign to its arm64 nodes: there the kernel refuses it, on amd64 it runs."""
+
+
+def test_a_run_that_fails_with_an_exec_format_error_moves_to_the_next_architecture(connector, armada):
+    """A real ENOEXEC from the kernel, in the reason Armada gives for the failed arm64 run (the pod ran no a0,
+    so no error file): the same Flyte attempt goes on on amd64, the message naming both."""
+    template = with_pod_spec(
+        python_template(ON_ARM_A_FOREIGN_PROGRAM, WAIT_LONG, name="demo.foreign"),
+        primary={
+            "env": [{"name": "ARCH", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{LABEL_ARCH}']"}}}]
+        },
+    )
+
+    async def scenario():
+        meta = await create(connector, template, fresh("prefer-foreign"))
+        took, said = await until_running_on(connector, meta, "amd64")
+        return meta, took, said, await wait_for(connector, meta, DONE)
+
+    meta, took, said, resource = run(scenario())
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    info = resource.custom_info
+    assert (info["moved_from"], info["moved_by"], info["architecture"]) == ("arm64", "platform mismatch", "amd64")
+    assert "xec format error" in info["why"], info["why"]
+    assert resource.message.startswith("moved from arm64 to amd64 at once: the image cannot run on arm64 (")
+    assert all(r.phase not in DONE for r in said[:-1]), [r.message for r in said]
+    assert took < 30, [r.message for r in said]
+    assert len(submitted_jobs(armada, meta)) == 2

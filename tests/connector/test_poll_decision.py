@@ -101,6 +101,8 @@ class World:
     events: dict[str, Union[tuple[int, RunFacts], str]] = field(default_factory=dict)
     """What the job set's events say of a job: (state, run), or why they could not be read."""
     step_jobs: tuple[str, ...] = ("j0", "j1")
+    runs: dict[str, RunFacts] = field(default_factory=dict)
+    """What the job set's events said of a job's run, with its state (the status view's)."""
 
 
 def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
@@ -110,7 +112,7 @@ def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
     job = known.jobs[step]
     job_id = job.job_id
     if fact is Fact.STATE:
-        job = replace(job, state=world.states.get(job_id, JobState.UNKNOWN))
+        job = replace(job, state=world.states.get(job_id, JobState.UNKNOWN), run=world.runs.get(job_id))
     elif fact is Fact.EVENTS:
         said = world.events.get(job_id)
         if isinstance(said, str):
@@ -132,15 +134,17 @@ def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
     return known.learnt(step, job)
 
 
-def polled(task: ArmadaJobMetadata, world: World, previous: Optional[int] = None) -> tuple[Decision, list[str]]:
+def polled(
+    task: ArmadaJobMetadata, world: World, previous: Optional[int] = None, rules: Rules = RULES
+) -> tuple[Decision, list[str]]:
     """The decision a poll ends with, and the facts it fetched on the way (`fact@step`)."""
     known, asked = Known.of(task, NOW, previous), []
-    decision = decide(known, RULES)
+    decision = decide(known, rules)
     while decision.fetch:
         for fetch in decision.fetch:
             asked.append(f"{fetch.fact.value}@{fetch.step}")
             known = fetched(world, known, fetch.step, fetch.fact)
-        decision = decide(known, RULES)
+        decision = decide(known, rules)
     return decision, asked
 
 
@@ -155,6 +159,9 @@ class Case:
     actions: tuple[Union[Cancel, Spill], ...] = ()
     step: int = 0
     previous: Optional[int] = None
+    rules: Rules = RULES
+    moved_by: str = ""
+    """For a preference: how it moved on to its current step (custom_info's `moved_by`; empty: it did not)."""
 
     def __str__(self) -> str:
         return self.name
@@ -163,6 +170,25 @@ class Case:
 RAN = RunDetails("amd64-0", "c", "", NOW - 5, NOW - 50)
 NEVER_LEASED = RunDetails("", "", "CANCELLED", NOW - 5)
 LEASED_ARM = RunDetails("arm64-0", "c", "CANCELLED", NOW - 5, NOW - 50)
+REJECTED_AT = RunDetails("", "", "REJECTED", NOW - 5)
+FAILED_ON_ARM = RunDetails("arm64-0", "c", "FAILED", NOW - 5, NOW - 6)
+TOO_BIG_FOR_ARM = (
+    "pool default:\nNode: none\nNumber of nodes in cluster: 4\nExcluded nodes:\n"
+    "\t2:\tpod requires 8 cpu, but only 4 is available (node group arm64)\n"
+    "\t2:\tnode does not match pod NodeSelector: required label kubernetes.io/arch = arm64, but node has amd64"
+    " (node group amd64)\n---"
+)
+QUEUE_LIMIT = (
+    "pool default:\njob/gang requests resources cpu: 64 which exceeds the total limit of cpu: 16 for its "
+    "queue/priority class\n\n---"
+)
+EXEC_FORMAT = "Container main failed with exit code 255 because Error: exec /usr/bin/python: exec format error"
+NO_ARM_VARIANT = (
+    "image reg/app:1 has no linux/arm64 variant, which node set arm64 needs: Docker holds it for linux/amd64 only"
+)
+FOREIGN_WHEEL = TaskError("ImportError", "ImportError: /venv/_native.so: wrong ELF class: ELFCLASS64", "user", True)
+CATEGORIES = replace(RULES, platform_mismatch_categories=frozenset({"wrong-platform"}))
+FAILED_IN_CATEGORY = RunFacts(node="arm64-0", ended=True, finished_at=NOW - 5, failure_category="wrong-platform")
 
 CASES = [
     # ---- one job: only what the answer depends on is fetched ----
@@ -334,6 +360,131 @@ CASES = [
         ("state@0", "details@0"),
         ABORT,
     ),
+    # ---- moving on at once, when waiting cannot help ----
+    Case(
+        "first step rejected, no arm64 node can hold it: the next step at once",
+        preferring(waited=6),
+        World({"j0": JobState.REJECTED, "j1": JobState.QUEUED}, {"j0": REJECTED_AT}, reasons={"j0": TOO_BIG_FOR_ARM}),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1"),
+        Q,
+        (
+            "moved from arm64 to amd64 at once: Armada rejected the arm64 job: no arm64 node can ever hold it "
+            "(2 nodes: pod requires 8 cpu, but only 4 is available)",
+            "Armada job j1 is QUEUED",
+        ),
+        step=1,
+        moved_by="rejected",
+    ),
+    Case(
+        "first step rejected for its queue's limit: no other architecture lifts it",
+        preferring(waited=6),
+        World({"j0": JobState.REJECTED}, reasons={"j0": QUEUE_LIMIT}),
+        ("state@0", "reason@0", "details@0"),
+        FAIL,
+        ("was rejected by Armada: pool default:\njob/gang requests resources",),
+    ),
+    Case(
+        "first step rejected, Armada's reason not written yet: waits for it",
+        preferring(waited=3),
+        World({"j0": JobState.REJECTED}),
+        ("state@0", "reason@0", "details@0"),
+        Q,
+        ("is REJECTED; waiting for Armada's reason",),
+    ),
+    Case(
+        "first step failed with an exec format error, a0 never ran: the next step at once",
+        preferring(waited=30),
+        World({"j0": JobState.FAILED, "j1": JobState.PENDING}, {"j0": FAILED_ON_ARM}, reasons={"j0": EXEC_FORMAT}),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1"),
+        TaskExecution.INITIALIZING,
+        ("moved from arm64 to amd64 at once: the image cannot run on arm64 (exec /usr/bin/python: exec format error)",),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "first step's image has no arm64 variant: the next step at once",
+        preferring(waited=30),
+        World({"j0": JobState.FAILED, "j1": JobState.RUNNING}, {"j0": FAILED_ON_ARM}, reasons={"j0": NO_ARM_VARIANT}),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1"),
+        RUN,
+        ("the image cannot run on arm64 (image reg/app:1 has no linux/arm64 variant",),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "first step failed in a category the admin lists: moves without asking Armada's reason",
+        preferring(waited=30),
+        World({"j0": JobState.FAILED, "j1": JobState.QUEUED}, {"j0": FAILED_ON_ARM}, runs={"j0": FAILED_IN_CATEGORY}),
+        ("state@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("the image cannot run on arm64 (Armada's failure category wrong-platform)",),
+        step=1,
+        rules=CATEGORIES,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "first step's foreign-CPU crash a0 recorded (it ends its container normally): no move, said as before",
+        preferring(waited=30),
+        World({"j0": JobState.SUCCEEDED}, {"j0": FAILED_ON_ARM}, {"j0": FOREIGN_WHEEL}),
+        ("state@0", "details@0", "error file@0"),
+        RETRY,
+        ("has no linux/arm64 variant: ImportError",),
+    ),
+    Case(
+        "first step failed for another reason: the task fails, no move",
+        preferring(waited=30),
+        World({"j0": JobState.FAILED}, {"j0": FAILED_ON_ARM}, reasons={"j0": "Container main failed with exit code 3"}),
+        ("state@0", "reason@0", "details@0", "error file@0"),
+        FAIL,
+        ("failed: Container main failed with exit code 3",),
+    ),
+    Case(
+        "the last step never moves: rejected there too, the task fails naming both",
+        preferring(waited=6),
+        World(
+            {"j0": JobState.REJECTED, "j1": JobState.REJECTED},
+            {"j0": REJECTED_AT, "j1": REJECTED_AT},
+            reasons={"j0": TOO_BIG_FOR_ARM, "j1": TOO_BIG_FOR_ARM.replace("arm64", "amd64")},
+        ),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1", "details@1", "reason@1"),
+        FAIL,
+        ("moved from arm64 to amd64 at once", "Armada job j1 was rejected by Armada"),
+        step=1,
+        moved_by="rejected",
+    ),
+    Case(
+        "a pinned task keeps its failure",
+        meta(),
+        World({"j0": JobState.FAILED}, {"j0": RAN}, reasons={"j0": EXEC_FORMAT}),
+        ("state@0", "details@0", "error file@0", "reason@0"),
+        FAIL,
+        ("has no linux/amd64 variant",),
+    ),
+    Case(
+        "the moved step's queued timeout counts from the move, not from create",
+        replace(preferring(waited=90), queued_timeout_seconds=60),
+        World(
+            {"j0": JobState.REJECTED, "j1": JobState.QUEUED},
+            {"j0": REJECTED_AT},
+            reasons={"j0": TOO_BIG_FOR_ARM},
+            reports={"j1": BUSY},
+        ),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("moved from arm64", "Armada job j1 is QUEUED"),
+        step=1,
+        moved_by="rejected",
+    ),
+    Case(
+        "a gang member rejected moves on at once, as each member Armada rejects does",
+        preferring(waited=5, gang=True),
+        World({"j0": JobState.REJECTED, "j1": JobState.QUEUED}, {"j0": REJECTED_AT}, reasons={"j0": TOO_BIG_FOR_ARM}),
+        ("state@0", "reason@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("moved from arm64 to amd64 at once",),
+        step=1,
+        moved_by="rejected",
+    ),
     Case(
         "a gang member moves on whenever its gang was spilled",
         preferring(waited=5, gang=True),
@@ -348,7 +499,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_what_a_poll_fetches_answers_and_does(case: Case):
-    decision, asked = polled(case.task, case.world, case.previous)
+    decision, asked = polled(case.task, case.world, case.previous, case.rules)
     assert tuple(asked) == case.asks
     assert decision.outcome is not None
     outcome = decision.outcome
@@ -359,7 +510,9 @@ def test_what_a_poll_fetches_answers_and_does(case: Case):
     assert decision.step == case.step
     if case.task.spill_jobs:
         assert outcome.info["architecture_preference"] == ["arm64", "amd64"]
-        assert ("spilled_from" in outcome.info) == (case.step > 0)
+        assert outcome.info.get("moved_by", "") == case.moved_by or (case.step > 0 and not case.moved_by)
+        assert ("moved_from" in outcome.info) == (case.step > 0)
+        assert ("spilled_from" in outcome.info) == (outcome.info.get("moved_by") == "spilled")
 
 
 def test_the_job_that_is_current_is_what_the_poll_answers_for():

@@ -15,7 +15,7 @@ from armada_flyte.connector.model.identity import RunIdentity
 from armada_flyte.connector.model.job_request import LABEL_ARCH
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
 from armada_flyte.connector.model.run_details import RunDetails
-from armada_flyte.connector.poll import spill
+from armada_flyte.connector.poll import moves, spill
 from armada_flyte.connector.poll.queued_report import gist
 from armada_flyte.connector.submit.execution_context import ExecutionContext
 from armada_flyte.connector.submit.placement import ImageArchitectures, resolve_architecture
@@ -177,22 +177,23 @@ def test_a_spill_is_due_once_the_job_waited_queued_for_spill_after(state, now, d
     meta = meta_of(planned())
     steps = meta.steps()
     assert spill.spill_due(meta, steps[0], 1, state, now) is due
-    assert not spill.spill_due(meta, steps[1], 1, JobState.QUEUED, 5000.0)  # the last never spills
+    assert not spill.spill_due(
+        meta.for_step(steps[1], "j1"), steps[1], 1, JobState.QUEUED, 5000.0
+    )  # the last never spills
 
 
 def test_only_a_job_cancelled_before_any_lease_once_it_waited_spill_after_was_spilled():
     meta = meta_of(planned())
-    first = meta.steps()[0]
-    assert spill.was_spilled(meta, first, JobState.CANCELLED, None, 1030.0)
-    assert not spill.was_spilled(meta, first, JobState.CANCELLED, None, 1029.0)  # cancelled by someone else
+    assert spill.was_spilled(meta, JobState.CANCELLED, None, 1030.0)
+    assert not spill.was_spilled(meta, JobState.CANCELLED, None, 1029.0)  # cancelled by someone else
     leased = RunDetails("arm64-0", "c", "CANCELLED", 1.0, 0.0)
-    assert not spill.was_spilled(meta, first, JobState.CANCELLED, leased, 1030.0)
-    assert not spill.was_spilled(meta, first, JobState.RUNNING, None, 1030.0)
+    assert not spill.was_spilled(meta, JobState.CANCELLED, leased, 1030.0)
+    assert not spill.was_spilled(meta, JobState.RUNNING, None, 1030.0)
 
 
 def test_a_gang_member_is_spilled_by_whichever_member_waited_longest():
     meta = replace(meta_of(planned()), gang_id="g-r1")
-    assert spill.was_spilled(meta, meta.steps()[0], JobState.CANCELLED, None, 1001.0)
+    assert spill.was_spilled(meta, JobState.CANCELLED, None, 1001.0)
 
 
 BUSY_ARM = (
@@ -216,15 +217,20 @@ def test_only_a_wait_for_room_spills(report, room):
 def test_the_messages_say_what_happened():
     meta = meta_of(planned(ArmadaConfig(architecture=["arm64", "amd64"], spill_after=120)))
     steps = meta.steps()
-    assert spill.spilled_message(steps, steps[0], meta) == ""
-    assert spill.spilled_message(steps, steps[1], meta) == (
+    spilled = moves.Move(moves.SPILLED)
+    assert moves.moved_message(steps, steps[0], None, 120) == ""
+    assert moves.moved_message(steps, steps[1], spilled, 120) == (
         "spilled from arm64 to amd64 after 120 s queued: no arm64 node had room"
     )
     assert spill.spilling_message(steps, steps[0], meta).startswith("spilling from arm64 to amd64")
-    info = spill.spill_info(steps, steps[1], meta)
-    assert info == {
+    assert spill.spill_info(steps, meta) == {
         "architecture_preference": ["arm64", "amd64"],
         "spill_after_seconds": 120.0,
+    }
+    assert moves.move_info(steps, steps[1], spilled, 120) == {
+        "moved_from": "arm64",
+        "why": "no arm64 node had room after 120 s queued",
+        "moved_by": "spilled",
         "spilled_from": "arm64",
     }
 
@@ -233,3 +239,114 @@ def test_a_spill_cancel_is_sent_again_only_after_a_pause():
     cancels = spill.SpillCancels(capacity=2)
     assert cancels.due("j0", 100.0) and not cancels.due("j0", 104.0) and cancels.due("j0", 105.5)
     assert cancels.due("j1", 100.0) and cancels.due("j2", 100.0) and cancels.due("j0", 106.0)  # j0 was dropped
+
+
+# ---- moving on at once: which rejections and failures say waiting cannot help ----
+NODE_LINES = "pool default:\nNode: none\nNumber of nodes in cluster: 4\nExcluded nodes:\n"
+
+
+@pytest.mark.parametrize(
+    "reason, evidence",
+    [
+        (
+            NODE_LINES + "\t2:\tpod requires 2 cpu, but only 1 is available (node group arm64)\n---",
+            "2 nodes: pod requires",
+        ),
+        (NODE_LINES + "  4:  insufficient resources available\n---", "4 nodes: insufficient resources available"),
+        (
+            NODE_LINES + "\t4:\tnode does not match pod NodeSelector: required label x = y, but node has z"
+            " (node group amd64)\n---",
+            "no node of group arm64",
+        ),
+        ("pool default:\n: 3 out of 4 pods schedulable\n", "3 out of 4 pods schedulable"),
+    ],
+)
+def test_a_rejection_about_the_group_s_nodes_moves(reason, evidence):
+    move = moves.rejection_moves(reason, "arm64")
+    assert move is not None and move.kind == moves.REJECTED and evidence in move.evidence
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "pool default:\njob/gang requests resources cpu: 64 which exceeds the total limit of cpu: 16 for its "
+        "queue/priority class\n\n---",
+        "gang g already has its 2 members",
+        "",
+    ],
+)
+def test_a_rejection_every_architecture_would_get_does_not_move(reason):
+    assert moves.rejection_moves(reason, "arm64") is None
+
+
+@pytest.mark.parametrize(
+    "reason, category, evidence",
+    [
+        ("Container main failed with exit code 255 because Error: exec /bin/a0: exec format error", "", "exec format"),
+        (
+            "Back-off pulling image: no matching manifest for linux/arm64/v8 in the manifest list entries",
+            "",
+            "linux/arm64",
+        ),
+        ("failed to pull and unpack image: no match for platform in manifest: not found", "", "no match for platform"),
+        ("image reg/app:1 has no linux/arm64 variant, which node set arm64 needs", "", "linux/arm64 variant"),
+        ("Container main failed with exit code 1", "wrong-platform", "Armada's failure category wrong-platform"),
+    ],
+)
+def test_a_platform_mismatch_moves(reason, category, evidence):
+    move = moves.platform_mismatch(reason, category, {"wrong-platform"})
+    assert move is not None and move.kind == moves.PLATFORM_MISMATCH and evidence in move.evidence
+
+
+@pytest.mark.parametrize(
+    "reason, category",
+    [
+        ("Container main failed with exit code 1 because Error: disk full", "user_error"),
+        ("image reg/app:1 could not be pulled for linux/arm64 (node set arm64): manifest unknown", ""),
+        ("ImportError: libfoo.so.1: cannot open shared object file: No such file or directory", ""),
+    ],
+)
+def test_other_failures_do_not_move(reason, category):
+    assert moves.platform_mismatch(reason, category, {"wrong-platform"}) is None
+
+
+def test_the_failed_event_s_category_is_kept_with_the_run():
+    from armada_client.armada import event_pb2
+
+    from armada_flyte.connector.poll.job_set_streams import RunFacts
+
+    event = event_pb2.JobFailedEvent(job_id="j", reason="r", failure_category="wrong-platform")
+    assert RunFacts().after("failed", event).failure_category == "wrong-platform"
+
+
+def test_the_admin_names_the_categories_in_a_setting():
+    from armada_flyte.connector.config.settings import resolve_settings
+
+    settings = resolve_settings(platform_mismatch_categories="wrong-platform, no-variant")
+    assert settings.platform_mismatch_categories == ("wrong-platform", "no-variant")
+
+
+def test_an_ended_job_s_reason_is_asked_once_and_kept():
+    """Every poll of a task that moved on at once walks its rejected step again: Armada is asked its reason once."""
+    import asyncio
+
+    from armada_flyte.connector.poll.decision import Fact, Fetch, JobFacts, Known
+    from armada_flyte.connector.poll.gather import FactFinder
+
+    asked = []
+
+    class Api:
+        async def error_of(self, job_id: str) -> str:
+            asked.append(job_id)
+            return "pool default:\nExcluded nodes:\n\t2:\tx" if job_id == "j0" else ""
+
+    finder = FactFinder(Api(), None, None, 1.0, NodeGroups.preset("embedded"))
+    meta = meta_of(planned())
+
+    def reason_of(job_id: str, state: int) -> str:
+        known = Known.of(meta, 1000.0).learnt(0, JobFacts(job_id, state))
+        return asyncio.run(finder.fetch(known, [Fetch(0, Fact.REASON)])).jobs[0].reason
+
+    assert reason_of("j0", JobState.REJECTED) == reason_of("j0", JobState.REJECTED) != ""
+    assert reason_of("jq", JobState.REJECTED) == reason_of("jq", JobState.REJECTED) == ""  # none yet: asked again
+    assert asked == ["j0", "jq", "jq"]

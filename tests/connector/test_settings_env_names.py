@@ -58,6 +58,7 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_FALLBACK_ARCHITECTURE": ("targets", "fallback_architecture"),
     "ARMADA_FLYTE_NAMESPACE_TEMPLATE": ("targets", "namespace_template"),
     "ARMADA_FLYTE_SECRET_ENV_VAR_PREFIX": ("targets", "secret_env_var_prefix"),
+    "ARMADA_FLYTE_PLATFORM_MISMATCH_CATEGORIES": ("targets", "platform_mismatch_categories"),
     "ARMADA_FLYTE_ALLOWED_NAMESPACES": ("tenancy", "allowed_namespaces"),
     "ARMADA_FLYTE_ALLOWED_QUEUES": ("tenancy", "allowed_queues"),
     "ARMADA_FLYTE_ALLOW_PRIVILEGED_POD_TEMPLATES": ("tenancy", "allow_privileged_pod_templates"),

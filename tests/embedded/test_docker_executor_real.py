@@ -270,6 +270,44 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
     assert crash["evidence"].endswith("exec /bin/busybox: exec format error")
 
 
+def test_a_preference_moves_on_from_an_architecture_the_image_lacks_in_the_same_attempt(docker_client, native_image):
+    """The issue's case: an image built for the host's architecture only (its platforms not declared, the
+    registry check off), preferring the other first. The docker pod runner can't start it there (no variant
+    for that platform); the connector moves the task to the host's architecture at once, where it runs."""
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    import armada_flyte
+    from armada_flyte import ArmadaConfig
+    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.pod_runner.docker import DockerPodRunner
+
+    from support.armada_templates import python_template, run, wait_for
+
+    preference = ArmadaConfig(architecture=[FOREIGN_ARCH, HOST_ARCH], spill_after=600)
+    with EmbeddedArmada(EmbeddedConfig(pod_runner=DockerPodRunner(docker_client), queues=("flyte",))) as server:
+        armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
+        connector = ArmadaConnector()
+        template = python_template("", preference)
+        template.container.image = native_image
+        del template.container.command[:]
+        template.container.command.extend(["/bin/busybox", "true"])
+        meta = run(connector.submit(template, "s3://flyte/raw/moves-docker/a0/0"))
+        resource = run(wait_for(connector, meta, {TaskExecution.SUCCEEDED, TaskExecution.FAILED}, timeout=120))
+        run(connector.close())
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    info = resource.custom_info
+    assert (info["architecture"], info["moved_from"], info["moved_by"]) == (
+        HOST_ARCH,
+        FOREIGN_ARCH,
+        "platform mismatch",
+    )
+    assert resource.message.startswith(
+        f"moved from {FOREIGN_ARCH} to {HOST_ARCH} at once: the image cannot run on {FOREIGN_ARCH} "
+        f"(image {native_image} has no linux/{FOREIGN_ARCH} variant, which node set {FOREIGN_ARCH} needs"
+    ), resource.message
+    assert meta.submitted_at and info["node"].startswith(f"{HOST_ARCH}-")
+
+
 def test_secret_env_and_secret_volume_files_reach_the_container(armada, native_image) -> None:
     server, client = armada
     server.add_secret("docker-creds", {"api_key": "dk-value", "token": "dk-token"})

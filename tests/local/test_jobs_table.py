@@ -53,5 +53,7 @@ def test_each_row_ends_with_its_job_id():
 
 def test_the_architecture_says_how_it_was_chosen():
     assert architecture_label("amd64", spilled_from="arm64") == "amd64 (spilled from arm64)"
+    assert architecture_label("amd64", moved_from="arm64") == "amd64 (moved from arm64)"
+    assert architecture_label("amd64", spilled_from="arm64", moved_from="arm64") == "amd64 (spilled from arm64)"
     assert architecture_label("arm64", any_of="amd64,arm64") == "arm64 (any)"
     assert architecture_label("arm64") == "arm64"

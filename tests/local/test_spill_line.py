@@ -66,3 +66,20 @@ def test_a_spill_prints_one_line_naming_both_jobs_and_the_job_set(armada, pods_t
     assert moved != meta.job_id and armada.job(moved).node_group == "amd64"
     assert str(name) == "[demo.prefer(x=1)#0 amd64]" and outcome.info["architecture"] == "amd64"
     assert local_run.current_job_id(meta, outcome) == moved
+
+
+@pytest.mark.pure
+def test_a_move_at_once_prints_its_own_why_and_how_the_first_job_ended():
+    from types import SimpleNamespace
+
+    from flyteidl2.core.execution_pb2 import TaskExecution
+
+    from armada_flyte.armada_names import JobState
+    from armada_flyte.connector.poll.outcome import JobOutcome
+
+    why = "Armada rejected the arm64 job: no arm64 node can ever hold it (2 nodes: pod requires 2 cpu; x)"
+    info = {"architecture": "amd64", "moved_from": "arm64", "why": why, "moved_by": "rejected"}
+    message = f"moved from arm64 to amd64 at once: {why}; Armada job B is QUEUED"
+    outcome = JobOutcome(TaskExecution.QUEUED, JobState.QUEUED, message, facts=info)
+    line = local_run.spill_line(SimpleNamespace(job_set_id="s-prefer-1"), outcome, "A", "B")
+    assert line == f"moved from arm64 to amd64 at once: {why} (Armada job A rejected; now job B, job set s-prefer-1)"

@@ -204,3 +204,22 @@ def test_jobs_of_no_run_are_grouped_by_job_set():
     one = job_row(details("01a", node="amd64-0", started=T0, finished=T0 + 1))
     (group,) = run_timelines([one], now=T0 + 5)
     assert (group.run, group.job_sets) == ("", ("run1",))
+
+
+def test_a_job_rejected_or_failed_in_a_preference_s_job_set_is_linked_to_the_job_that_moved_on_from_it():
+    from dataclasses import replace
+
+    base = replace(job_row(details(annotations=CONNECTOR_TRAIN["annotations"])), job_set="flyte-r1-prefer-0123abcd")
+    for state in ("REJECTED", "FAILED"):
+        ended = replace(base, job_id="01a", state=state, submitted_at=T0)
+        rows = {r.job_id: r for r in link_spills([ended, replace(base, job_id="01c", submitted_at=T0 + 2)])}
+        assert rows["01a"].spilled_to == "01c"
+        assert (rows["01c"].spilled_from, rows["01c"].moved_how) == ("01a", "moved at once")
+
+
+def test_a_failed_job_outside_a_preference_s_job_set_is_not_linked():
+    from dataclasses import replace
+
+    base = replace(job_row(details(annotations=CONNECTOR_TRAIN["annotations"])), job_set="flyte-r1")
+    failed = replace(base, job_id="01a", state="FAILED", submitted_at=T0)
+    assert [r.spilled_to for r in link_spills([failed, replace(base, job_id="01c", submitted_at=T0 + 2)])] == ["", ""]

@@ -184,3 +184,11 @@ def test_each_run_has_a_timeline_of_its_own_the_latest_first():
     sections = page.with_class("run-timeline")
     assert [s["data-run"] for s in sections] == ["r2", "r1"]
     assert sections[0]["data-job-sets"] == "flyte-r2-prefer-ab"
+
+
+def test_a_job_rejected_for_a_move_at_once_links_to_its_successor_and_says_so():
+    rejected = replace(ROWS[3], job_id="01r", state="REJECTED", spilled_to="01b")
+    moved = replace(ROWS[1], spilled_from="01r", moved_how="moved at once")
+    page = overview_html(overview([rejected, moved]))
+    assert 'moved at once to <a href="/jobs/01b">01b</a>' in page
+    assert 'took the place of <a href="/jobs/01r">01r</a> (moved at once)' in page

@@ -39,6 +39,7 @@ class ConnectorContext:
             node_groups,
             timeouts.queued_report_after_seconds,
             timeouts.queued_report_refresh_seconds,
+            frozenset(settings.targets.platform_mismatch_categories),
         )
         blob = BlobSettings.from_settings(settings.blob)
         facts = FactFinder(api, view, blob, timeouts.error_read_timeout_seconds, node_groups)

@@ -251,7 +251,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         job_id = resource_meta.job_id
         if resource_meta.spill_jobs and not resource_meta.refusal_code:  # the step it reached, as `decide` says
             known = Known.of(resource_meta, time.time())
-            while (where := current_job(known)).fetch:
+            while (where := current_job(known, current.rules)).fetch:
                 known = await current.facts.fetch(known, where.fetch)
             job_id = where.job_id
         try:

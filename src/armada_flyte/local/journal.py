@@ -36,13 +36,18 @@ _records: list[JobRecord] = []
 _lock = threading.Lock()
 
 
-def architecture_label(architecture: str, any_of: str = "", spilled_from: str | None = None) -> str:
+def architecture_label(
+    architecture: str, any_of: str = "", spilled_from: str | None = None, moved_from: str | None = None
+) -> str:
     """The table's architecture: `arm64 (any)` for an `any` job, `amd64 (spilled from arm64)` for a
-    preference's job that moved on, else the architecture as requested."""
+    preference's job that spilled, `amd64 (moved from arm64)` for one that moved at once, else the architecture
+    as requested."""
     if any_of:
         return f"{architecture or '?'} (any)"
     if spilled_from:
         return f"{architecture} (spilled from {spilled_from})"
+    if moved_from:
+        return f"{architecture} (moved from {moved_from})"
     return architecture
 
 

@@ -217,7 +217,7 @@ def _remove_local_shadows(*remote_paths: str) -> None:
 def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple[str, int], state: str = "") -> None:
     """Note the job for the end-of-run table (`outcome` None: the run was interrupted, `state` what Armada
     said after the cancel); an `any` job shows the architecture it ran on, as `arm64 (any)`, and a preference's
-    job that moved on, as `amd64 (spilled from arm64)`."""
+    job that moved on, as `amd64 (spilled from arm64)` or `amd64 (moved from arm64)`."""
     info = outcome.info if outcome else {}
     if outcome is None:
         label = outcome_label(False, cancelled=True)
@@ -225,7 +225,7 @@ def _record(task_name: str, meta: Any, outcome: Any, seconds: float, call: tuple
         code = outcome.error.code if outcome.error else ""
         label = outcome_label(outcome.phase == TaskExecution.SUCCEEDED, code, outcome.phase == TaskExecution.ABORTED)
     architecture = architecture_label(
-        info.get("architecture") or meta.architecture, meta.any_of, info.get("spilled_from")
+        info.get("architecture") or meta.architecture, meta.any_of, info.get("spilled_from"), info.get("moved_from")
     )
     record(
         JobRecord(
@@ -293,9 +293,14 @@ def current_job_id(meta: Any, outcome: Any) -> str:
 
 
 def spill_line(meta: Any, outcome: Any, before: str, now: str) -> str:
-    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room (Armada job A cancelled; now job B)`."""
-    why = outcome.message.split("; ", 1)[0] if outcome.message.startswith("spilled ") else "moved on"
-    return f"{why} (Armada job {before} cancelled; now job {now}, job set {meta.job_set_id})"
+    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room (Armada job A cancelled; now job B)`;
+    a move at once says its own why (`moved from arm64 to amd64 at once: ...`) and how job A ended."""
+    ended = {"rejected": "rejected", "platform mismatch": "failed"}.get(outcome.info.get("moved_by", ""), "cancelled")
+    first = outcome.message.split("; ", 1)[0]
+    why = first if first.startswith(("spilled ", "moved ")) else "moved on"
+    if first.startswith("moved ") and (info := outcome.info).get("why"):  # its why may hold "; " itself
+        why = f"moved from {info.get('moved_from')} to {info.get('architecture')} at once: {info['why']}"
+    return f"{why} (Armada job {before} {ended}; now job {now}, job set {meta.job_set_id})"
 
 
 _LOG_STATES = frozenset({JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})

@@ -5,9 +5,10 @@ writes on every job (`connector/model/job_request.py`); a job submitted some oth
 spec's `kubernetes.io/arch` node selector. Its node and times are its latest run's, from
 Jobs.GetJobDetails. Its state is Armada's, with GetJobErrors' text when there is one; beside it, the
 task's outcome where the view knows it (a0's error.pb, `task_errors`): a task that raised reads FAILED
-although its pod exited 0 and Armada says SUCCEEDED. A preference's job cancelled to spill is linked to
-the job that took its place (`link_spills`). Jobs are grouped into one timeline per Flyte run (the
-`flyte.org/run` label; a preference task has a job set of its own, so job sets don't group a run).
+although its pod exited 0 and Armada says SUCCEEDED. A preference's job the task moved on from (cancelled
+to spill, or rejected or failed for a move at once) is linked to the job that took its place
+(`link_spills`). Jobs are grouped into one timeline per Flyte run (the `flyte.org/run` label; a preference
+task has a job set of its own, so job sets don't group a run).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from armada_flyte.connector.model.job_request import (
     ANNOTATION_TASK,
     LABEL_ARCH,
     LABEL_RUN,
+    PREFERENCE_JOB_SET,
 )
 from armada_flyte.connector.model.task_error import TaskError
 from armada_flyte.connector.poll.spill import SPILL_REASON
@@ -77,9 +79,11 @@ class JobRow:
     """The Flyte run the job belongs to (its `flyte.org/run` label); empty for other jobs."""
     cancel_reason: str = ""
     spilled_to: str = ""
-    """For a preference's job cancelled to spill: the job that took its place."""
+    """For a preference's job the task moved on from (spilled, or at once): the job that took its place."""
     spilled_from: str = ""
-    """For the job that took a spilled job's place: that job."""
+    """For the job that took a moved-on-from job's place: that job."""
+    moved_how: str = ""
+    """For that job: `spilled`, or `moved at once` (the job before was rejected, or failed on its architecture)."""
 
     @property
     def shown_state(self) -> str:
@@ -94,6 +98,12 @@ class JobRow:
     def spilled(self) -> bool:
         """Cancelled by the connector to move the task to its next architecture."""
         return self.state == "CANCELLED" and self.cancel_reason == SPILL_REASON
+
+    @property
+    def moved_on(self) -> bool:
+        """A job a preference task may have moved on from: spilled, or ended REJECTED or FAILED in the task's own
+        job set (a later job of the same task there can only be its next step: `connector/poll/moves.py`)."""
+        return self.spilled or (self.state in ("REJECTED", "FAILED") and PREFERENCE_JOB_SET in self.job_set)
 
     @property
     def seconds(self) -> Optional[float]:
@@ -158,12 +168,12 @@ def _outcome(task_error: object) -> str:
 
 
 def link_spills(rows: list[JobRow]) -> list[JobRow]:
-    """Each preference job cancelled to spill linked to the job that took its place: the next job of the same
+    """Each preference job the task moved on from linked to the job that took its place: the next job of the same
     task in the same job set (a preference task's job set holds its steps alone; a gang's, its members')."""
     by_id = {row.job_id: row for row in rows}
     ordered = sorted(rows, key=lambda r: (r.submitted_at, r.job_id))
     for index, row in enumerate(ordered):
-        if not row.spilled or by_id[row.job_id].spilled_to:
+        if not row.moved_on or by_id[row.job_id].spilled_to:
             continue
         after = (
             later
@@ -173,7 +183,8 @@ def link_spills(rows: list[JobRow]) -> list[JobRow]:
         successor = next(after, None)
         if successor is not None:
             by_id[row.job_id] = replace(by_id[row.job_id], spilled_to=successor.job_id)
-            by_id[successor.job_id] = replace(by_id[successor.job_id], spilled_from=row.job_id)
+            how = "spilled" if row.spilled else "moved at once"
+            by_id[successor.job_id] = replace(by_id[successor.job_id], spilled_from=row.job_id, moved_how=how)
     return [by_id[row.job_id] for row in rows]
 
 
@@ -221,12 +232,14 @@ class Bar:
     start: float
     end: float
     slot: int = 0
+    """Which of the lane's rows it is drawn on: runs that overlap in time (a node runs several pods) get their
+    own row, so no bar hides another."""
     failed: bool = False
     """The task failed (its outcome, else Armada's state): the bar is marked."""
     spilled_from: str = ""
-    """The job this one took the place of (a preference's spill): the bar is marked and says so."""
-    """Which of the lane's rows it is drawn on: runs that overlap in time (a node runs several pods) get their
-    own row, so no bar hides another."""
+    """The job this one took the place of (a preference's move): the bar is marked and says so."""
+    moved_how: str = ""
+    """How the task moved to this job: `spilled`, or `moved at once` (`JobRow.moved_how`)."""
 
 
 @dataclass(frozen=True)
@@ -283,6 +296,7 @@ def timeline(rows: Iterable[JobRow], now: float) -> Timeline:
                     slot=slot,
                     failed=row.failed,
                     spilled_from=row.spilled_from,
+                    moved_how=row.moved_how,
                 )
             )
         groups = sorted({row.node_group for row in on_node if row.node_group})

@@ -190,7 +190,7 @@ def _bar(bar: Bar) -> str:
     label = ("✕ " if bar.failed else "") + ("↪ " if bar.spilled_from else "") + bar.label
     title = f"{bar.label}: {bar.state}"
     if bar.spilled_from:
-        title += f"; took the place of job {bar.spilled_from} (spilled)"
+        title += f"; took the place of job {bar.spilled_from} ({bar.moved_how or 'spilled'})"
     return (
         f'<a class="{classes}" href="/jobs/{quote(bar.job_id)}" data-job-id="{_e(bar.job_id)}" '
         f'data-failed="{str(bar.failed).lower()}" data-spilled-from="{_e(bar.spilled_from)}" title="{_e(title)}" '
@@ -257,11 +257,12 @@ def _state_cell(row: JobRow) -> str:
         cell += f'<span class="armada-state">Armada: {_e(row.state)}</span>'
     if row.spilled_to:
         link = f'<a href="/jobs/{quote(row.spilled_to)}">{_e(row.spilled_to)}</a>'
-        cell += f'<span class="spill">spilled: moved to {link}</span>'
+        said = "spilled: moved to" if row.state == "CANCELLED" else "moved at once to"
+        cell += f'<span class="spill">{said} {link}</span>'
     if row.spilled_from:
         cell += (
             f'<span class="spill">took the place of <a href="/jobs/{quote(row.spilled_from)}">'
-            f"{_e(row.spilled_from)}</a> (spilled)</span>"
+            f"{_e(row.spilled_from)}</a> ({_e(row.moved_how or 'spilled')})</span>"
         )
     return cell
 

@@ -252,6 +252,16 @@ class JobTargets(_Group):
     A backend task's ArmadaConfig.namespace is used instead only when `allowed_namespaces` allows it."""
     secret_env_var_prefix: str = "_UNION_"
     """Prefix of task secrets' env vars (`<prefix><GROUP>_<KEY>`): your Flyte webhook's secretEnvVarPrefix."""
+    platform_mismatch_categories: TextList = ()
+    """Armada failure categories (comma-separated) that mean the image cannot run on the node's architecture: the
+    names your Armada executor's error categories give such failures (Armada puts the category on the job's
+    failed event). A task with an architecture preference whose job fails with one moves to its next
+    architecture at once, as it does for an exec format error or a missing image variant."""
+
+    @field_validator("platform_mismatch_categories", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return _text_list(value)
 
     @field_validator("fallback_architecture", mode="before")
     @classmethod

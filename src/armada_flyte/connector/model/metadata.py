@@ -72,9 +72,9 @@ class ArmadaJobMetadata(ResourceMeta):
             Step(n + 1, s["architecture"], s["node_group"], base64.b64decode(s["item"])) for n, s in enumerate(later)
         )
 
-    def for_step(self, step: Step, job_id: str) -> ArmadaJobMetadata:
+    def for_step(self, step: Step, job_id: str, submitted_at: float = 0.0) -> ArmadaJobMetadata:
         """The metadata of a step's job, as if create had submitted it: its id, architecture and node group,
-        submitted no earlier than `spill_after` after the step before."""
+        submitted at `submitted_at` (0: no earlier than `spill_after` after each step before, as spills move)."""
         if step.index == 0:
             return self
         return replace(
@@ -82,7 +82,7 @@ class ArmadaJobMetadata(ResourceMeta):
             job_id=job_id,
             architecture=step.architecture,
             node_group=step.node_group,
-            submitted_at=self.submitted_at + step.index * self.spill_after_seconds,
+            submitted_at=submitted_at or self.submitted_at + step.index * self.spill_after_seconds,
             spill_jobs="",
         )
 

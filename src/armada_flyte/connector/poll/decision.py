@@ -10,10 +10,11 @@ metadata Flyte persists and from Armada, so any replica can answer any poll.
 
 A task has one job per step of its architecture preference (one step without a preference). The
 current step is the first whose job the task did not move on from (`_moved_on`: one row per way to move
-on); `get_logs` asks `current_job` the same. The current job's facts come in rounds (`_wanted`): its
-state; the job set's events when the job status API does not know it past the ack window; then the
-scheduler's report, the run's details and a0's error file, each only when the answer depends on it;
-then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
+on: a spill after `spill_after`, or at once a rejection no node of the group can lift or a run that failed
+for a platform mismatch, `moves.py`); `get_logs` asks `current_job` the same. The current job's facts come
+in rounds (`_wanted`): its state; the job set's events when the job status API does not know it past the
+ack window; then the scheduler's report, the run's details and a0's error file, each only when the answer
+depends on it; then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, Step
 from armada_flyte.connector.model.run_details import RunDetails
 from armada_flyte.connector.model.task_error import TaskError
-from armada_flyte.connector.poll import spill
+from armada_flyte.connector.poll import moves, spill
 from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.moves import Move
 from armada_flyte.connector.poll.outcome import (
     ERROR_FILE_STATES,
     RUN_STATES,
@@ -147,6 +149,10 @@ class Decision:
     fetch: tuple[Fetch, ...] = ()
     outcome: Optional[JobOutcome] = None
     actions: tuple[Action, ...] = ()
+    moved: Optional[Move] = None
+    """How the task moved on to its current step (None on the first)."""
+    since: float = 0.0
+    """When the current step's job was submitted, as the steps before tell (0 on the first: create's time)."""
 
 
 def decide(known: Known, rules: Rules) -> Decision:
@@ -154,60 +160,96 @@ def decide(known: Known, rules: Rules) -> Decision:
     meta = known.meta
     if meta.refusal_code or not meta.job_id:
         return Decision(outcome=refused(meta))
-    where = current_job(known)
+    where = current_job(known, rules)
     if where.fetch:
         return where
     step, job = known.steps[where.step], known.jobs[where.step]
     if job.state is None:
         return replace(where, fetch=(Fetch(where.step, Fact.STATE),))
-    job_meta = meta.for_step(step, job.job_id)
+    job_meta = meta.for_step(step, job.job_id, where.since)
     last = len(known.steps) - 1
-    due = spill.spill_due(meta, step, last, job.state, known.now)
+    due = spill.spill_due(job_meta, step, last, job.state, known.now)
     wanted = _wanted(where.step, job_meta, job, known.now, rules, report_wanted=due)
     if wanted:
         return replace(where, fetch=wanted)
     outcome = replace(outcome_of(job_meta, _observed(job, known), rules), report=job.report)
     actions: tuple[Action, ...] = (Cancel(job.job_id, TIMEOUT_REASON),) if outcome.cancel else ()
     if last:
-        message = spill.spilled_message(known.steps, step, meta)
+        message = moves.moved_message(known.steps, step, where.moved, meta.spill_after_seconds)
         if due and spill.waits_for_room(job.report) and outcome.state == JobState.QUEUED:
             message = spill.spilling_message(known.steps, step, meta)
             actions += (Spill(job.job_id),)
         outcome = replace(
             outcome,
             message=f"{message}; {outcome.message}" if message else outcome.message,
-            facts={**outcome.facts, **spill.spill_info(known.steps, step, meta)},
+            facts={
+                **outcome.facts,
+                **spill.spill_info(known.steps, meta),
+                **moves.move_info(known.steps, step, where.moved, meta.spill_after_seconds),
+            },
         )
     return replace(where, outcome=outcome, actions=actions)
 
 
-def current_job(known: Known) -> Decision:
-    """The step the task has reached and its job (or what to fetch to tell): past every step it moved on from."""
+def current_job(known: Known, rules: Optional[Rules] = None) -> Decision:
+    """The step the task has reached and its job (or what to fetch to tell): past every step it moved on from.
+    `rules`: the poll's (the admin's platform-mismatch categories); None reads none."""
+    categories = rules.platform_mismatch_categories if rules is not None else frozenset()
+    moved: Optional[Move] = None
+    since = known.meta.submitted_at
     for index in range(len(known.steps) - 1):
         job = known.jobs[index]
+        at = Decision(index, job.job_id, moved=moved, since=since if index else 0.0)
         if job.state is None:
-            return Decision(index, job.job_id, fetch=(Fetch(index, Fact.STATE),))
-        moved = _moved_on(known.meta, known.steps[index], job, known.now)
-        if isinstance(moved, Fact):
-            return Decision(index, job.job_id, fetch=(Fetch(index, moved),))
-        if not moved:
-            return Decision(index, job.job_id)
+            return replace(at, fetch=(Fetch(index, Fact.STATE),))
+        step_meta = known.meta.for_step(known.steps[index], job.job_id, since)
+        found = _moved_on(step_meta, job, known.now, categories)
+        if isinstance(found, Fact):
+            return replace(at, fetch=(Fetch(index, found),))
+        if found is None:
+            return at
+        moved, since = found, _next_submitted(step_meta, found, job)
         if len(known.jobs) <= index + 1:
-            return Decision(index + 1, "", fetch=(Fetch(index + 1, Fact.JOB),))
+            return Decision(index + 1, "", fetch=(Fetch(index + 1, Fact.JOB),), moved=moved, since=since)
     last = len(known.steps) - 1
-    return Decision(last, known.jobs[last].job_id)
+    return Decision(last, known.jobs[last].job_id, moved=moved, since=since if last else 0.0)
 
 
-def _moved_on(meta: ArmadaJobMetadata, step: Step, job: JobFacts, now: float) -> Union[bool, Fact]:
-    """Whether the task moved on from this step's job to the next step's (or the fact to learn first).
-
-    One row so far: the job was spilled (cancelled while queued, never leased, once it could have been).
-    A new way to move on (a rejection, a crash for the wrong architecture) is one more row here."""
-    if job.state == JobState.CANCELLED:
+def _moved_on(
+    step_meta: ArmadaJobMetadata, job: JobFacts, now: float, categories: frozenset[str]
+) -> Union[Move, Fact, None]:
+    """How the task moved on from this step's job to the next step's (None: it did not), or the fact to learn
+    first. One row per way to move on: a spill (cancelled while queued, never leased, once it could have been);
+    a rejection that says no node of the group can hold the job; a run Armada failed for a platform mismatch.
+    Each reads only what Armada keeps of an ended job, so every poll (any replica) reads it the same."""
+    state = job.state
+    if state == JobState.CANCELLED:
         if not job.details_read:
             return Fact.DETAILS
-        return spill.was_spilled(meta, step, JobState.CANCELLED, job.details, now)
-    return False
+        return Move(moves.SPILLED) if spill.was_spilled(step_meta, state, job.details, now) else None
+    if state == JobState.REJECTED:
+        if job.reason is None:
+            return Fact.REASON
+        move = moves.rejection_moves(job.reason, step_meta.node_group)
+    elif state == JobState.FAILED:
+        category = job.run.failure_category if job.run is not None and job.run.covers(state) else ""
+        if job.reason is None and category not in categories:
+            return Fact.REASON
+        move = moves.platform_mismatch(job.reason or "", category, categories)
+    else:
+        return None
+    if move is not None and not job.details_read:
+        return Fact.DETAILS  # when it ended: when the next step's job was submitted
+    return move
+
+
+def _next_submitted(step_meta: ArmadaJobMetadata, move: Move, job: JobFacts) -> float:
+    """When the next step's job was submitted, no earlier than: `spill_after` after this step's for a spill
+    (as create's metadata counts), else when this step's job ended (at once), else this step's own submit."""
+    if move.kind == moves.SPILLED:
+        return step_meta.submitted_at + step_meta.spill_after_seconds
+    ended = job.details.finished_at if job.details is not None else 0.0
+    return ended or step_meta.submitted_at
 
 
 def _wanted(

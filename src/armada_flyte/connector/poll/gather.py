@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Sequence
+from typing import Optional, Sequence
 
+from armada_flyte.armada_names import TERMINAL_STATES
 from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 MAX_REMEMBERED_STEP_JOBS = 10_000
 """Later steps' job ids kept in the process (least recently asked dropped first)."""
+MAX_REMEMBERED_REASONS = 10_000
+"""Ended jobs' reasons kept in the process: a preference's polls read the reason of each step it moved on from
+at once on every walk (a rejection's is not in the events), and an ended job's reason never changes."""
 
 
 class FactFinder:
@@ -46,6 +50,7 @@ class FactFinder:
         self._node_groups = node_groups
         self._reports = QueuedReports()
         self._step_jobs: OrderedDict[tuple[str, str, int, str], str] = OrderedDict()
+        self._reasons: OrderedDict[str, str] = OrderedDict()
 
     async def fetch(self, known: Known, fetches: Sequence[Fetch]) -> Known:
         """`known` with each fetched fact, fetched in order."""
@@ -92,7 +97,7 @@ class FactFinder:
                 job = replace(job, task_error=error)
         elif fetch.fact is Fact.REASON:
             given = known_run.reason if known_run is not None else None
-            job = replace(job, reason=given if given is not None else await self._api.error_of(job_id))
+            job = replace(job, reason=given if given is not None else await self._reason_of(job_id, state))
         elif fetch.fact is Fact.REPORT:
             group = known.steps[step].node_group
             report = await self._reports.report_for(
@@ -100,6 +105,19 @@ class FactFinder:
             )
             job = replace(job, report=report)
         return known.learnt(step, job)
+
+    async def _reason_of(self, job_id: str, state: Optional[int]) -> str:
+        """Armada's error for the job (GetJobErrors), remembered once the job ended with one (bounded)."""
+        reason = self._reasons.get(job_id)
+        if reason is None:
+            reason = await self._api.error_of(job_id)
+            if not reason or state not in TERMINAL_STATES:
+                return reason
+            self._reasons[job_id] = reason
+            while len(self._reasons) > MAX_REMEMBERED_REASONS:
+                self._reasons.popitem(last=False)
+        self._reasons.move_to_end(job_id)
+        return reason
 
     async def _step_job(self, known: Known, step: int) -> str:
         """The id of a later step's job: submitted once (its client id makes a second submit, by this or
@@ -109,7 +127,7 @@ class FactFinder:
         job_id = self._step_jobs.get(key)
         if job_id is None:
             job_id = await self._api.submit_item_bytes(meta.queue, meta.job_set_id, known.steps[step].item)
-            log.info("task %s spilled to %s as Armada job %s", meta.task, known.steps[step].architecture, job_id)
+            log.info("task %s moved on to %s as Armada job %s", meta.task, known.steps[step].architecture, job_id)
             self._step_jobs[key] = job_id
             while len(self._step_jobs) > MAX_REMEMBERED_STEP_JOBS:
                 self._step_jobs.popitem(last=False)

@@ -69,6 +69,9 @@ class RunFacts:
     """The failure (or preemption) reason the events gave; None: they gave none, so it must be asked for."""
     exit_codes: tuple[tuple[str, int], ...] = ()
     """(container, exit code) of every container the failed event lists."""
+    failure_category: str = ""
+    """The failed event's `failure_category`: the executor's category for the failure, when its admin configured
+    error categories (Armada 0.22, JobFailedEvent field 16); only the events carry it, not GetJobDetails."""
 
     def covers(self, state: int) -> bool:
         """Whether these facts stand in for GetJobDetails in `state`: its end was seen, or a running job's start.
@@ -107,6 +110,9 @@ class RunFacts:
             codes = [(status.name, status.exitCode) for status in event.container_statuses]
             codes += [(name, code) for name, code in event.exit_codes.items() if name not in dict(codes)]
             facts = replace(facts, exit_codes=tuple(codes) or facts.exit_codes)
+            category = getattr(event, "failure_category", "")
+            if category and not facts.failure_category:
+                facts = replace(facts, failure_category=category)
         return facts
 
 

@@ -136,6 +136,9 @@ class Rules:
     """How long a job may wait queued before Armada's scheduler is asked why."""
     queued_report_refresh_seconds: float = 30.0
     """How old a kept scheduling report may be."""
+    platform_mismatch_categories: frozenset[str] = frozenset()
+    """Armada failure categories that mean the image cannot run on the node's architecture (a preference then
+    moves to its next architecture: `moves.py`)."""
 
 
 def needs_reason(state: int, task_error: Optional[TaskError], error_unreadable: str) -> bool:

@@ -57,20 +57,20 @@ class SpillCancels:
         return True
 
 
-def was_spilled(meta: ArmadaJobMetadata, step: Step, state: int, details: Optional[RunDetails], now: float) -> bool:
-    """The step's job ended CANCELLED without ever being leased, once it could have been spilled: the spill's
-    cancel, which only touches queued jobs. A task alone could be spilled once it had waited `spill_after`; a
-    gang member at any time, since the member that waited longest spills them all. Flyte stops asking once
-    it cancels a task itself."""
-    waited = now - meta.for_step(step, meta.job_id).submitted_at
-    could = bool(meta.gang_id) or waited >= meta.spill_after_seconds
+def was_spilled(step_meta: ArmadaJobMetadata, state: int, details: Optional[RunDetails], now: float) -> bool:
+    """The step's job (`step_meta`: its metadata, `ArmadaJobMetadata.for_step`) ended CANCELLED without ever
+    being leased, once it could have been spilled: the spill's cancel, which only touches queued jobs. A task
+    alone could be spilled once it had waited `spill_after`; a gang member at any time, since the member that
+    waited longest spills them all. Flyte stops asking once it cancels a task itself."""
+    waited = now - step_meta.submitted_at
+    could = bool(step_meta.gang_id) or waited >= step_meta.spill_after_seconds
     return state == JobState.CANCELLED and (details is None or not details.node) and could
 
 
-def spill_due(meta: ArmadaJobMetadata, step: Step, last: int, state: int, now: float) -> bool:
+def spill_due(step_meta: ArmadaJobMetadata, step: Step, last: int, state: int, now: float) -> bool:
     """The step's job has waited queued for its `spill_after`, and a later step exists."""
-    waited = now - meta.for_step(step, meta.job_id).submitted_at
-    return step.index < last and state == JobState.QUEUED and waited >= meta.spill_after_seconds
+    waited = now - step_meta.submitted_at
+    return step.index < last and state == JobState.QUEUED and waited >= step_meta.spill_after_seconds
 
 
 def waits_for_room(report: Optional[QueuedReport]) -> bool:
@@ -79,26 +79,13 @@ def waits_for_room(report: Optional[QueuedReport]) -> bool:
     return report is not None and report.waits_for_room
 
 
-def spill_info(steps: Sequence[Step], current: Step, meta: ArmadaJobMetadata) -> dict[str, Any]:
-    """The `custom_info` entries of a preference: the order, and where the job spilled from."""
-    info: dict[str, Any] = {
+def spill_info(steps: Sequence[Step], meta: ArmadaJobMetadata) -> dict[str, Any]:
+    """The `custom_info` entries of a preference: the order and the wait (where the task moved from, and why,
+    are `moves.move_info`'s)."""
+    return {
         "architecture_preference": [s.architecture for s in steps],
         "spill_after_seconds": meta.spill_after_seconds,
     }
-    if current.index:
-        info["spilled_from"] = steps[current.index - 1].architecture
-    return info
-
-
-def spilled_message(steps: Sequence[Step], current: Step, meta: ArmadaJobMetadata) -> str:
-    """`spilled from arm64 to amd64 after 120 s queued: no arm64 node had room` (empty on the first step)."""
-    if not current.index:
-        return ""
-    before = steps[current.index - 1].architecture
-    return (
-        f"spilled from {before} to {current.architecture} after {meta.spill_after_seconds:g} s queued: "
-        f"no {before} node had room"
-    )
 
 
 def spilling_message(steps: Sequence[Step], current: Step, meta: ArmadaJobMetadata) -> str:

@@ -24,7 +24,7 @@ from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.connector.config.settings_groups import Tenancy
-from armada_flyte.connector.model.job_request import JobRequest
+from armada_flyte.connector.model.job_request import PREFERENCE_JOB_SET, JobRequest
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
 from armada_flyte.connector.submit.decisions import TaskDecisions, task_decisions
 from armada_flyte.connector.submit.execution_context import ExecutionContext, job_namespace
@@ -198,5 +198,5 @@ def _own_job_set(job_set_id: str, first: JobRequest) -> str:
     """A job set holding only this task's jobs (a gang's: all its members'), so a cancel filtered to QUEUED
     jobs touches nothing else."""
     own = first.gang_id or hashlib.sha256(first.client_id.encode()).hexdigest()[:16]
-    suffix = f"-prefer-{own}"
+    suffix = f"{PREFERENCE_JOB_SET}{own}"
     return job_set_id[: MAX_JOB_SET_ID - len(suffix)] + suffix

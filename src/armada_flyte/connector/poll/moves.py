@@ -1,0 +1,143 @@
+"""An ordered architecture preference, moving on at once when waiting cannot help: when the step's job was
+rejected by Armada (no node of its group can ever hold it) or its run failed because the image cannot run
+on that architecture (a platform mismatch). The spill (`spill.py`) waits `spill_after` for room; these don't.
+
+Both are read from Armada's state alone, as the spill is, so any replica finds the same current step: a
+REJECTED or FAILED job is terminal, and what it ended with (Armada's reason, the failed event's
+`failure_category`, whether a0 wrote an error file) does not change. A step moved on from this way had no
+run that did the task's work, so the next step is submitted in the same Flyte attempt (no retry is spent).
+
+Not a move: a rejection for a limit every architecture shares (the queue's resource limit, floating
+resources), and a failure a0 recorded. a0 catches what the task raises, writes it to its error file and
+ends its container normally, so Armada says SUCCEEDED: a task that raised `ImportError: ... wrong ELF class`
+fails as before (said as the missing image variant, `crash_reasons`). A FAILED job is one whose container
+failed (its program could not start, its image could not be pulled, a0 itself died), so Armada's reason,
+which never changes, is enough: the error file, which the next step shares (it sits at the attempt's
+output path), is not read to decide.
+
+Pure: `decision.py` asks these questions; the words are here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence
+
+from armada_flyte.connector.model.metadata import Step
+from armada_flyte.connector.poll.crash_reasons import MAX_EVIDENCE, wrong_architecture
+from armada_flyte.connector.poll.queued_report import excluded_nodes
+
+SPILLED = "spilled"
+REJECTED = "rejected"
+PLATFORM_MISMATCH = "platform mismatch"
+
+_FITS_NO_NODE = re.compile(
+    r"Excluded nodes:|Number of nodes in cluster:|\d+ out of \d+ pods schedulable|even on an empty cluster"
+)
+"""The shapes of a rejection about nodes: Armada's node-matching report (v0.22.7 internal/scheduler/submitcheck.go
+writes the pod scheduling context: "Node: none", "Number of nodes in cluster: N", "Excluded nodes:"), its
+gang line ("N out of M pods schedulable"), and the embedded server's gang report."""
+
+_PLATFORM_PULL = re.compile(
+    r"no matching manifest for \S+"
+    r"|no match for platform in manifest"
+    r"|does not match the specified platform"
+    r"|has no linux/\S+ variant",
+    re.IGNORECASE,
+)
+"""A pull that found the image but not for the node's platform: Docker ("no matching manifest for linux/arm64 in
+the manifest list entries", "... does not match the specified platform: wanted linux/arm64, actual: linux/amd64"),
+containerd through the kubelet ("no match for platform in manifest: not found"), and the docker pod runner of the
+embedded server ("image X has no linux/arm64 variant, which node set Y needs"). A bare "not found" is not one:
+a missing image says that too."""
+
+
+_FRAME = re.compile(r"^Container \S+ failed with exit code -?\d+ because (?:Error: )?")
+
+
+@dataclass(frozen=True)
+class Move:
+    """How the task moved on from one step's job to the next step's."""
+
+    kind: str
+    """SPILLED, REJECTED or PLATFORM_MISMATCH."""
+    evidence: str = ""
+    """What Armada said that shows it (a line of the reason, or the failure category)."""
+
+
+def rejection_moves(reason: str, own_group: str) -> Optional[Move]:
+    """The move for a rejected step's job, when Armada's reason says no node of its group can hold it (too big
+    for every node, no node of the group at all, a gang that never fits); None for a rejection another
+    architecture would get too (a queue's limit) or no reason yet."""
+    if not _FITS_NO_NODE.search(reason):
+        return None
+    return Move(REJECTED, _rejection_gist(reason, own_group))
+
+
+def platform_mismatch(reason: str, category: str, categories: Iterable[str]) -> Optional[Move]:
+    """The move for a failed step's job, when its run failed because the image cannot run on the architecture:
+    a category the admin lists (`platform_mismatch_categories`), an exec format error (or a loader's wrong-ELF
+    crash) in Armada's reason, or a pull that found no variant for the platform. None otherwise."""
+    if category and category in set(categories):
+        return Move(PLATFORM_MISMATCH, f"Armada's failure category {category}")
+    if crash := wrong_architecture(reason, "", ""):
+        return Move(PLATFORM_MISMATCH, _cause(crash.evidence))
+    for line in reason.splitlines():
+        if _PLATFORM_PULL.search(line):
+            return Move(PLATFORM_MISMATCH, _cause(line.strip())[:MAX_EVIDENCE])
+    return None
+
+
+def _cause(line: str) -> str:
+    """The line without the frame of Armada's failure reason ("Container X failed with exit code N because ...",
+    v0.22.7 internal/executor/util/pod_status.go), which says nothing of the architecture."""
+    framed = _FRAME.match(line)
+    return line[framed.end() :] if framed else line
+
+
+def _rejection_gist(reason: str, own_group: str) -> str:
+    """What the rejection says of the step's own node group (`2 nodes: pod requires 2 cpu, but only 1 is
+    available`), or that the group has no node (every node excluded is another group's); else its first line
+    about a gang, shortened."""
+    excluded = excluded_nodes(reason)
+    mine = [x for x in excluded if not x.node_groups or own_group in x.node_groups]
+    if mine:
+        return "; ".join(f"{x.count} node{'s' if x.count != 1 else ''}: {x.reason}" for x in mine)[:MAX_EVIDENCE]
+    if excluded:
+        return f"no node of group {own_group}" if own_group else "no node can hold it"
+    lines = [line.strip() for line in reason.splitlines() if _FITS_NO_NODE.search(line)]
+    return (lines[0] if lines else reason.strip())[:MAX_EVIDENCE]
+
+
+def why(move: Move, before: str, spill_after: float) -> str:
+    """Why the task left the step's architecture, in a few words (`custom_info`'s `why`)."""
+    if move.kind == SPILLED:
+        return f"no {before} node had room after {spill_after:g} s queued"
+    if move.kind == REJECTED:
+        return f"Armada rejected the {before} job: no {before} node can ever hold it ({move.evidence})"
+    return f"the image cannot run on {before} ({move.evidence})"
+
+
+def moved_message(steps: Sequence[Step], current: Step, move: Optional[Move], spill_after: float) -> str:
+    """`moved from arm64 to amd64 at once: Armada rejected the arm64 job: ...` (empty on the first step)."""
+    if not current.index or move is None:
+        return ""
+    before = steps[current.index - 1].architecture
+    if move.kind == SPILLED:
+        return (
+            f"spilled from {before} to {current.architecture} after {spill_after:g} s queued: no {before} node had room"
+        )
+    return f"moved from {before} to {current.architecture} at once: {why(move, before, spill_after)}"
+
+
+def move_info(steps: Sequence[Step], current: Step, move: Optional[Move], spill_after: float) -> dict[str, Any]:
+    """The `custom_info` entries of a move into the current step: where from and why (a spill also keeps
+    `spilled_from`, as before)."""
+    if not current.index or move is None:
+        return {}
+    before = steps[current.index - 1].architecture
+    info: dict[str, Any] = {"moved_from": before, "why": why(move, before, spill_after), "moved_by": move.kind}
+    if move.kind == SPILLED:
+        info["spilled_from"] = before
+    return info
