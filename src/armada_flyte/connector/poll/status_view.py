@@ -28,7 +28,7 @@ connection that went quiet without closing holds no state longer.
 
 Over 450 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
-in `job_set_streams`).
+in `job_set_streams`); the gangs' failures are noted from the same events, on the same follows.
 """
 
 from __future__ import annotations
