@@ -435,3 +435,51 @@ def test_a_run_that_fails_with_an_exec_format_error_moves_to_the_next_architectu
     assert all(r.phase not in DONE for r in said[:-1]), [r.message for r in said]
     assert took < 30, [r.message for r in said]
     assert len(submitted_jobs(armada, meta)) == 2
+
+
+ON_ARM_SLEEPS = """
+import os, time
+if os.environ["ARCH"] == "arm64":
+    time.sleep(300)
+print("ran on", os.environ["ARCH"])
+"""
+"""A gang member that would run for minutes on arm64: only its gang's move ends it there in time."""
+
+
+@pytest.mark.parametrize("streams", [True, False], ids=["events streamed", "events read when asked"])
+def test_a_gang_moves_whole_when_one_members_run_fails_for_a_platform_mismatch(connector, armada, streams):
+    """One member's program is foreign to arm64 (a real exec format error), the other would run for minutes
+    there: the mismatch cancels the running member and both run as one gang on amd64, in the same attempt, each
+    saying where it moved from and why (the running member naming its sibling's failed job). The sibling's
+    failure is read from the job set's events: the status view's stream, or a read of them when not streamed."""
+    armada_flyte.configure(status_event_streams=streams)
+    member = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=600, gang_id="foreign", gang_cardinality=2)
+    arch = {"env": [{"name": "ARCH", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{LABEL_ARCH}']"}}}]}
+    templates = [
+        with_pod_spec(python_template(ON_ARM_A_FOREIGN_PROGRAM, member, name="demo.foreign"), primary=arch),
+        with_pod_spec(python_template(ON_ARM_SLEEPS, member, name="demo.sleeper"), primary=arch),
+    ]
+
+    async def scenario():
+        run_name = fresh(f"prefer-gang-foreign-{'streamed' if streams else 'read'}")
+        metas = [await create(connector, t, run_name, f"m{n}") for n, t in enumerate(templates)]
+        reached = await asyncio.gather(*(until_running_on(connector, meta, "amd64", timeout=90) for meta in metas))
+        return metas, reached, await asyncio.gather(*(wait_for(connector, meta, DONE) for meta in metas))
+
+    metas, reached, resources = run(scenario())
+    said = [[r.message for r in answers] for _, answers in reached]
+    assert all(took < 45 for took, _ in reached), said
+    assert all(r.phase not in DONE for _, answers in reached for r in answers[:-1]), said
+    for resource in resources:
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        info = resource.custom_info
+        assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "platform mismatch")
+        assert "xec format error" in info["why"], info["why"]
+        assert resource.message.startswith("moved from arm64 to amd64 at once: the image cannot run on arm64 ("), (
+            resource.message
+        )
+    foreign_job = metas[0].job_id
+    assert f"gang member {foreign_job}: " in resources[1].custom_info["why"], resources[1].custom_info["why"]
+    assert any("moving from arm64 to amd64 with its gang" in message for message in said[1]), said[1]
+    assert len({meta.job_set_id for meta in metas}) == 1
+    assert len(submitted_jobs(armada, metas[0])) == 4

@@ -32,6 +32,7 @@ from armada_flyte.connector.poll.decision import (
     decide,
 )
 from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
 from armada_flyte.connector.poll.outcome import Rules
 from armada_flyte.connector.poll.queued_report import QueuedReport
 from armada_flyte.connector.poll.spill import SPILL_REASON
@@ -103,6 +104,8 @@ class World:
     step_jobs: tuple[str, ...] = ("j0", "j1")
     runs: dict[str, RunFacts] = field(default_factory=dict)
     """What the job set's events said of a job's run, with its state (the status view's)."""
+    gangs: dict[str, tuple[tuple[str, RunFacts], ...]] = field(default_factory=dict)
+    """Each gang's failed jobs and their runs, as the job set's events tell them (a gang not named: none)."""
 
 
 def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
@@ -131,6 +134,9 @@ def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
         job = replace(job, reason=world.reasons.get(job_id, ""))
     elif fact is Fact.REPORT:
         job = replace(job, report=world.reports.get(job_id, QueuedReport("the latest round did not consider it")))
+    elif fact is Fact.GANG:
+        gang_id = known.meta.for_step(known.steps[step], job_id).gang_id
+        job = replace(job, gang_failed=world.gangs.get(gang_id, ()))
     return known.learnt(step, job)
 
 
@@ -187,6 +193,9 @@ NO_ARM_VARIANT = (
     "image reg/app:1 has no linux/arm64 variant, which node set arm64 needs: Docker holds it for linux/amd64 only"
 )
 FOREIGN_WHEEL = TaskError("ImportError", "ImportError: /venv/_native.so: wrong ELF class: ELFCLASS64", "user", True)
+SIBLING_FOREIGN = (("s0", RunFacts(node="arm64-1", ended=True, finished_at=NOW - 8, reason=EXEC_FORMAT)),)
+"""The gang's failed jobs: a sibling whose program could not run on arm64."""
+SIBLING_EXIT_3 = (("s0", RunFacts(ended=True, reason="Container main failed with exit code 3")),)
 CATEGORIES = replace(RULES, platform_mismatch_categories=frozenset({"wrong-platform"}))
 FAILED_IN_CATEGORY = RunFacts(node="arm64-0", ended=True, finished_at=NOW - 5, failure_category="wrong-platform")
 
@@ -489,10 +498,96 @@ CASES = [
         "a gang member moves on whenever its gang was spilled",
         preferring(waited=5, gang=True),
         World({"j0": JobState.CANCELLED, "j1": JobState.RUNNING}, {"j0": NEVER_LEASED}),
-        ("state@0", "details@0", "job@1", "state@1"),
+        ("state@0", "gang@0", "details@0", "job@1", "state@1"),
         RUN,
         ("spilled from arm64 to amd64",),
         step=1,
+    ),
+    # ---- a gang moves as a whole when one member's run fails for a platform mismatch ----
+    Case(
+        "a gang member running while a sibling failed with an exec format error: its job is cancelled",
+        preferring(waited=30, gang=True),
+        World({"j0": JobState.RUNNING}, gangs={"g-r1": SIBLING_FOREIGN}),
+        ("state@0", "gang@0"),
+        RUN,
+        (
+            "moving from arm64 to amd64 with its gang: the image cannot run on arm64 (gang member s0: exec "
+            "/usr/bin/python: exec format error); its job is cancelled, then submitted for amd64",
+        ),
+        (Cancel("j0", GANG_MOVE_REASON),),
+    ),
+    Case(
+        "a gang member queued while a sibling failed in a category the admin lists: its job is cancelled",
+        preferring(waited=30, gang=True),
+        World({"j0": JobState.QUEUED}, gangs={"g-r1": (("s0", FAILED_IN_CATEGORY),)}),
+        ("state@0", "gang@0"),
+        Q,
+        ("moving from arm64 to amd64 with its gang: the image cannot run on arm64 (gang member s0: Armada's",),
+        (Cancel("j0", GANG_MOVE_REASON),),
+        rules=CATEGORIES,
+    ),
+    Case(
+        "a gang member running while a sibling failed for its own code: nothing moves",
+        preferring(waited=30, gang=True),
+        World({"j0": JobState.RUNNING}, gangs={"g-r1": SIBLING_EXIT_3}),
+        ("state@0", "gang@0"),
+        RUN,
+        ("Armada job j0 is RUNNING",),
+    ),
+    Case(
+        "a gang member cancelled for its gang's move: the next step at once",
+        preferring(waited=30, gang=True),
+        World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": LEASED_ARM}, gangs={"g-r1": SIBLING_FOREIGN}),
+        ("state@0", "gang@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("moved from arm64 to amd64 at once: the image cannot run on arm64 (gang member s0: exec",),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "a gang member that failed otherwise while a sibling failed for a platform mismatch moves with it",
+        preferring(waited=30, gang=True),
+        World(
+            {"j0": JobState.FAILED, "j1": JobState.RUNNING},
+            {"j0": FAILED_ON_ARM},
+            reasons={"j0": "Container main failed with exit code 3"},
+            gangs={"g-r1": SIBLING_FOREIGN + (("j0", RunFacts(ended=True, reason="exit code 3")),)},
+        ),
+        ("state@0", "reason@0", "gang@0", "details@0", "job@1", "state@1"),
+        RUN,
+        ("moved from arm64 to amd64 at once: the image cannot run on arm64 (gang member s0",),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "a gang member cancelled after a lease, no sibling failed for a platform mismatch: aborted as before",
+        preferring(waited=30, gang=True),
+        World({"j0": JobState.CANCELLED}, {"j0": LEASED_ARM}, gangs={"g-r1": SIBLING_EXIT_3}),
+        ("state@0", "gang@0", "details@0"),
+        ABORT,
+        ("was cancelled",),
+    ),
+    Case(
+        "a gang member on the next step: its sibling's mismatch there has nowhere to move (the step's own gang)",
+        preferring(waited=30, gang=True),
+        World(
+            {"j0": JobState.CANCELLED, "j1": JobState.RUNNING},
+            {"j0": LEASED_ARM},
+            gangs={"g-r1": SIBLING_FOREIGN, "g-r1-amd64": (("s1", RunFacts(ended=True, reason=EXEC_FORMAT)),)},
+        ),
+        ("state@0", "gang@0", "details@0", "job@1", "state@1"),
+        RUN,
+        ("moved from arm64 to amd64 at once", "Armada job j1 is RUNNING"),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "a pinned gang member keeps running while a sibling fails with an exec format error",
+        replace(meta(waited=30), gang_id="g-r1", gang_cardinality=2),
+        World({"j0": JobState.RUNNING}, gangs={"g-r1": SIBLING_FOREIGN}),
+        ("state@0",),
+        RUN,
+        ("Armada job j0 is RUNNING",),
     ),
 ]
 

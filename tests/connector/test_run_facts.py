@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.poll.job_set_streams import RunFacts, jobs_in, state_after
+from armada_flyte.connector.poll.job_set_streams import RunFacts, gangs_in, jobs_in, state_after
 
 pytestmark = pytest.mark.pure
 
@@ -110,3 +110,24 @@ def test_a_job_sets_events_read_once_give_each_jobs_last_state_and_an_end_stays_
     state, run = jobs["j"]
     assert state == JobState.SUCCEEDED and (run.node, run.ended, run.finished_at) == ("n1", True, 140.0)
     assert jobs["k"][0] == JobState.REJECTED and jobs["k"][1].reason is None  # a rejection's reason: GetJobErrors
+
+
+def test_a_job_sets_events_say_which_jobs_form_each_gang():
+    """Real Armada's submitted event carries the job with its annotations, the gang id among them: a member reads
+    from its job set's events which jobs are its step's siblings (each step's gang has an id of its own)."""
+    from armada_client.armada import submit_pb2
+
+    from armada_flyte.armada_names import GANG_ID
+
+    def submitted(job_id: str, gang: str = "") -> event_pb2.EventStreamMessage:
+        job = submit_pb2.Job(id=job_id, annotations={GANG_ID: gang} if gang else {})
+        return _message("submitted", event_pb2.JobSubmittedEvent(job_id=job_id, job=job))
+
+    messages = [
+        submitted("a", "g-r1"),
+        submitted("b", "g-r1"),
+        submitted("c", "g-r1-amd64"),
+        submitted("d"),
+        _message("failed", event_pb2.JobFailedEvent(job_id="a", reason="exec format error")),
+    ]
+    assert gangs_in(messages) == {"a": "g-r1", "b": "g-r1", "c": "g-r1-amd64"}

@@ -217,6 +217,18 @@ def test_a_job_rejected_or_failed_in_a_preference_s_job_set_is_linked_to_the_job
         assert (rows["01c"].spilled_from, rows["01c"].moved_how) == ("01a", "moved at once")
 
 
+def test_a_gang_member_cancelled_for_its_gang_s_move_is_linked_to_the_job_that_moved_on_from_it():
+    from dataclasses import replace
+
+    from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
+
+    base = replace(job_row(details(annotations=CONNECTOR_TRAIN["annotations"])), job_set="flyte-r1-prefer-gang-r1")
+    cancelled = replace(base, job_id="01a", state="CANCELLED", cancel_reason=GANG_MOVE_REASON, submitted_at=T0)
+    rows = {r.job_id: r for r in link_spills([cancelled, replace(base, job_id="01c", submitted_at=T0 + 2)])}
+    assert rows["01a"].spilled_to == "01c"
+    assert (rows["01c"].spilled_from, rows["01c"].moved_how) == ("01a", "moved at once")
+
+
 def test_a_failed_job_outside_a_preference_s_job_set_is_not_linked():
     from dataclasses import replace
 

@@ -30,6 +30,7 @@ from armada_flyte.connector.model.job_request import (
     PREFERENCE_JOB_SET,
 )
 from armada_flyte.connector.model.task_error import TaskError
+from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
 from armada_flyte.connector.poll.spill import SPILL_REASON
 from armada_flyte.kube import ARCH_LABEL
 
@@ -101,9 +102,13 @@ class JobRow:
 
     @property
     def moved_on(self) -> bool:
-        """A job a preference task may have moved on from: spilled, or ended REJECTED or FAILED in the task's own
-        job set (a later job of the same task there can only be its next step: `connector/poll/moves.py`)."""
-        return self.spilled or (self.state in ("REJECTED", "FAILED") and PREFERENCE_JOB_SET in self.job_set)
+        """A job a preference task may have moved on from: spilled, cancelled for its gang's move, or ended REJECTED
+        or FAILED in the task's own job set (a later job of the same task there can only be its next step:
+        `connector/poll/moves.py`)."""
+        gang_moved = self.state == "CANCELLED" and self.cancel_reason == GANG_MOVE_REASON
+        return (
+            self.spilled or gang_moved or (self.state in ("REJECTED", "FAILED") and PREFERENCE_JOB_SET in self.job_set)
+        )
 
     @property
     def seconds(self) -> Optional[float]:

@@ -74,7 +74,8 @@ class ArmadaJobMetadata(ResourceMeta):
 
     def for_step(self, step: Step, job_id: str, submitted_at: float = 0.0) -> ArmadaJobMetadata:
         """The metadata of a step's job, as if create had submitted it: its id, architecture and node group,
-        submitted at `submitted_at` (0: no earlier than `spill_after` after each step before, as spills move)."""
+        submitted at `submitted_at` (0: no earlier than `spill_after` after each step before, as spills move),
+        in its own gang (a gang's later steps are each a gang of their own: `submit.pod.job_request`)."""
         if step.index == 0:
             return self
         return replace(
@@ -84,6 +85,7 @@ class ArmadaJobMetadata(ResourceMeta):
             node_group=step.node_group,
             submitted_at=submitted_at or self.submitted_at + step.index * self.spill_after_seconds,
             spill_jobs="",
+            gang_id=self.gang_id and f"{self.gang_id}-{step.architecture}",
         )
 
     def encode(self) -> bytes:

@@ -11,10 +11,12 @@ metadata Flyte persists and from Armada, so any replica can answer any poll.
 A task has one job per step of its architecture preference (one step without a preference). The
 current step is the first whose job the task did not move on from (`_moved_on`: one row per way to move
 on: a spill after `spill_after`, or at once a rejection no node of the group can lift or a run that failed
-for a platform mismatch, `moves.py`); `get_logs` asks `current_job` the same. The current job's facts come
-in rounds (`_wanted`): its state; the job set's events when the job status API does not know it past the
-ack window; then the scheduler's report, the run's details and a0's error file, each only when the answer
-depends on it; then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
+for a platform mismatch, its own or, for a gang member, a sibling's of its step, `moves.py`); `get_logs` asks
+`current_job` the same. A gang member whose sibling failed that way has its own job cancelled
+(`moves.GANG_MOVE_REASON`) and moves on once Armada says CANCELLED. The current job's facts come in rounds
+(`_wanted`): its state; the job set's events when the job status API does not know it past the ack window;
+then the scheduler's report, the run's details and a0's error file, each only when the answer depends on it;
+then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Fact(Enum):
     """Armada's error for the job."""
     REPORT = "report"
     """The scheduler's report of why the job waits."""
+    GANG = "gang"
+    """For a gang member with a later step: the failed jobs of its step's gang, as the job set's events tell them."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class JobFacts:
     error_unreadable: str = ""
     reason: Optional[str] = None
     report: Optional[QueuedReport] = None
+    gang_failed: Optional[tuple[tuple[str, RunFacts], ...]] = None
+    """The failed jobs of the step's gang and their runs (None: not read)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,9 @@ def decide(known: Known, rules: Rules) -> Decision:
         return replace(where, fetch=(Fetch(where.step, Fact.STATE),))
     job_meta = meta.for_step(step, job.job_id, where.since)
     last = len(known.steps) - 1
+    gang_moves = where.step < last and bool(job_meta.gang_id) and job.state in moves.GANG_CANCELLABLE
+    if gang_moves and job.gang_failed is None:
+        return replace(where, fetch=(Fetch(where.step, Fact.GANG),))
     due = spill.spill_due(job_meta, step, last, job.state, known.now)
     wanted = _wanted(where.step, job_meta, job, known.now, rules, report_wanted=due)
     if wanted:
@@ -176,7 +185,15 @@ def decide(known: Known, rules: Rules) -> Decision:
     actions: tuple[Action, ...] = (Cancel(job.job_id, TIMEOUT_REASON),) if outcome.cancel else ()
     if last:
         message = moves.moved_message(known.steps, step, where.moved, meta.spill_after_seconds)
-        if due and spill.waits_for_room(job.report) and outcome.state == JobState.QUEUED:
+        sibling = (
+            moves.sibling_mismatch(job.job_id, job.gang_failed or (), rules.platform_mismatch_categories)
+            if gang_moves
+            else None
+        )
+        if sibling is not None:
+            message = moves.gang_moving_message(known.steps, step, sibling)
+            actions += (Cancel(job.job_id, moves.GANG_MOVE_REASON),)
+        elif due and spill.waits_for_room(job.report) and outcome.state == JobState.QUEUED:
             message = spill.spilling_message(known.steps, step, meta)
             actions += (Spill(job.job_id),)
         outcome = replace(
@@ -220,13 +237,12 @@ def _moved_on(
 ) -> Union[Move, Fact, None]:
     """How the task moved on from this step's job to the next step's (None: it did not), or the fact to learn
     first. One row per way to move on: a spill (cancelled while queued, never leased, once it could have been);
-    a rejection that says no node of the group can hold the job; a run Armada failed for a platform mismatch.
-    Each reads only what Armada keeps of an ended job, so every poll (any replica) reads it the same."""
+    a rejection that says no node of the group can hold the job; a run Armada failed for a platform mismatch;
+    for a gang member, a job that ended (cancelled, failed otherwise, preempted) while a sibling of its step
+    failed for a platform mismatch. Each reads only what Armada keeps of ended jobs, so every poll (any replica)
+    reads it the same."""
     state = job.state
-    if state == JobState.CANCELLED:
-        if not job.details_read:
-            return Fact.DETAILS
-        return Move(moves.SPILLED) if spill.was_spilled(step_meta, state, job.details, now) else None
+    move: Optional[Move] = None
     if state == JobState.REJECTED:
         if job.reason is None:
             return Fact.REASON
@@ -236,8 +252,14 @@ def _moved_on(
         if job.reason is None and category not in categories:
             return Fact.REASON
         move = moves.platform_mismatch(job.reason or "", category, categories)
-    else:
-        return None
+    if move is None and step_meta.gang_id and state in moves.GANG_FOLLOWS:
+        if job.gang_failed is None:
+            return Fact.GANG
+        move = moves.sibling_mismatch(job.job_id, job.gang_failed, categories)
+    if move is None and state == JobState.CANCELLED:
+        if not job.details_read:
+            return Fact.DETAILS
+        return Move(moves.SPILLED) if spill.was_spilled(step_meta, state, job.details, now) else None
     if move is not None and not job.details_read:
         return Fact.DETAILS  # when it ended: when the next step's job was submitted
     return move

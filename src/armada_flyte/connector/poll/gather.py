@@ -4,7 +4,8 @@ A job's state comes from the status view (memory, or a bulk GetJobStatus shared 
 with it what the job set's events said of its run; a run's details and Armada's reason come from those
 events when they cover the state, else from calls shared with other polls (GetJobDetails, GetJobErrors);
 a0's error file from the blob store, within a time bound; the scheduler's report from the last one kept,
-while fresh enough; a later step's job from its submit (once per process: remembered here).
+while fresh enough; a later step's job from its submit (once per process: remembered here); a gang's failed
+jobs from the status view (its job set's stream, or a read of the job set's events shared per refresh period).
 """
 
 from __future__ import annotations
@@ -104,6 +105,14 @@ class FactFinder:
                 self._api, job_id, meta.queue, group, self._node_groups, fetch.max_age
             )
             job = replace(job, report=report)
+        elif fetch.fact is Fact.GANG:
+            gang_id = meta.for_step(known.steps[step], job_id).gang_id
+            try:
+                failed = await self._view.gang_failed(meta.queue, meta.job_set_id, gang_id)
+            except ArmadaFlyteError as exc:  # no sibling known to have failed: the next poll reads again
+                log.debug("job %s: the events of gang %s could not be read: %s", job_id, gang_id, exc)
+                failed = ()
+            job = replace(job, gang_failed=failed)
         return known.learnt(step, job)
 
     async def _reason_of(self, job_id: str, state: Optional[int]) -> str:

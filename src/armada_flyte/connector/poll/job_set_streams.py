@@ -10,7 +10,7 @@ from typing import Any, NamedTuple, Optional
 
 from armada_client.armada import event_pb2
 
-from armada_flyte.armada_names import TERMINAL_STATES, JobState
+from armada_flyte.armada_names import GANG_ID, TERMINAL_STATES, JobState
 
 STATE_OF_EVENT = {
     "submitted": JobState.SUBMITTED,
@@ -151,6 +151,25 @@ def jobs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, tuple[int
         state = state if state in TERMINAL_STATES else moved.state
         jobs[moved.job_id] = (state, run.after(moved.kind, moved.event))
     return jobs
+
+
+def gang_of(moved: JobEvent) -> str:
+    """The gang id a submitted event's job carries in its annotations ("" for other events and jobs in no gang).
+    Real Armada keeps the submitted job's annotations in the event (v0.22.7 internal/common/eventutil/eventutil.go,
+    ApiJobFromLogSubmitJob), so a job set's events say which of its jobs form each gang."""
+    if moved.kind != "submitted" or not moved.event.HasField("job"):
+        return ""
+    return moved.event.job.annotations.get(GANG_ID, "")
+
+
+def gangs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, str]:
+    """Each job's gang id, for the jobs of a job set's events that are in a gang."""
+    gangs = {}
+    for message in messages:
+        moved = job_event_of(message)
+        if moved is not None and (gang := gang_of(moved)):
+            gangs[moved.job_id] = gang
+    return gangs
 
 
 class StreamEvent(Enum):

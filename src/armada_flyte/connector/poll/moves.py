@@ -15,6 +15,11 @@ failed (its program could not start, its image could not be pulled, a0 itself di
 which never changes, is enough: the error file, which the next step shares (it sits at the attempt's
 output path), is not read to decide.
 
+A gang moves as a whole: its members share one job set, and each step's members one gang id, so a member
+reads from the job set's events (the status view's) whether a sibling of its step failed for a platform mismatch
+(`sibling_mismatch`). Then its own job, if still queued or running, is cancelled (`GANG_MOVE_REASON`), and a
+member whose job ended (cancelled, or failed otherwise) while a sibling failed that way moves on with the gang.
+
 Pure: `decision.py` asks these questions; the words are here.
 """
 
@@ -24,8 +29,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
+from armada_flyte.armada_names import JobState
 from armada_flyte.connector.model.metadata import Step
 from armada_flyte.connector.poll.crash_reasons import MAX_EVIDENCE, wrong_architecture
+from armada_flyte.connector.poll.job_set_streams import RunFacts
 from armada_flyte.connector.poll.queued_report import excluded_nodes
 
 SPILLED = "spilled"
@@ -52,6 +59,14 @@ containerd through the kubelet ("no match for platform in manifest: not found"),
 embedded server ("image X has no linux/arm64 variant, which node set Y needs"). A bare "not found" is not one:
 a missing image says that too."""
 
+
+GANG_MOVE_REASON = "armada-flyte: gang moves to next architecture"
+"""The reason sent with the cancel of a gang member whose sibling's run failed for a platform mismatch (Armada
+allows at most 50 bytes)."""
+GANG_CANCELLABLE = frozenset({JobState.SUBMITTED, JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING})
+"""A member's own job in these states is cancelled when its gang moves on."""
+GANG_FOLLOWS = frozenset({JobState.CANCELLED, JobState.FAILED, JobState.PREEMPTED})
+"""A member's own job ended in these states moves on with its gang (a success stands: Flyte may have read it)."""
 
 _FRAME = re.compile(r"^Container \S+ failed with exit code -?\d+ because (?:Error: )?")
 
@@ -87,6 +102,29 @@ def platform_mismatch(reason: str, category: str, categories: Iterable[str]) -> 
         if _PLATFORM_PULL.search(line):
             return Move(PLATFORM_MISMATCH, _cause(line.strip())[:MAX_EVIDENCE])
     return None
+
+
+def sibling_mismatch(
+    own_job_id: str, failed: Sequence[tuple[str, RunFacts]], categories: Iterable[str]
+) -> Optional[Move]:
+    """The move of a gang member whose step's sibling (`failed`: the gang's failed jobs and what their job set's
+    events said of their runs) failed for a platform mismatch; None when none did."""
+    for job_id, run in failed:
+        if job_id == own_job_id:
+            continue
+        move = platform_mismatch(run.reason or "", run.failure_category, categories)
+        if move is not None:
+            return Move(PLATFORM_MISMATCH, f"gang member {job_id}: {move.evidence}"[:MAX_EVIDENCE])
+    return None
+
+
+def gang_moving_message(steps: Sequence[Step], current: Step, move: Move) -> str:
+    """What the poll that cancels a member says: it moves on with its gang once Armada confirms the cancel."""
+    after = steps[current.index + 1].architecture
+    return (
+        f"moving from {current.architecture} to {after} with its gang: {why(move, current.architecture, 0)}; "
+        f"its job is cancelled, then submitted for {after}"
+    )
 
 
 def _cause(line: str) -> str:

@@ -14,6 +14,8 @@ settings change, or it is closed); nothing else holds a view.
 
 The events also say where a job ran, how it ended, its exit codes and its failure reason
 (`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
+For an architecture preference's job sets (a gang's own) they also say which jobs form each gang, so a
+member learns whether a sibling's run failed (`gang_failed`) from memory while the stream is live.
 
 Memory stays bounded: a job that ended leaves `status_ended_keep_seconds` after its end or the last
 ask about it, whichever came later (the polls that follow an end, while a0's error file is awaited,
@@ -26,7 +28,7 @@ connection that went quiet without closing holds no state longer.
 
 Over 450 lines: the stream followers and the bulk fallback share one job table and one loop,
 and splitting them would put that shared state in two places (the event vocabulary already lives
-in `job_set_streams`).
+in `job_set_streams`); the gangs' failures are noted from the same events, on the same follows.
 """
 
 from __future__ import annotations
@@ -44,7 +46,16 @@ from armada_client.armada import event_pb2
 from armada_flyte.armada_names import REASON_STATES, TERMINAL_STATES, JobState
 from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.config.settings import ConnectorConfig
-from armada_flyte.connector.poll.job_set_streams import RunFacts, StreamEvent, StreamMode, job_event_of, jobs_in
+from armada_flyte.connector.model.job_request import PREFERENCE_JOB_SET
+from armada_flyte.connector.poll.job_set_streams import (
+    RunFacts,
+    StreamEvent,
+    StreamMode,
+    gang_of,
+    gangs_in,
+    job_event_of,
+    jobs_in,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +63,8 @@ JobSetKey = tuple[str, str]
 """(queue, job set id)."""
 JobsOfEvents = dict[str, tuple[int, RunFacts]]
 """Each job's state and run facts, as a job set's events tell them."""
+GangsOfEvents = dict[str, str]
+"""Each job's gang id, as a job set's events tell them (jobs in a gang only)."""
 
 _MAX_BACKOFF_SECONDS = 10.0
 GRPC_DRAIN_SECONDS = 0.2
@@ -90,6 +103,10 @@ class _Follow:
     task: Optional[asyncio.Task[None]] = None
     parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
+    gangs: dict[str, str] = field(default_factory=dict)
+    """For a preference's job set: each gang member's gang id, from its submitted event."""
+    gang_failed: dict[str, dict[str, RunFacts]] = field(default_factory=dict)
+    """For a preference's job set: each gang's failed jobs and their runs (as few as the job set's jobs)."""
 
     def move(self, event: StreamEvent) -> None:
         """The one way the mode changes."""
@@ -112,7 +129,9 @@ class StatusView:
         self._thread: Optional[threading.Thread] = None
         self._closed = False
         self._maintaining: Optional[asyncio.Task[None]] = None
-        self._event_reads: dict[JobSetKey, tuple[float, concurrent.futures.Future[JobsOfEvents]]] = {}
+        self._event_reads: dict[
+            JobSetKey, tuple[float, concurrent.futures.Future[tuple[JobsOfEvents, GangsOfEvents]]]
+        ] = {}
 
     # ---- what callers use (any thread, any loop) ----
     async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
@@ -136,7 +155,27 @@ class StatusView:
         """The job's state and run facts as its job set's events tell them (None: the events hold no such
         job), whatever the job status API says. One read of the job set, shared by the asks of one refresh
         period; a failed read raises (Armada's translated error)."""
+        jobs, _ = await self._job_set_read((queue, job_set))
+        return jobs.get(job_id)
+
+    async def gang_failed(self, queue: str, job_set: str, gang_id: str) -> tuple[tuple[str, RunFacts], ...]:
+        """The jobs of the gang that failed (a rejection is no failure), with what the events said of their runs:
+        from memory while the job set's stream is live, else from a read of its events shared as `events_of`'s.
+        A failed read raises (Armada's translated error)."""
         key = (queue, job_set)
+        with self._lock:
+            follow = self._follows.get(key)
+            if follow is not None and follow.mode is StreamMode.LIVE:
+                return tuple(follow.gang_failed.get(gang_id, {}).items())
+        jobs, gangs = await self._job_set_read(key)
+        return tuple(
+            (job_id, run)
+            for job_id, (state, run) in jobs.items()
+            if state == JobState.FAILED and gangs.get(job_id) == gang_id
+        )
+
+    async def _job_set_read(self, key: JobSetKey) -> tuple[JobsOfEvents, GangsOfEvents]:
+        """The job set's events read once, shared by the asks of one refresh period."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the status view is closed")
@@ -146,10 +185,11 @@ class StatusView:
             if read is None or now - read[0] > self._limits.status_refresh_seconds:
                 future = asyncio.run_coroutine_threadsafe(self._read_job_set(key), self._loop_now())
                 read = self._event_reads[key] = (now, future)
-        return (await asyncio.wrap_future(read[1])).get(job_id)
+        return await asyncio.wrap_future(read[1])
 
-    async def _read_job_set(self, key: JobSetKey) -> JobsOfEvents:
-        return jobs_in(await self._api.job_set_history(*key))
+    async def _read_job_set(self, key: JobSetKey) -> tuple[JobsOfEvents, GangsOfEvents]:
+        messages = await self._api.job_set_history(*key)
+        return jobs_in(messages), gangs_in(messages)
 
     def run_facts(self, job_id: str) -> Optional[RunFacts]:
         """What the events said about the job's latest run (None: the view holds no events of it)."""
@@ -399,8 +439,18 @@ class StatusView:
             job_id = moved.job_id
             entry = self._set(job_id, follow.key, moved.state, now)
             entry.run = entry.run.after(moved.kind, moved.event)
+            if PREFERENCE_JOB_SET in follow.key[1]:
+                self._note_gang(follow, job_id, gang_of(moved), entry)
             if follow.parked and follow.mode is not StreamMode.SYNCING and (parked := follow.parked.pop(job_id, None)):
                 self._answer(job_id, parked)
+
+    @staticmethod
+    def _note_gang(follow: _Follow, job_id: str, gang_id: str, entry: _Entry) -> None:
+        """Keep which gang a job is in, and the run of a gang member that failed."""
+        if gang_id:
+            follow.gangs[job_id] = gang_id
+        elif entry.state == JobState.FAILED and (gang := follow.gangs.get(job_id)):
+            follow.gang_failed.setdefault(gang, {})[job_id] = entry.run
 
     def _caught_up(self, follow: _Follow) -> None:
         """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
