@@ -137,7 +137,13 @@ def test_two_beds_started_together_without_a_base_come_up_side_by_side(request: 
     outputs = [up.communicate(timeout=UP_TIMEOUT_SECONDS) for up in ups]
     beds = [parse_assignments(stdout) for stdout, _ in outputs]
     try:
-        assert [up.returncode for up in ups] == [0, 0], [stderr[-3000:] for _, stderr in outputs]
+        failed = [
+            f"up #{n} exited {up.returncode}:\n{stderr[-4000:]}"
+            for n, (up, (_, stderr)) in enumerate(zip(ups, outputs))
+            if up.returncode
+        ]
+        if failed:  # each failed `up`'s own words, whole (an assertion's repr cuts the middle out)
+            pytest.fail("\n\n".join(failed), pytrace=False)
         assert beds[0]["ARMADA_URL"] != beds[1]["ARMADA_URL"]
         assert beds[0]["REAL_ARMADA_STATE"] != beds[1]["REAL_ARMADA_STATE"]
         for bed in beds:
