@@ -78,6 +78,7 @@ def test_the_beds_credentials_are_accepted_from_another_machine(remote, base):
     with armada_channel(f"{remote}:{base + PUBLIC_API}") as channel:
         client = ArmadaClient(channel)
         client.create_queue(client.create_queue_request("exposure-check", priority_factor=1.0))
+        assert client.get_queue("exposure-check").name == "exposure-check"
 
 
 def test_an_anonymous_lease_from_another_machine_is_refused(remote, base):
