@@ -145,8 +145,20 @@ def test_c0_gettask_carries_the_queued_report_to_the_backend(armada, blob, tmp_p
         )
         meta = c0.CreateTask(request, timeout=30).resource_meta
         get = connector_pb2.GetTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS)
-        resource = c0.GetTask(get, timeout=30).resource
-        c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30)
+        seen: list = []
+
+        def reported():
+            # the first GetTasks may see the job SUBMITTED, before Armada queues it and a report is asked for
+            seen.append(c0.GetTask(get, timeout=30).resource)
+            return seen[-1] if "why:" in seen[-1].message or seen[-1].phase != TaskExecution.QUEUED else None
+
+        try:
+            resource = wait_until(reported, timeout=30, what="a GetTask carrying the queued report")
+        except AssertionError as exc:
+            log = (tmp_path / "c0.log").read_text(errors="replace")[-4000:]
+            raise AssertionError(f"{exc}; last answer: {seen[-1].message!r}\nc0 log:\n{log}") from None
+        finally:
+            c0.DeleteTask(connector_pb2.DeleteTaskRequest(resource_meta=meta, task_category=ARMADA_TASKS), timeout=30)
     assert resource.phase == TaskExecution.QUEUED, resource.message
     assert f"why: {BUSY_AMD64}" in resource.message
     assert resource.custom_info["queued_report"]["excluded_nodes"][0]["node_groups"] == ["amd64"]
