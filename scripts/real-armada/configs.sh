@@ -191,7 +191,7 @@ YAML
 
 write_fakeexecutor_config() {
   # Armada's simulated executor: node sets shaped like the embedded server's default cluster
-  # (2 amd64 nodes, 2 arm64 nodes tainted kubernetes.io/arch=arm64:NoSchedule, 4 cpu / 16Gi).
+  # (2 amd64 nodes of 4 cpu / 16Gi, 2 arm64 nodes of 4 cpu / 8Gi tainted kubernetes.io/arch=arm64:NoSchedule).
   cat <<YAML
 httpPort: $FAKEEXECUTOR_HTTP
 executorApiConnection:
@@ -216,7 +216,7 @@ nodes:
     taints: []
   - name: "arm64"
     count: 2
-    allocatable: {cpu: "4", memory: "16Gi", ephemeral-storage: "100Gi"}
+    allocatable: {cpu: "4", memory: "8Gi", ephemeral-storage: "100Gi"}
     labels: {kubernetes.io/arch: arm64}
     taints:
       - {key: kubernetes.io/arch, value: arm64, effect: NoSchedule}

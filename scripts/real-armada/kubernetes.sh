@@ -172,7 +172,7 @@ ARM64_GROUP='  - name: arm64
     nodes: 2
     labels: {kubernetes.io/arch: arm64}
     taints: [{key: kubernetes.io/arch, value: arm64, effect: NoSchedule}]
-    allocatable: {cpu: "4", memory: 16Gi, pods: "500"}'
+    allocatable: {cpu: "4", memory: 8Gi, pods: "500"}'
 
 write_node_agent_cluster() {  # the node agent's nodes: amd64 and arm64 (tainted as GKE does); arm64 only with two clusters
   printf 'executor: %s\npool: default\nnode_sets:\n' "$KUBE_CLUSTER_ID"

@@ -2,8 +2,9 @@
 
 The suite talks to Armada only through armada_client. By default it starts the embedded server
 (default cluster: 2 amd64 nodes, 2 arm64 nodes tainted kubernetes.io/arch=arm64:NoSchedule,
-4 cpu / 16Gi each). With `--armada real` it runs against real Armada instead: ARMADA_URL=host:port
-when set, else a bed of its own from scripts/real-armada.sh (`support.real_armada`, docs/real-armada.md).
+4 cpu each; 16Gi of memory on amd64, 8Gi on arm64). With `--armada real` it runs against real Armada
+instead: ARMADA_URL=host:port when set, else a bed of its own from scripts/real-armada.sh
+(`support.real_armada`, docs/real-armada.md).
 Tests that look behind the API (processes, sandboxes, clusters of their own) are marked
 `embedded_only` and skip there, as do tests that start a server of their own. Tests real Armada does
 otherwise are xfails there, with the cause (`support.real_armada`, DIFFERS_ON_REAL_ARMADA;

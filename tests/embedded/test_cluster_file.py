@@ -101,7 +101,7 @@ def test_a_missing_file_says_so(tmp_path) -> None:
 
 def test_describe_gives_one_line_per_node_set() -> None:
     line = Cluster.default().node_set("arm64").describe()
-    assert line.startswith("arm64: 2 nodes (cpu 4, memory 16Gi each)")
+    assert line.startswith("arm64: 2 nodes (cpu 4, memory 8Gi each)")
     assert "taints kubernetes.io/arch=arm64:NoSchedule" in line
 
 

@@ -112,7 +112,7 @@ def test_an_empty_affinity_term_matches_no_node() -> None:
 
 
 def test_the_toleration_and_resources_that_fit_match() -> None:
-    assert static_mismatch(ARM64, needs(pod(tolerations=[ARM64_TOLERATION], cpu="4", memory="16Gi"))) is None
+    assert static_mismatch(ARM64, needs(pod(tolerations=[ARM64_TOLERATION], cpu="4", memory="8Gi"))) is None
 
 
 def test_init_containers_count_by_their_largest_request() -> None:

@@ -25,7 +25,7 @@ def test_every_node_of_the_default_cluster_is_reported_with_its_labels_taints_an
     assert arm.labels["kubernetes.io/hostname"] == "arm64-1"
     assert [(t.key, t.value, t.effect) for t in arm.taints] == [("kubernetes.io/arch", "arm64", "NoSchedule")]
     assert arm.total_resources["cpu"].string == "4"
-    assert arm.total_resources["memory"].string == str(16 * 2**30)
+    assert arm.total_resources["memory"].string == str(8 * 2**30)
     assert arm.allocatable_resources == arm.total_resources
     assert (arm.pool, arm.node_type, arm.unschedulable) == ("default", "arm64", False)
     assert not nodes["amd64-0"].taints
