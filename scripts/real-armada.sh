@@ -50,7 +50,7 @@ repo="$(dirname "$here")"
 
 BASE="${REAL_ARMADA_PORT_BASE:-24150}"
 QUEUES=(e2e-test-queue flyte conformance)
-WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}"
+WAIT_SECONDS="${REAL_ARMADA_WAIT_SECONDS:-300}" # every wait on a part's readiness: a bound for failures only (seven beds starting at once on 2 cores take minutes)
 # Started in this order.
 ORDER=(postgres redis pulsar scheduleringester eventingester lookoutingester server scheduler
   etcd kube-apiserver kube-scheduler kube-controller-manager node-agent executor binoculars our-executor)
@@ -333,10 +333,10 @@ create_queue() { # through the server's REST gateway (CreateQueue is an upsert)
 create_queues() {
   local q
   for q in "${QUEUES[@]}"; do
-    wait_until server "queue $q created" 30 create_queue "$q"
+    wait_until server "queue $q created" "$WAIT_SECONDS" create_queue "$q"
   done
   [ -z "${REAL_ARMADA_RETRY_POLICY:-}" ] \
-    || wait_until server "retry policy $REAL_ARMADA_RETRY_POLICY created" 30 create_retry_policy "$REAL_ARMADA_RETRY_POLICY"
+    || wait_until server "retry policy $REAL_ARMADA_RETRY_POLICY created" "$WAIT_SECONDS" create_retry_policy "$REAL_ARMADA_RETRY_POLICY"
 }
 
 create_retry_policy() { # runs lost with their executor (lease expired) are run again, twice at most
@@ -373,17 +373,17 @@ executor_ready() {
 
 await_ready() { # name: wait (bounded) until the component serves: the one readiness check per component
   case "$1" in
-    postgres) wait_until postgres "pg_isready" 60 "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
-    redis) wait_until redis "port $REDIS_PORT" 30 port_open "$REDIS_PORT" ;;
+    postgres) wait_until postgres "pg_isready" "$WAIT_SECONDS" "$(postgres_bin)/pg_isready" -q -h 127.0.0.1 -p "$POSTGRES_PORT" ;;
+    redis) wait_until redis "port $REDIS_PORT" "$WAIT_SECONDS" port_open "$REDIS_PORT" ;;
     pulsar) wait_until pulsar "ready broker (/admin/v2/brokers/ready) and namespace public/default" \
       "$WAIT_SECONDS" pulsar_ready ;;
     server) wait_until server "/health on $SERVER_HTTP" "$WAIT_SECONDS" http_ok "http://127.0.0.1:$SERVER_HTTP/health" ;;
     scheduler) wait_until scheduler "/health on $SCHEDULER_HTTP" "$WAIT_SECONDS" \
       http_ok "http://127.0.0.1:$SCHEDULER_HTTP/health" ;;
-    scheduleringester) wait_until scheduleringester "metrics port" 60 port_open "$SCHEDULERINGESTER_METRICS" ;;
-    eventingester) wait_until eventingester "metrics port" 60 port_open "$EVENTINGESTER_METRICS" ;;
-    lookoutingester) wait_until lookoutingester "metrics port" 60 port_open "$LOOKOUTINGESTER_METRICS" ;;
-    executor) wait_until executor "connection to the executor API" 60 executor_ready ;;
+    scheduleringester) wait_until scheduleringester "metrics port" "$WAIT_SECONDS" port_open "$SCHEDULERINGESTER_METRICS" ;;
+    eventingester) wait_until eventingester "metrics port" "$WAIT_SECONDS" port_open "$EVENTINGESTER_METRICS" ;;
+    lookoutingester) wait_until lookoutingester "metrics port" "$WAIT_SECONDS" port_open "$LOOKOUTINGESTER_METRICS" ;;
+    executor) wait_until executor "connection to the executor API" "$WAIT_SECONDS" executor_ready ;;
     *) await_kube_part "$1" ;;
   esac
 }

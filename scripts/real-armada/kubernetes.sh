@@ -271,7 +271,7 @@ start_kubernetes() {  # the control plane, then the node agent: nodes Ready befo
     --kubelet-preferred-address-types InternalIP --disable-admission-plugins TaintNodesByCondition \
     --endpoint-reconciler-type none --profiling=false --enable-priority-and-fairness=false
   await_ready kube-apiserver
-  wait_until kube-apiserver "the bed's namespaces, priority classes and roles" 60 \
+  wait_until kube-apiserver "the bed's namespaces, priority classes and roles" "$WAIT_SECONDS" \
     kubectl_admin apply -f "$state/config/kubernetes-manifests.yaml"
   start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$kdir/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig "$kdir/kube-scheduler.kubeconfig" --authorization-kubeconfig "$kdir/kube-scheduler.kubeconfig" \
@@ -325,16 +325,16 @@ nodes_ready() {  # every node of the agent's cluster file registered and Ready
 
 await_kube_part() {  # name: the readiness check of a Kubernetes part (real-armada.sh's await_ready calls it)
   case "$1" in
-    etcd) wait_until etcd "port $ETCD_CLIENT" 60 port_open "$ETCD_CLIENT" ;;
+    etcd) wait_until etcd "port $ETCD_CLIENT" "$WAIT_SECONDS" port_open "$ETCD_CLIENT" ;;
     kube-apiserver) wait_until kube-apiserver "/readyz" "$WAIT_SECONDS" \
       as_kube_admin "https://127.0.0.1:$KUBE_APISERVER/readyz" ;;
-    kube-scheduler) wait_until kube-scheduler "/healthz" 60 \
+    kube-scheduler) wait_until kube-scheduler "/healthz" "$WAIT_SECONDS" \
       curl -sfk -o /dev/null --max-time 5 "https://127.0.0.1:$KUBE_SCHEDULER_PORT/healthz" ;;
-    kube-controller-manager) wait_until kube-controller-manager "/healthz" 60 \
+    kube-controller-manager) wait_until kube-controller-manager "/healthz" "$WAIT_SECONDS" \
       curl -sfk -o /dev/null --max-time 5 "https://127.0.0.1:$KUBE_CONTROLLER_MANAGER_PORT/healthz" ;;
-    node-agent) wait_until node-agent "its nodes Ready" 120 nodes_ready ;;
-    binoculars) wait_until binoculars "port $BINOCULARS_GRPC" 60 port_open "$BINOCULARS_GRPC" ;;
-    our-executor) wait_until our-executor "connection to the executor API" 60 \
+    node-agent) wait_until node-agent "its nodes Ready" "$WAIT_SECONDS" nodes_ready ;;
+    binoculars) wait_until binoculars "port $BINOCULARS_GRPC" "$WAIT_SECONDS" port_open "$BINOCULARS_GRPC" ;;
+    our-executor) wait_until our-executor "connection to the executor API" "$WAIT_SECONDS" \
       logged_since_start our-executor "connected to the scheduler" ;;
     *) return 1 ;;
   esac
