@@ -31,7 +31,7 @@ from support.armada_channels import armada_channel
 from support.armada_templates import execution_metadata, python_template, run, wait_for, with_pod_spec
 from support.c0_service import poll_until_done
 from support.connector_blockers import DONE, fill, finish
-from support.job_events import job_set_events, kind
+from support.job_events import job_of, job_set_events, kind
 
 SPILL_AFTER = 3.0
 PREFER_ARM = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=SPILL_AFTER)
@@ -456,3 +456,68 @@ def test_a_gang_moves_whole_when_one_members_run_fails_for_a_platform_mismatch(c
     assert any("moving from arm64 to amd64 with its gang" in message for message in said[1]), said[1]
     assert len({meta.job_set_id for meta in metas}) == 1
     assert len(submitted_jobs(armada, metas[0])) == 4
+
+
+def on_arm_foreign_once(go_file) -> str:
+    """A gang member that on arm64 waits for `go_file` (bounded), then runs a program foreign to arm64."""
+    wait = f"""
+import os, time
+if os.environ["ARCH"] == "arm64":
+    deadline = time.monotonic() + 120
+    while not os.path.exists({str(go_file)!r}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+"""
+    return wait + ON_ARM_A_FOREIGN_PROGRAM
+
+
+@pytest.mark.parametrize("streams", [True, False], ids=["events streamed", "events read when asked"])
+def test_a_gang_member_that_succeeded_before_its_sibling_failed_for_a_platform_mismatch_stays_done(
+    connector, armada, pods_tmp_path, streams
+):
+    """A gang of 3 on arm64: one member succeeds there, then another's program turns out foreign to arm64. The
+    one that succeeded stays done (Flyte may have read it), and the other two run on amd64 as a gang of 2, so
+    nothing waits for a member that never comes: every job of the job set ends, the amd64 jobs carry a
+    cardinality of 2, and each mover says which member stayed done."""
+    armada_flyte.configure(status_event_streams=streams)
+    go = pods_tmp_path / "go"
+    member = ArmadaConfig(architecture=["arm64", "amd64"], spill_after=600, gang_id="done-one", gang_cardinality=3)
+    arch = {"env": [{"name": "ARCH", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{LABEL_ARCH}']"}}}]}
+    templates = [
+        with_pod_spec(python_template("print('done')", member, name="demo.done"), primary=arch),
+        with_pod_spec(python_template(on_arm_foreign_once(go), member, name="demo.foreign"), primary=arch),
+        with_pod_spec(python_template(ON_ARM_SLEEPS, member, name="demo.sleeper"), primary=arch),
+    ]
+
+    async def scenario():
+        run_name = fresh(f"prefer-gang-done-{'streamed' if streams else 'read'}")
+        metas = [await create(connector, t, run_name, f"m{n}") for n, t in enumerate(templates)]
+        done = await wait_for(connector, metas[0], DONE, timeout=90)
+        go.write_text("go")  # only now may the foreign member fail: its sibling succeeded first
+        movers = await asyncio.gather(*(wait_for(connector, meta, DONE, timeout=120) for meta in metas[1:]))
+        return metas, done, movers
+
+    metas, done, movers = run(scenario())
+    assert done.phase == TaskExecution.SUCCEEDED and done.custom_info["architecture"] == "arm64", done.message
+    assert "moved_from" not in done.custom_info
+    done_job = metas[0].job_id
+    for resource in movers:
+        assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+        info = resource.custom_info
+        assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "platform mismatch")
+        assert info["gang_cardinality"] == 2 and list(info["gang_members_done"]) == [done_job], dict(info)
+        assert f"the gang moved on as 2 members: {done_job} has already succeeded and stays done" in (
+            resource.message
+        ), resource.message
+    client = ArmadaClient(armada_channel(armada.url))
+    messages = job_set_events(client, metas[0].queue, metas[0].job_set_id)
+    submitted = {m.message.submitted.job_id: m.message.submitted.job for m in messages if kind(m) == "submitted"}
+    ended = {job_of(m) for m in messages if kind(m) in ("succeeded", "failed", "cancelled")}
+    assert len(submitted) == 5 and set(submitted) <= ended, [(kind(m), job_of(m)) for m in messages]
+    cardinalities = sorted(
+        (
+            job.annotations["armadaproject.io/gangId"].endswith("-amd64"),
+            job.annotations["armadaproject.io/gangCardinality"],
+        )
+        for job in submitted.values()
+    )
+    assert cardinalities == [(False, "3")] * 3 + [(True, "2")] * 2

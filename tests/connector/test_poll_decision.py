@@ -31,7 +31,7 @@ from armada_flyte.connector.poll.decision import (
     current_job,
     decide,
 )
-from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.job_set_streams import GangMember, RunFacts
 from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
 from armada_flyte.connector.poll.outcome import Rules
 from armada_flyte.connector.poll.queued_report import QueuedReport
@@ -75,8 +75,9 @@ def meta(waited: float = 10.0, **fields) -> ArmadaJobMetadata:
     return ArmadaJobMetadata(**{**base, **fields})
 
 
-def preferring(waited: float, gang: bool = False) -> ArmadaJobMetadata:
-    """arm64 first, amd64 after 120 s queued; its later step's job is `j1` once submitted."""
+def preferring(waited: float, gang: bool = False, size: int = 2) -> ArmadaJobMetadata:
+    """arm64 first, amd64 after 120 s queued; its later step's job is `j1` once submitted. A gang's: `size`
+    members."""
     later = encoded_steps([("amd64", "amd64", b"item-amd64")])
     return meta(
         waited,
@@ -85,7 +86,7 @@ def preferring(waited: float, gang: bool = False) -> ArmadaJobMetadata:
         spill_after_seconds=120,
         spill_jobs=later,
         gang_id="g-r1" if gang else "",
-        gang_cardinality=2 if gang else 0,
+        gang_cardinality=size if gang else 0,
     )
 
 
@@ -104,8 +105,8 @@ class World:
     step_jobs: tuple[str, ...] = ("j0", "j1")
     runs: dict[str, RunFacts] = field(default_factory=dict)
     """What the job set's events said of a job's run, with its state (the status view's)."""
-    gangs: dict[str, tuple[tuple[str, RunFacts], ...]] = field(default_factory=dict)
-    """Each gang's failed jobs and their runs, as the job set's events tell them (a gang not named: none)."""
+    gangs: dict[str, tuple[GangMember, ...]] = field(default_factory=dict)
+    """Each gang's jobs other than the task's own, as the job set's events tell them (a gang not named: none)."""
 
 
 def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
@@ -136,7 +137,7 @@ def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
         job = replace(job, report=world.reports.get(job_id, QueuedReport("the latest round did not consider it")))
     elif fact is Fact.GANG:
         gang_id = known.meta.for_step(known.steps[step], job_id).gang_id
-        job = replace(job, gang_failed=world.gangs.get(gang_id, ()))
+        job = replace(job, gang=world.gangs.get(gang_id, ()))
     return known.learnt(step, job)
 
 
@@ -193,9 +194,17 @@ NO_ARM_VARIANT = (
     "image reg/app:1 has no linux/arm64 variant, which node set arm64 needs: Docker holds it for linux/amd64 only"
 )
 FOREIGN_WHEEL = TaskError("ImportError", "ImportError: /venv/_native.so: wrong ELF class: ELFCLASS64", "user", True)
-SIBLING_FOREIGN = (("s0", RunFacts(node="arm64-1", ended=True, finished_at=NOW - 8, reason=EXEC_FORMAT)),)
-"""The gang's failed jobs: a sibling whose program could not run on arm64."""
-SIBLING_EXIT_3 = (("s0", RunFacts(ended=True, reason="Container main failed with exit code 3")),)
+SIBLING_FOREIGN = (
+    GangMember("s0", JobState.FAILED, RunFacts(node="arm64-1", ended=True, finished_at=NOW - 8, reason=EXEC_FORMAT)),
+)
+"""The gang's jobs: a sibling whose program could not run on arm64."""
+SIBLING_EXIT_3 = (
+    GangMember("s0", JobState.FAILED, RunFacts(ended=True, reason="Container main failed with exit code 3")),
+)
+SIBLING_DONE = (GangMember("s1", JobState.SUCCEEDED, RunFacts(node="arm64-0", ended=True, finished_at=NOW - 20)),)
+"""A sibling that succeeded on arm64 before the gang moved."""
+SIBLING_RUNNING = (GangMember("s1", JobState.RUNNING, RunFacts(node="arm64-0", started_at=NOW - 40)),)
+"""A sibling whose run has not ended yet: it may still succeed, or be cancelled for the move."""
 CATEGORIES = replace(RULES, platform_mismatch_categories=frozenset({"wrong-platform"}))
 FAILED_IN_CATEGORY = RunFacts(node="arm64-0", ended=True, finished_at=NOW - 5, failure_category="wrong-platform")
 
@@ -519,7 +528,7 @@ CASES = [
     Case(
         "a gang member queued while a sibling failed in a category the admin lists: its job is cancelled",
         preferring(waited=30, gang=True),
-        World({"j0": JobState.QUEUED}, gangs={"g-r1": (("s0", FAILED_IN_CATEGORY),)}),
+        World({"j0": JobState.QUEUED}, gangs={"g-r1": (GangMember("s0", JobState.FAILED, FAILED_IN_CATEGORY),)}),
         ("state@0", "gang@0"),
         Q,
         ("moving from arm64 to amd64 with its gang: the image cannot run on arm64 (gang member s0: Armada's",),
@@ -551,7 +560,9 @@ CASES = [
             {"j0": JobState.FAILED, "j1": JobState.RUNNING},
             {"j0": FAILED_ON_ARM},
             reasons={"j0": "Container main failed with exit code 3"},
-            gangs={"g-r1": SIBLING_FOREIGN + (("j0", RunFacts(ended=True, reason="exit code 3")),)},
+            gangs={
+                "g-r1": SIBLING_FOREIGN + (GangMember("j0", JobState.FAILED, RunFacts(ended=True, reason="exit 3")),)
+            },
         ),
         ("state@0", "reason@0", "gang@0", "details@0", "job@1", "state@1"),
         RUN,
@@ -573,11 +584,61 @@ CASES = [
         World(
             {"j0": JobState.CANCELLED, "j1": JobState.RUNNING},
             {"j0": LEASED_ARM},
-            gangs={"g-r1": SIBLING_FOREIGN, "g-r1-amd64": (("s1", RunFacts(ended=True, reason=EXEC_FORMAT)),)},
+            gangs={
+                "g-r1": SIBLING_FOREIGN,
+                "g-r1-amd64": (GangMember("s1", JobState.FAILED, RunFacts(ended=True, reason=EXEC_FORMAT)),),
+            },
         ),
         ("state@0", "gang@0", "details@0", "job@1", "state@1"),
         RUN,
         ("moved from arm64 to amd64 at once", "Armada job j1 is RUNNING"),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    # ---- a member that succeeded stays done: the next gang is the members that did not ----
+    Case(
+        "a gang member cancelled for the move while a sibling still runs: it waits for that end, cancelling it",
+        preferring(waited=30, gang=True, size=3),
+        World({"j0": JobState.CANCELLED}, {"j0": LEASED_ARM}, gangs={"g-r1": SIBLING_FOREIGN + SIBLING_RUNNING}),
+        ("state@0", "gang@0", "details@0"),
+        RUN,
+        (
+            "moving from arm64 to amd64 with its gang: the image cannot run on arm64 (gang member s0: exec",
+            "waiting for the gang's jobs still in flight to end (s1: cancelled for the move), so the amd64 gang "
+            "counts only the members that did not succeed on arm64",
+        ),
+        (Cancel("s1", GANG_MOVE_REASON),),
+    ),
+    Case(
+        "a gang member cancelled for the move while a sibling had succeeded: the next gang leaves that one out",
+        preferring(waited=30, gang=True, size=3),
+        World(
+            {"j0": JobState.CANCELLED, "j1": JobState.QUEUED},
+            {"j0": LEASED_ARM},
+            gangs={"g-r1": SIBLING_FOREIGN + SIBLING_DONE},
+        ),
+        ("state@0", "gang@0", "details@0", "job@1", "state@1"),
+        Q,
+        (
+            "moved from arm64 to amd64 at once: the image cannot run on arm64 (gang member s0: exec",
+            "the gang moved on as 2 members: s1 has already succeeded and stays done",
+            "Armada starts none of its 2 members",
+        ),
+        step=1,
+        moved_by="platform mismatch",
+    ),
+    Case(
+        "a gang member whose own run hit an exec format error after a sibling succeeded: a gang of the rest",
+        preferring(waited=30, gang=True, size=2),
+        World(
+            {"j0": JobState.FAILED, "j1": JobState.QUEUED},
+            {"j0": FAILED_ON_ARM},
+            reasons={"j0": EXEC_FORMAT},
+            gangs={"g-r1": SIBLING_DONE},
+        ),
+        ("state@0", "reason@0", "details@0", "gang@0", "job@1", "state@1"),
+        Q,
+        ("moved from arm64 to amd64 at once: the image cannot run on arm64 (exec", "moved on as 1 member: s1 has"),
         step=1,
         moved_by="platform mismatch",
     ),
@@ -620,3 +681,43 @@ def test_the_job_that_is_current_is_what_the_poll_answers_for():
     decision, _ = polled(preferring(waited=130), world)
     assert (where.step, where.job_id) == (decision.step, decision.job_id) == (1, "j1")
     assert current_job(Known.of(meta(), NOW)) == Decision(0, "j0")
+
+
+def test_the_next_step_of_a_gang_whose_member_succeeded_is_submitted_with_the_members_left():
+    """The step's item is submitted with the gang's cardinality less the members that succeeded (`gang_size`),
+    and custom_info says the size and who stayed done; without such a member, the item goes as create built it."""
+    world = World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": LEASED_ARM})
+    for siblings, submitted_with in [(SIBLING_FOREIGN + SIBLING_DONE, 2), (SIBLING_FOREIGN, 0)]:
+        known = Known.of(preferring(waited=30, gang=True, size=3), NOW)
+        gang_world = replace(world, gangs={"g-r1": siblings})
+        while (where := current_job(known, RULES)).fetch and where.fetch[0].fact is not Fact.JOB:
+            for fetch in where.fetch:
+                known = fetched(gang_world, known, fetch.step, fetch.fact)
+        assert [(f.fact, f.gang_size) for f in where.fetch] == [(Fact.JOB, submitted_with)]
+    decision, _ = polled(
+        preferring(waited=30, gang=True, size=3), replace(world, gangs={"g-r1": SIBLING_FOREIGN + SIBLING_DONE})
+    )
+    assert decision.gang_size == 2
+    assert decision.outcome is not None
+    assert decision.outcome.info["gang_cardinality"] == 2 and decision.outcome.info["gang_members_done"] == ["s1"]
+
+
+def test_a_gang_size_found_on_one_move_holds_on_the_steps_after():
+    """arm64, then amd64, then riscv64: a member that succeeded on arm64 is left out of the amd64 gang, and so
+    of the riscv64 one the amd64 gang is rejected into (a rejected gang never ran: no member of it succeeded)."""
+    later = encoded_steps([("amd64", "amd64", b"item-amd64"), ("riscv64", "riscv64", b"item-riscv64")])
+    task = replace(preferring(waited=30, gang=True, size=3), spill_jobs=later)
+    world = World(
+        {"j0": JobState.CANCELLED, "j1": JobState.REJECTED, "j2": JobState.QUEUED},
+        {"j0": LEASED_ARM, "j1": REJECTED_AT},
+        reasons={"j1": TOO_BIG_FOR_ARM},
+        step_jobs=("j0", "j1", "j2"),
+        gangs={"g-r1": SIBLING_FOREIGN + SIBLING_DONE},
+    )
+    known, fetches = Known.of(task, NOW), []
+    while (where := current_job(known, RULES)).fetch:
+        fetches += where.fetch
+        for fetch in where.fetch:
+            known = fetched(world, known, fetch.step, fetch.fact)
+    assert [f.gang_size for f in fetches if f.fact is Fact.JOB] == [2, 2]
+    assert (where.step, where.gang_size) == (2, 2)

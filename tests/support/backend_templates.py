@@ -17,7 +17,12 @@ async def registered_template(project: pathlib.Path, task, prefix: str):
     sctx = SerializationContext(
         project="proj", domain="dev", org="", version="v1", root_dir=project, code_bundle=bundle
     )
-    template = get_proto_task(task, sctx)
+    return rendered(get_proto_task(task, sctx), prefix)
+
+
+def rendered(template, prefix: str):
+    """`template` with the placeholders a backend fills filled for an attempt whose output prefix is `prefix`
+    (run and action names left to the connector, as a backend leaves them)."""
     values = (
         ("{{.input}}", f"{prefix}/inputs.pb"),
         ("{{.outputPrefix}}", prefix),
@@ -26,11 +31,11 @@ async def registered_template(project: pathlib.Path, task, prefix: str):
         ("{{.prevCheckpointPrefix}}", ""),
         ("{{.runStartTime}}", "2026-11-29T00:00:00+00:00"),
     )
-    rendered = []
+    args = []
     for arg in template.container.args:
         for placeholder, value in values:
             arg = arg.replace(placeholder, value)
-        rendered.append(arg)
+        args.append(arg)
     del template.container.args[:]
-    template.container.args.extend(rendered)
+    template.container.args.extend(args)
     return template

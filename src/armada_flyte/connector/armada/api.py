@@ -28,7 +28,7 @@ from armada_client.armada import (
 )
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 
-from armada_flyte.armada_names import MAX_IDS_PER_CALL, JobState
+from armada_flyte.armada_names import GANG_CARDINALITY, MAX_IDS_PER_CALL, JobState
 from armada_flyte.connector.armada.auth import credentials_for
 from armada_flyte.connector.armada.call_batch import CallBatcher
 from armada_flyte.connector.armada.channels import authorization_metadata, id_chunks, open_channel
@@ -146,9 +146,13 @@ class ArmadaApi:
         item = submit_item(job)
         return await self._loop_batchers().submits.submit(queue, job_set_id, item)
 
-    async def submit_item_bytes(self, queue: str, job_set_id: str, item: bytes) -> str:
-        """Submit one request item serialised at create (an architecture preference's later step)."""
+    async def submit_item_bytes(self, queue: str, job_set_id: str, item: bytes, gang_cardinality: int = 0) -> str:
+        """Submit one request item serialised at create (an architecture preference's later step). A gang's
+        later step is submitted with `gang_cardinality` (when not 0) in place of create's: the members that
+        succeeded on the step it moved from are not in it, and create could not know them."""
         parsed = submit_pb2.JobSubmitRequestItem.FromString(item)
+        if gang_cardinality:
+            parsed.annotations[GANG_CARDINALITY] = str(gang_cardinality)
         return await self._loop_batchers().submits.submit(queue, job_set_id, parsed)
 
     def _loop_batchers(self) -> _LoopBatchers:

@@ -72,10 +72,13 @@ class ArmadaJobMetadata(ResourceMeta):
             Step(n + 1, s["architecture"], s["node_group"], base64.b64decode(s["item"])) for n, s in enumerate(later)
         )
 
-    def for_step(self, step: Step, job_id: str, submitted_at: float = 0.0) -> ArmadaJobMetadata:
+    def for_step(
+        self, step: Step, job_id: str, submitted_at: float = 0.0, gang_cardinality: int = 0
+    ) -> ArmadaJobMetadata:
         """The metadata of a step's job, as if create had submitted it: its id, architecture and node group,
         submitted at `submitted_at` (0: no earlier than `spill_after` after each step before, as spills move),
-        in its own gang (a gang's later steps are each a gang of their own: `submit.pod.job_request`)."""
+        in its own gang (a gang's later steps are each a gang of their own: `submit.pod.job_request`) of
+        `gang_cardinality` members (0: the task's; fewer when members succeeded on a step it moved on from)."""
         if step.index == 0:
             return self
         return replace(
@@ -86,6 +89,7 @@ class ArmadaJobMetadata(ResourceMeta):
             submitted_at=submitted_at or self.submitted_at + step.index * self.spill_after_seconds,
             spill_jobs="",
             gang_id=self.gang_id and f"{self.gang_id}-{step.architecture}",
+            gang_cardinality=gang_cardinality or self.gang_cardinality,
         )
 
     def encode(self) -> bytes:

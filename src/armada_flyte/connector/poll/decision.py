@@ -13,7 +13,9 @@ current step is the first whose job the task did not move on from (`_moved_on`: 
 on: a spill after `spill_after`, or at once a rejection no node of the group can lift or a run that failed
 for a platform mismatch, its own or, for a gang member, a sibling's of its step, `moves.py`); `get_logs` asks
 `current_job` the same. A gang member whose sibling failed that way has its own job cancelled
-(`moves.GANG_MOVE_REASON`) and moves on once Armada says CANCELLED. The current job's facts come in rounds
+(`moves.GANG_MOVE_REASON`) and moves on once Armada says CANCELLED; a member moving on so holds its next step
+until every member of its step's gang has ended, and its next gang leaves out those that succeeded
+(`moves.next_gang`). The current job's facts come in rounds
 (`_wanted`): its state; the job set's events when the job status API does not know it past the ack window;
 then the scheduler's report, the run's details and a0's error file, each only when the answer depends on it;
 then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
@@ -25,13 +27,15 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Optional, Union
 
+from flyteidl2.core.execution_pb2 import TaskExecution
+
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, Step
 from armada_flyte.connector.model.run_details import RunDetails
 from armada_flyte.connector.model.task_error import TaskError
 from armada_flyte.connector.poll import moves, spill
-from armada_flyte.connector.poll.job_set_streams import RunFacts
-from armada_flyte.connector.poll.moves import Move
+from armada_flyte.connector.poll.job_set_streams import GangMember, RunFacts
+from armada_flyte.connector.poll.moves import GangWait, Move
 from armada_flyte.connector.poll.outcome import (
     ERROR_FILE_STATES,
     RUN_STATES,
@@ -43,6 +47,7 @@ from armada_flyte.connector.poll.outcome import (
     over_limit,
     refused,
 )
+from armada_flyte.connector.poll.phases import state_name
 from armada_flyte.connector.poll.queued_report import QueuedReport
 
 TIMEOUT_REASON = "task timeout exceeded"
@@ -69,7 +74,7 @@ class Fact(Enum):
     REPORT = "report"
     """The scheduler's report of why the job waits."""
     GANG = "gang"
-    """For a gang member with a later step: the failed jobs of its step's gang, as the job set's events tell them."""
+    """For a gang member with a later step: the jobs of its step's gang, as the job set's events tell them."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class Fetch:
     fact: Fact
     max_age: float = 0.0
     """For a report: how old a kept one may be."""
+    gang_size: int = 0
+    """For a later step's job: the gang cardinality to submit it with, when members of the gang it moved from
+    had succeeded (0: as create built it)."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +107,8 @@ class JobFacts:
     error_unreadable: str = ""
     reason: Optional[str] = None
     report: Optional[QueuedReport] = None
-    gang_failed: Optional[tuple[tuple[str, RunFacts], ...]] = None
-    """The failed jobs of the step's gang and their runs (None: not read)."""
+    gang: Optional[tuple[GangMember, ...]] = None
+    """The jobs of the step's gang, their states and runs (None: not read)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,11 @@ class Decision:
     """How the task moved on to its current step (None on the first)."""
     since: float = 0.0
     """When the current step's job was submitted, as the steps before tell (0 on the first: create's time)."""
+    gang_size: int = 0
+    """For a gang member: the current step's gang size (the task's, less the members that succeeded on a step
+    it moved on from)."""
+    holding: Optional[GangWait] = None
+    """A gang member moving on from the current step while members of its gang there are still in flight."""
 
 
 def decide(known: Known, rules: Rules) -> Decision:
@@ -170,12 +183,14 @@ def decide(known: Known, rules: Rules) -> Decision:
     if where.fetch:
         return where
     step, job = known.steps[where.step], known.jobs[where.step]
+    if where.holding is not None:
+        return _holding(known, where, where.holding)
     if job.state is None:
         return replace(where, fetch=(Fetch(where.step, Fact.STATE),))
-    job_meta = meta.for_step(step, job.job_id, where.since)
+    job_meta = meta.for_step(step, job.job_id, where.since, where.gang_size)
     last = len(known.steps) - 1
     gang_moves = where.step < last and bool(job_meta.gang_id) and job.state in moves.GANG_CANCELLABLE
-    if gang_moves and job.gang_failed is None:
+    if gang_moves and job.gang is None:
         return replace(where, fetch=(Fetch(where.step, Fact.GANG),))
     due = spill.spill_due(job_meta, step, last, job.state, known.now)
     wanted = _wanted(where.step, job_meta, job, known.now, rules, report_wanted=due)
@@ -186,7 +201,7 @@ def decide(known: Known, rules: Rules) -> Decision:
     if last:
         message = moves.moved_message(known.steps, step, where.moved, meta.spill_after_seconds)
         sibling = (
-            moves.sibling_mismatch(job.job_id, job.gang_failed or (), rules.platform_mismatch_categories)
+            moves.sibling_mismatch(job.job_id, job.gang or (), rules.platform_mismatch_categories)
             if gang_moves
             else None
         )
@@ -210,26 +225,57 @@ def decide(known: Known, rules: Rules) -> Decision:
 
 def current_job(known: Known, rules: Optional[Rules] = None) -> Decision:
     """The step the task has reached and its job (or what to fetch to tell): past every step it moved on from.
-    `rules`: the poll's (the admin's platform-mismatch categories); None reads none."""
+    `rules`: the poll's (the admin's platform-mismatch categories); None reads none. A gang member's gang size
+    goes along the walk: each platform mismatch it moved on for leaves out the members that had succeeded."""
     categories = rules.platform_mismatch_categories if rules is not None else frozenset()
     moved: Optional[Move] = None
-    since = known.meta.submitted_at
+    since, size = known.meta.submitted_at, known.meta.gang_cardinality
     for index in range(len(known.steps) - 1):
         job = known.jobs[index]
-        at = Decision(index, job.job_id, moved=moved, since=since if index else 0.0)
+        at = Decision(index, job.job_id, moved=moved, since=since if index else 0.0, gang_size=size)
         if job.state is None:
             return replace(at, fetch=(Fetch(index, Fact.STATE),))
-        step_meta = known.meta.for_step(known.steps[index], job.job_id, since)
+        step_meta = known.meta.for_step(known.steps[index], job.job_id, since, size)
         found = _moved_on(step_meta, job, known.now, categories)
         if isinstance(found, Fact):
             return replace(at, fetch=(Fetch(index, found),))
         if found is None:
             return at
+        if step_meta.gang_id and found.kind == moves.PLATFORM_MISMATCH:  # the gang ran: members may have succeeded
+            if job.gang is None:
+                return replace(at, fetch=(Fetch(index, Fact.GANG),))
+            after = moves.next_gang(size, job.job_id, job.gang, found)
+            if isinstance(after, GangWait):
+                return replace(at, holding=after)
+            found = replace(found, gang_size=after.size, gang_done=after.done)
+            size = after.size
         moved, since = found, _next_submitted(step_meta, found, job)
         if len(known.jobs) <= index + 1:
-            return Decision(index + 1, "", fetch=(Fetch(index + 1, Fact.JOB),), moved=moved, since=since)
+            resized = size if size != known.meta.gang_cardinality else 0
+            fetch = Fetch(index + 1, Fact.JOB, gang_size=resized)
+            return Decision(index + 1, "", fetch=(fetch,), moved=moved, since=since, gang_size=size)
     last = len(known.steps) - 1
-    return Decision(last, known.jobs[last].job_id, moved=moved, since=since if last else 0.0)
+    return Decision(last, known.jobs[last].job_id, moved=moved, since=since if last else 0.0, gang_size=size)
+
+
+def _holding(known: Known, where: Decision, wait: GangWait) -> Decision:
+    """A gang member moving on while members of its step's gang are still in flight: the task goes on (RUNNING:
+    its gang ran), saying what it waits for, and those members' jobs are cancelled, as their own polls cancel
+    them; the next step is submitted once they have ended."""
+    step, job = known.steps[where.step], known.jobs[where.step]
+    state = job.state if job.state is not None else JobState.UNKNOWN
+    facts = {
+        "armada_state": state_name(state),
+        "architecture": step.architecture,
+        "node_group": step.node_group,
+        **spill.spill_info(known.steps, known.meta),
+        **moves.move_info(known.steps, step, where.moved, known.meta.spill_after_seconds),
+        "gang_waits_for": list(wait.in_flight),
+    }
+    message = moves.gang_waiting_message(known.steps, step, wait)
+    outcome = JobOutcome(TaskExecution.RUNNING, state, message, facts=facts)
+    actions = tuple(Cancel(job_id, moves.GANG_MOVE_REASON) for job_id in wait.in_flight)
+    return replace(where, outcome=outcome, actions=actions)
 
 
 def _moved_on(
@@ -253,9 +299,9 @@ def _moved_on(
             return Fact.REASON
         move = moves.platform_mismatch(job.reason or "", category, categories)
     if move is None and step_meta.gang_id and state in moves.GANG_FOLLOWS:
-        if job.gang_failed is None:
+        if job.gang is None:
             return Fact.GANG
-        move = moves.sibling_mismatch(job.job_id, job.gang_failed, categories)
+        move = moves.sibling_mismatch(job.job_id, job.gang, categories)
     if move is None and state == JobState.CANCELLED:
         if not job.details_read:
             return Fact.DETAILS

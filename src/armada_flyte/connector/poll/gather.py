@@ -4,8 +4,8 @@ A job's state comes from the status view (memory, or a bulk GetJobStatus shared 
 with it what the job set's events said of its run; a run's details and Armada's reason come from those
 events when they cover the state, else from calls shared with other polls (GetJobDetails, GetJobErrors);
 a0's error file from the blob store, within a time bound; the scheduler's report from the last one kept,
-while fresh enough; a later step's job from its submit (once per process: remembered here); a gang's failed
-jobs from the status view (its job set's stream, or a read of the job set's events shared per refresh period).
+while fresh enough; a later step's job from its submit (once per process: remembered here); a gang's jobs
+from the status view (its job set's stream, or a read of the job set's events shared per refresh period).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class FactFinder:
     async def _fetch(self, known: Known, fetch: Fetch) -> Known:
         meta, step = known.meta, fetch.step
         if fetch.fact is Fact.JOB:
-            return known.learnt(step, JobFacts(await self._step_job(known, step)))
+            return known.learnt(step, JobFacts(await self._step_job(known, step, fetch.gang_size)))
         job = known.jobs[step]
         job_id, state, run = job.job_id, job.state, job.run
         known_run = run if run is not None and state is not None and run.covers(state) else None
@@ -108,11 +108,11 @@ class FactFinder:
         elif fetch.fact is Fact.GANG:
             gang_id = meta.for_step(known.steps[step], job_id).gang_id
             try:
-                failed = await self._view.gang_failed(meta.queue, meta.job_set_id, gang_id)
+                members = await self._view.gang_members(meta.queue, meta.job_set_id, gang_id)
             except ArmadaFlyteError as exc:  # no sibling known to have failed: the next poll reads again
                 log.debug("job %s: the events of gang %s could not be read: %s", job_id, gang_id, exc)
-                failed = ()
-            job = replace(job, gang_failed=failed)
+                members = ()
+            job = replace(job, gang=members)
         return known.learnt(step, job)
 
     async def _reason_of(self, job_id: str, state: Optional[int]) -> str:
@@ -128,14 +128,16 @@ class FactFinder:
         self._reasons.move_to_end(job_id)
         return reason
 
-    async def _step_job(self, known: Known, step: int) -> str:
+    async def _step_job(self, known: Known, step: int, gang_size: int) -> str:
         """The id of a later step's job: submitted once (its client id makes a second submit, by this or
-        another replica, return the same job), remembered here so later polls skip the call."""
+        another replica, return the same job), remembered here so later polls skip the call. `gang_size`: the
+        gang cardinality to submit it with, when it differs from create's (0: as create built it)."""
         meta = known.meta
         key = (meta.queue, meta.job_set_id, step, meta.job_id)
         job_id = self._step_jobs.get(key)
         if job_id is None:
-            job_id = await self._api.submit_item_bytes(meta.queue, meta.job_set_id, known.steps[step].item)
+            item = known.steps[step].item
+            job_id = await self._api.submit_item_bytes(meta.queue, meta.job_set_id, item, gang_size)
             log.info("task %s moved on to %s as Armada job %s", meta.task, known.steps[step].architecture, job_id)
             self._step_jobs[key] = job_id
             while len(self._step_jobs) > MAX_REMEMBERED_STEP_JOBS:

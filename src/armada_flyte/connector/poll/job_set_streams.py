@@ -153,6 +153,14 @@ def jobs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, tuple[int
     return jobs
 
 
+class GangMember(NamedTuple):
+    """One job of a gang as its job set's events tell it: its id, its state, what they said of its latest run."""
+
+    job_id: str
+    state: int
+    run: RunFacts
+
+
 def gang_of(moved: JobEvent) -> str:
     """The gang id a submitted event's job carries in its annotations ("" for other events and jobs in no gang).
     Real Armada keeps the submitted job's annotations in the event (v0.22.7 internal/common/eventutil/eventutil.go,

@@ -20,6 +20,12 @@ reads from the job set's events (the status view's) whether a sibling of its ste
 (`sibling_mismatch`). Then its own job, if still queued or running, is cancelled (`GANG_MOVE_REASON`), and a
 member whose job ended (cancelled, or failed otherwise) while a sibling failed that way moves on with the gang.
 
+A member that succeeded stays done (Flyte may have read its answer), so the next step's gang is the members
+that did not: `next_gang`. Its size is fixed only once every member of the step's gang has ended (one still
+running may yet succeed, or be cancelled), so a moving member holds its next step until then (`GangWait`) and
+cancels the siblings still in flight, as their own polls do. An ended job never changes, so every replica then
+counts the same members, and the next step's jobs, one per moving member, agree on their gang's cardinality.
+
 Pure: `decision.py` asks these questions; the words are here.
 """
 
@@ -29,10 +35,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
-from armada_flyte.armada_names import JobState
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.model.metadata import Step
 from armada_flyte.connector.poll.crash_reasons import MAX_EVIDENCE, wrong_architecture
-from armada_flyte.connector.poll.job_set_streams import RunFacts
+from armada_flyte.connector.poll.job_set_streams import GangMember
 from armada_flyte.connector.poll.queued_report import excluded_nodes
 
 SPILLED = "spilled"
@@ -79,6 +85,30 @@ class Move:
     """SPILLED, REJECTED or PLATFORM_MISMATCH."""
     evidence: str = ""
     """What Armada said that shows it (a line of the reason, or the failure category)."""
+    gang_size: int = 0
+    """For a gang member that moved for a platform mismatch: its next step's gang size (0: not such a move)."""
+    gang_done: tuple[str, ...] = ()
+    """The jobs of its step's gang that had succeeded, and so are not in the next step's gang."""
+
+
+@dataclass(frozen=True)
+class NextGang:
+    """The next step's gang, once every member of the step's gang ended: its size, and the jobs left out of it
+    because they succeeded."""
+
+    size: int
+    done: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GangWait:
+    """A gang member that moves on for a platform mismatch while members of its step's gang are still in flight:
+    the next step waits until they end (they are cancelled), so the next gang's size counts only members that
+    did not succeed."""
+
+    move: Move
+    in_flight: tuple[str, ...]
+    """The jobs of the step's gang that have not ended."""
 
 
 def rejection_moves(reason: str, own_group: str) -> Optional[Move]:
@@ -104,18 +134,27 @@ def platform_mismatch(reason: str, category: str, categories: Iterable[str]) -> 
     return None
 
 
-def sibling_mismatch(
-    own_job_id: str, failed: Sequence[tuple[str, RunFacts]], categories: Iterable[str]
-) -> Optional[Move]:
-    """The move of a gang member whose step's sibling (`failed`: the gang's failed jobs and what their job set's
-    events said of their runs) failed for a platform mismatch; None when none did."""
-    for job_id, run in failed:
-        if job_id == own_job_id:
+def sibling_mismatch(own_job_id: str, members: Sequence[GangMember], categories: Iterable[str]) -> Optional[Move]:
+    """The move of a gang member whose step's sibling (of `members`: the gang's jobs as its job set's events tell
+    them) failed for a platform mismatch; None when none did."""
+    for job_id, state, run in members:
+        if job_id == own_job_id or state != JobState.FAILED:
             continue
         move = platform_mismatch(run.reason or "", run.failure_category, categories)
         if move is not None:
             return Move(PLATFORM_MISMATCH, f"gang member {job_id}: {move.evidence}"[:MAX_EVIDENCE])
     return None
+
+
+def next_gang(size: int, own_job_id: str, members: Sequence[GangMember], move: Move) -> NextGang | GangWait:
+    """The gang a member moves on to from a step whose gang (`size` members, `members` as the events tell them)
+    ran and had a run fail for a platform mismatch: every member but those that succeeded. While a member other
+    than this one has not ended, it may still succeed: wait for it."""
+    in_flight = tuple(m.job_id for m in members if m.job_id != own_job_id and m.state not in TERMINAL_STATES)
+    if in_flight:
+        return GangWait(move, in_flight)
+    done = tuple(sorted(m.job_id for m in members if m.state == JobState.SUCCEEDED))
+    return NextGang(max(1, size - len(done)), done)
 
 
 def gang_moving_message(steps: Sequence[Step], current: Step, move: Move) -> str:
@@ -124,6 +163,17 @@ def gang_moving_message(steps: Sequence[Step], current: Step, move: Move) -> str
     return (
         f"moving from {current.architecture} to {after} with its gang: {why(move, current.architecture, 0)}; "
         f"its job is cancelled, then submitted for {after}"
+    )
+
+
+def gang_waiting_message(steps: Sequence[Step], current: Step, wait: GangWait) -> str:
+    """What a member says while its gang's members still in flight end before it moves on."""
+    after = steps[current.index + 1].architecture
+    members = ", ".join(wait.in_flight)
+    return (
+        f"moving from {current.architecture} to {after} with its gang: {why(wait.move, current.architecture, 0)}; "
+        f"waiting for the gang's jobs still in flight to end ({members}: cancelled for the move), so the "
+        f"{after} gang counts only the members that did not succeed on {current.architecture}"
     )
 
 
@@ -166,7 +216,19 @@ def moved_message(steps: Sequence[Step], current: Step, move: Optional[Move], sp
         return (
             f"spilled from {before} to {current.architecture} after {spill_after:g} s queued: no {before} node had room"
         )
-    return f"moved from {before} to {current.architecture} at once: {why(move, before, spill_after)}"
+    return f"moved from {before} to {current.architecture} at once: {why(move, before, spill_after)}{_gang_left(move)}"
+
+
+def _gang_left(move: Move) -> str:
+    """What became of the gang's members that had succeeded before the move (empty: none had)."""
+    if not move.gang_done:
+        return ""
+    done = ", ".join(move.gang_done)
+    had = "has" if len(move.gang_done) == 1 else "have"
+    return (
+        f"; the gang moved on as {move.gang_size} member{'s' if move.gang_size != 1 else ''}: "
+        f"{done} {had} already succeeded and stay{'s' if len(move.gang_done) == 1 else ''} done"
+    )
 
 
 def move_info(steps: Sequence[Step], current: Step, move: Optional[Move], spill_after: float) -> dict[str, Any]:
@@ -176,6 +238,9 @@ def move_info(steps: Sequence[Step], current: Step, move: Optional[Move], spill_
         return {}
     before = steps[current.index - 1].architecture
     info: dict[str, Any] = {"moved_from": before, "why": why(move, before, spill_after), "moved_by": move.kind}
+    if move.gang_size:
+        info["gang_cardinality"] = move.gang_size
+        info["gang_members_done"] = list(move.gang_done)
     if move.kind == SPILLED:
         info["spilled_from"] = before
     return info

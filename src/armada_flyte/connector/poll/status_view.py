@@ -15,7 +15,8 @@ settings change, or it is closed); nothing else holds a view.
 The events also say where a job ran, how it ended, its exit codes and its failure reason
 (`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
 For an architecture preference's job sets (a gang's own) they also say which jobs form each gang, so a
-member learns whether a sibling's run failed (`gang_failed`) from memory while the stream is live.
+member learns how its siblings fared (`gang_members`: whether one's run failed, which ones succeeded) from
+memory while the stream is live.
 
 Memory stays bounded: a job that ended leaves `status_ended_keep_seconds` after its end or the last
 ask about it, whichever came later (the polls that follow an end, while a0's error file is awaited,
@@ -48,6 +49,7 @@ from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.connector.model.job_request import PREFERENCE_JOB_SET
 from armada_flyte.connector.poll.job_set_streams import (
+    GangMember,
     RunFacts,
     StreamEvent,
     StreamMode,
@@ -105,8 +107,8 @@ class _Follow:
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
     gangs: dict[str, str] = field(default_factory=dict)
     """For a preference's job set: each gang member's gang id, from its submitted event."""
-    gang_failed: dict[str, dict[str, RunFacts]] = field(default_factory=dict)
-    """For a preference's job set: each gang's failed jobs and their runs (as few as the job set's jobs)."""
+    gang_jobs: dict[str, dict[str, GangMember]] = field(default_factory=dict)
+    """For a preference's job set: each gang's jobs, their states and runs (as few as the job set's jobs)."""
 
     def move(self, event: StreamEvent) -> None:
         """The one way the mode changes."""
@@ -158,21 +160,17 @@ class StatusView:
         jobs, _ = await self._job_set_read((queue, job_set))
         return jobs.get(job_id)
 
-    async def gang_failed(self, queue: str, job_set: str, gang_id: str) -> tuple[tuple[str, RunFacts], ...]:
-        """The jobs of the gang that failed (a rejection is no failure), with what the events said of their runs:
-        from memory while the job set's stream is live, else from a read of its events shared as `events_of`'s.
-        A failed read raises (Armada's translated error)."""
+    async def gang_members(self, queue: str, job_set: str, gang_id: str) -> tuple[GangMember, ...]:
+        """The jobs of the gang, their states and what the events said of their runs: from memory while the job
+        set's stream is live, else from a read of its events shared as `events_of`'s. A failed read raises
+        (Armada's translated error)."""
         key = (queue, job_set)
         with self._lock:
             follow = self._follows.get(key)
             if follow is not None and follow.mode is StreamMode.LIVE:
-                return tuple(follow.gang_failed.get(gang_id, {}).items())
+                return tuple(follow.gang_jobs.get(gang_id, {}).values())
         jobs, gangs = await self._job_set_read(key)
-        return tuple(
-            (job_id, run)
-            for job_id, (state, run) in jobs.items()
-            if state == JobState.FAILED and gangs.get(job_id) == gang_id
-        )
+        return tuple(GangMember(job_id, *jobs[job_id]) for job_id, gang in gangs.items() if gang == gang_id)
 
     async def _job_set_read(self, key: JobSetKey) -> tuple[JobsOfEvents, GangsOfEvents]:
         """The job set's events read once, shared by the asks of one refresh period."""
@@ -446,11 +444,11 @@ class StatusView:
 
     @staticmethod
     def _note_gang(follow: _Follow, job_id: str, gang_id: str, entry: _Entry) -> None:
-        """Keep which gang a job is in, and the run of a gang member that failed."""
+        """Keep which gang a job is in, and its state and run as they change."""
         if gang_id:
             follow.gangs[job_id] = gang_id
-        elif entry.state == JobState.FAILED and (gang := follow.gangs.get(job_id)):
-            follow.gang_failed.setdefault(gang, {})[job_id] = entry.run
+        if gang := follow.gangs.get(job_id):
+            follow.gang_jobs.setdefault(gang, {})[job_id] = GangMember(job_id, entry.state, entry.run)
 
     def _caught_up(self, follow: _Follow) -> None:
         """The stream has the job set's past: answer parked gets from it, send the rest to bulk."""
