@@ -2,7 +2,9 @@
 
 Flyte's backend asks for every in-flight task every few seconds, one call each. The view answers
 those calls from memory. It follows each job set's event stream (GetJobSetEvents: read to the
-end, then watch; after a disconnect it resumes from the last message id). For job sets it can't
+end, then watch; after a disconnect it resumes from the last message id), from the first ask about one
+of the job set's jobs: a create doesn't start it, so a fan-out's creates don't share c0's loop with the
+messages of their own jobs' first events, and the first get reads them in one catch-up. For job sets it can't
 stream (the stream cap is reached, or the stream broke) and for jobs it hasn't seen, it asks
 GetJobStatus in bulk: ids gathered over a short window, in chunks of 500 sent concurrently, and
 never one call per job.
@@ -198,7 +200,7 @@ class StatusView:
             return entry.run if entry is not None else None
 
     def follow(self, queue: str, job_set: str) -> None:
-        """Start following a job set (e.g. right after submitting to it), so its jobs' first gets are free."""
+        """Start following a job set before any of its jobs is asked about (an ask starts it too)."""
         with self._lock:
             self._follow(queue, job_set, time.monotonic())
 
