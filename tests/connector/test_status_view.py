@@ -27,7 +27,7 @@ from armada_flyte.connector.model.metadata import ArmadaJobMetadata
 from armada_flyte.connector.poll.status_view import StatusView
 from armada_flyte.connector.service import ArmadaConnector
 
-from support.armada_templates import run
+from support.armada_templates import execution_metadata, python_template, run
 from support.c0_service import ARMADA_TASKS, running_c0
 from support.flaky_proxy import FlakyProxy
 from support.waiting import wait_until
@@ -92,6 +92,66 @@ def test_1200_gets_through_c0_spread_over_a_round_cost_at_most_3_status_calls(pa
     assert len(phases) == 1200 and set(phases) == {TaskExecution.QUEUED}  # none failed, none lost
     print(f"1200 gets through c0: {status_calls} GetJobStatus calls at the server")
     assert status_calls <= 3, status_calls
+
+
+async def _fan_out(connector: ArmadaConnector, run_name: str, count: int) -> list[ArmadaJobMetadata]:
+    """`count` concurrent creates in one run (one job set)."""
+    template = python_template("pass", cpu="10m", memory="16Mi")
+    return await asyncio.gather(
+        *(
+            connector.create(template, "s3://b/raw", task_execution_metadata=execution_metadata(run_name, f"a{i}"))
+            for i in range(count)
+        )
+    )
+
+
+def test_creates_start_no_stream_and_the_first_gets_read_the_job_sets_events_in_one_catch_up(paused_armada):
+    """A fan-out's creates leave their job set's events unread (its stream's messages would share c0's loop with
+    the creates still coming); the first get, within the refresh period, starts the stream, and every get is
+    answered from it, none by GetJobStatus, none lost."""
+    connector = ArmadaConnector(
+        resolve_settings(armada_url=paused_armada.url, node_groups_preset="embedded", status_refresh_seconds=60)
+    )
+
+    async def fan_out_then_get() -> tuple[list[ArmadaJobMetadata], tuple[int, int], int, list[int]]:
+        metas = await _fan_out(connector, "fan", 200)
+        held, streams = (await connector.context()).view.size(), paused_armada.calls.count("GetJobSetEvents")
+        phases = [resource.phase for resource in await asyncio.gather(*(connector.get(meta) for meta in metas))]
+        return metas, held, streams, phases
+
+    status_before = paused_armada.calls.count("GetJobStatus")
+    try:
+        metas, held_after_creates, streams_after_creates, phases = run(fan_out_then_get())
+    finally:
+        run(connector.close())
+    assert len({meta.job_id for meta in metas}) == 200 and all(meta.job_id for meta in metas)
+    assert (held_after_creates, streams_after_creates) == ((0, 1), 0)  # the job set is known, its events unread
+    assert set(phases) == {TaskExecution.QUEUED} and len(phases) == 200
+    assert paused_armada.calls.count("GetJobSetEvents") >= 1
+    assert paused_armada.calls.count("GetJobStatus") == status_before
+
+
+def test_a_job_sets_stream_starts_by_itself_a_refresh_period_after_its_last_create(paused_armada):
+    """Unasked, the job set's stream starts once no job was submitted to it for a refresh period, so the gets
+    that come later are answered from memory at once."""
+    connector = ArmadaConnector(
+        resolve_settings(armada_url=paused_armada.url, node_groups_preset="embedded", status_refresh_seconds=0.3)
+    )
+    try:
+        metas = run(_fan_out(connector, "settles", 50))
+        view = run(connector.context()).view
+        wait_until(lambda: view.streaming("flyte", "flyte-settles"), timeout=30, what="the job set's stream")
+        wait_until(lambda: view.size()[0] >= 50, timeout=30, what="the stream's catch-up of the 50 jobs")
+        status_before = paused_armada.calls.count("GetJobStatus")
+
+        async def get_all() -> list[int]:
+            return [resource.phase for resource in await asyncio.gather(*(connector.get(meta) for meta in metas))]
+
+        phases = run(get_all())
+    finally:
+        run(connector.close())
+    assert set(phases) == {TaskExecution.QUEUED} and len(phases) == 50
+    assert paused_armada.calls.count("GetJobStatus") == status_before
 
 
 def test_a_job_the_view_missed_is_still_answered(paused_armada):

@@ -150,7 +150,10 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
             if job.gang_id:
                 self._gangs.release(queue, job.gang_id, job.client_id)
             raise
-        current.view.follow(queue, plan.job_set_id)
+        # The job set's stream starts once its submits are over (or at the first ask), not now: a stream's messages
+        # cross c0's event loop, and during a fan-out's creates they held up c0's intake of the next CreateTask
+        # calls (benchmarks/README.md, "Creates, issue 33").
+        current.view.submitted_to(queue, plan.job_set_id)
         where = plan.architecture or (f"any of {plan.any_of}" if plan.any_of else "any arch")
         if plan.fallback:
             where += f", the admin's fallback architecture: {plan.fallback}"

@@ -2,7 +2,10 @@
 
 Flyte's backend asks for every in-flight task every few seconds, one call each. The view answers
 those calls from memory. It follows each job set's event stream (GetJobSetEvents: read to the
-end, then watch; after a disconnect it resumes from the last message id). For job sets it can't
+end, then watch; after a disconnect it resumes from the last message id). A create doesn't start its job
+set's stream at once: the stream starts once no job was submitted to the job set for a refresh period, or
+at the first ask about one of its jobs, so a fan-out's creates don't share c0's loop with the messages of
+their own jobs' first events, which the stream then reads in one catch-up. For job sets it can't
 stream (the stream cap is reached, or the stream broke) and for jobs it hasn't seen, it asks
 GetJobStatus in bulk: ids gathered over a short window, in chunks of 500 sent concurrently, and
 never one call per job.
@@ -102,6 +105,8 @@ class _Follow:
     """When its jobs were last checked in bulk while the stream was live (monotonic; 0: since it started)."""
     heard: float = 0.0
     """When the stream last brought a message (monotonic): one that talks is not frozen, so it is not checked."""
+    quiet_until: float = 0.0
+    """While jobs are being submitted to the job set: when its stream may start (monotonic; 0: not waiting)."""
     task: Optional[asyncio.Task[None]] = None
     parked: dict[str, list[concurrent.futures.Future[int]]] = field(default_factory=dict)
     """Jobs asked for while the stream catches up: answered from it, or sent to bulk once it has."""
@@ -196,9 +201,25 @@ class StatusView:
             return entry.run if entry is not None else None
 
     def follow(self, queue: str, job_set: str) -> None:
-        """Start following a job set (e.g. right after submitting to it), so its jobs' first gets are free."""
+        """Start following a job set before any of its jobs is asked about (an ask starts it too)."""
         with self._lock:
             self._follow(queue, job_set, time.monotonic())
+
+    def submitted_to(self, queue: str, job_set: str) -> None:
+        """A job was just submitted to the job set: follow it, its stream starting once no job was submitted to
+        it for a refresh period, or at the first ask about one of its jobs, whichever comes first."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the status view is closed")
+            now = time.monotonic()
+            key = (queue, job_set)
+            follow = self._follows.get(key)
+            if follow is None:
+                follow = self._follows[key] = _Follow(key, now, checked=now, quiet_until=now)
+                self._ensure_loop()
+            if follow.quiet_until:
+                follow.quiet_until = now + self._limits.status_refresh_seconds
+            follow.asked = now
 
     async def wait_for_change(self, job_id: str, state: int, timeout: float) -> None:
         """Return once the view holds a state for the job other than `state`, or after `timeout`."""
@@ -255,11 +276,18 @@ class StatusView:
         if follow is None:
             follow = self._follows[key] = _Follow(key, now, checked=now)
             self._ensure_loop()
-            if self._may_stream():
-                follow.move(StreamEvent.STARTED)
-                self._call(lambda: self._start_stream(follow))
+            self._start_if_free(follow)
+        elif follow.quiet_until:  # waiting for its submits to end: an ask starts it now
+            self._start_if_free(follow)
         follow.asked = now
         return follow
+
+    def _start_if_free(self, follow: _Follow) -> None:
+        """Start the job set's stream if a stream slot is free (else the refresh gives it the next free one)."""
+        follow.quiet_until = 0.0
+        if self._may_stream():
+            follow.move(StreamEvent.STARTED)
+            self._call(lambda: self._start_stream(follow))
 
     def _may_stream(self) -> bool:
         if not self._limits.status_event_streams:
@@ -505,7 +533,8 @@ class StatusView:
                     if entry.job_set in polled and entry.state not in TERMINAL_STATES and entry.updated < stale_before:
                         self._want(job_id, entry.job_set, None)
                 for follow in self._follows.values():
-                    if follow.mode is StreamMode.BULK and self._may_stream():
+                    if follow.mode is StreamMode.BULK and now >= follow.quiet_until and self._may_stream():
+                        follow.quiet_until = 0.0
                         follow.move(StreamEvent.STARTED)
                         self._start_stream(follow)
 
