@@ -369,6 +369,114 @@ def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once(connector, ar
     assert len(submitted_jobs(armada, meta)) == 2
 
 
+def cluster_without(architecture: str) -> dict:
+    """The default cluster (two nodes of 4 cpu per architecture) without the node set of `architecture`."""
+    import yaml
+
+    from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE
+
+    data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
+    data["node_sets"] = [s for s in data["node_sets"] if s["labels"]["kubernetes.io/arch"] != architecture]
+    return data
+
+
+async def until_said(connector, meta, words: str, timeout: float = 60):
+    """Poll until the task's answer says `words` (it must not end before)."""
+    deadline = time.monotonic() + timeout
+    while words not in (resource := await connector.get(meta)).message:
+        assert resource.phase not in DONE, resource.message
+        assert time.monotonic() < deadline, f"never said {words!r}: {resource.message}"
+        await asyncio.sleep(0.1)
+
+
+async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, run_name: str, leave):
+    """A task preferring arm64 (spill_after 600 s) waits queued for the busy arm64 nodes; then `leave()` takes every
+    arm64 node away. Returns (seconds from the nodes' leaving to the task running on amd64, the answers after it,
+    its final answer, the task's job set's events)."""
+    blockers = await fill(connector, "arm64", stop_file, f"{run_name}-fill")
+    meta = await create(connector, preferring(WAIT_LONG), run_name)
+    await until_said(connector, meta, "2 nodes of group arm64 are busy")
+    left = time.monotonic()
+    await asyncio.to_thread(leave)
+    _, said = await until_running_on(connector, meta, "amd64")
+    took = time.monotonic() - left
+    resource = await wait_for(connector, meta, DONE)
+    stop_file.write_text("stop")
+    for blocker in blockers:  # their arm64 runs were lost with the nodes: nothing of theirs may stay queued
+        await connector.delete(blocker)
+    return took, said, resource, job_set_events(client, meta.queue, meta.job_set_id)
+
+
+def assert_moved_at_once_when_nodes_left(took: float, said, resource, events) -> None:
+    """What a task whose first group lost every node while it waited shows, on any server."""
+    assert took < NODES_LEFT_IN_TIME, [r.message for r in said]
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    info = resource.custom_info
+    assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "no node left")
+    assert (
+        info["why"] == "Armada's scheduler had no arm64 node left for the queued arm64 job"
+        and "spilled_from" not in info
+    )
+    assert resource.message.startswith("moved from arm64 to amd64 at once: Armada's scheduler had no arm64 node left")
+    moving = [r.message for r in said if r.message.startswith("moving from arm64 to amd64 at once")]
+    assert moving and moving[0].startswith("moving from arm64 to amd64 at once: no node of group arm64 is left"), said
+    assert "its amd64 job is submitted, then its arm64 job cancelled" in moving[0]
+    assert all(r.phase not in DONE for r in said[:-1])
+    # the order that tells every replica it was a move: the amd64 job submitted, then the arm64 one cancelled
+    order = [(kind(m), getattr(m.message, kind(m)).job_id) for m in events if kind(m) in ("submitted", "cancelled")]
+    (_, first), (_, second) = [entry for entry in order if entry[0] == "submitted"]
+    assert order.index(("submitted", second)) < order.index(("cancelled", first)), order
+    assert not any(kind(m) in ("leased", "running") and getattr(m.message, kind(m)).job_id == first for m in events)
+
+
+NODES_LEFT_IN_TIME = 30.0
+"""Seconds from a group's nodes leaving to the task running on the next architecture (spill_after is 600)."""
+
+
+@pytest.mark.embedded_only  # its nodes leave by a restart on its state folder (a bed's: by its executor's restart)
+def test_a_queued_task_whose_first_group_loses_every_node_moves_at_once(tmp_path):
+    """The arm64 nodes leave after Armada let the job in (its submit check saw them): the job stays queued with no
+    node to go to. The scheduler's report says every node left is amd64's; the task runs on amd64 at once, its
+    amd64 job submitted before its arm64 job is cancelled, so any replica reads the move from the job set."""
+    from armada_flyte.cluster.cluster_file import Cluster
+    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+    state = tmp_path / "state"
+    server = EmbeddedArmada(EmbeddedConfig(port=0, state_dir=state, queues=("flyte",))).start()
+    port = int(server.url.rsplit(":", 1)[1])
+
+    def arm64_nodes_leave() -> None:
+        nonlocal server
+        server.stop()
+        amd64_only = Cluster.from_mapping(cluster_without("arm64"))
+        server = EmbeddedArmada(EmbeddedConfig(port=port, cluster=amd64_only, state_dir=state, queues=("flyte",)))
+        server.start()
+
+    try:
+        armada_flyte.configure(
+            armada_url=server.url,
+            node_groups_preset="embedded",
+            ack_timeout_seconds=30,
+            queued_report_after_seconds=0,
+            queued_report_refresh_seconds=0.5,
+        )
+        connector = ArmadaConnector()
+        client = ArmadaClient(armada_channel(server.url))
+
+        async def scenario():
+            try:
+                return await nodes_leave_while_queued(
+                    connector, client, tmp_path / "stop", fresh("prefer-nodes-leave"), arm64_nodes_leave
+                )
+            finally:
+                await connector.close()
+
+        assert_moved_at_once_when_nodes_left(*run(scenario()))
+    finally:
+        server.stop()
+
+
 FOREIGN_ELF = struct.pack("<4s5B7xHHI", b"\x7fELF", 2, 1, 1, 0, 0, 2, 243, 1).ljust(64, b"\0")
 """An ELF header of an executable for RISC-V (machine 243): no CPU here runs it and no binfmt handler
 takes it, so the kernel refuses it with ENOEXEC, "Exec format error", as an arm64 node refuses an amd64 program."""
