@@ -183,7 +183,7 @@ class Decision:
     holding: Optional[GangWait] = None
     """A gang member moving on from the current step while members of its gang there are still in flight."""
     left: tuple[str, ...] = ()
-    """Jobs of earlier steps moved on from at once while still queued (their cancel did not go through yet)."""
+    """Jobs of earlier steps moved on from at once that have not ended (their cancel did not go through yet)."""
     hold: str = ""
     """Why the poll cannot tell yet whether the task moved on from its current step's cancelled job."""
 
@@ -337,7 +337,7 @@ def _moved_on(
         if job.gang is None:
             return Fact.GANG
         move = moves.sibling_mismatch(job.job_id, job.gang, categories)
-    if move is None and not step_meta.gang_id and _may_have_moved_while_queued(step_meta, state, now, rules):
+    if move is None and not step_meta.gang_id and _may_have_moved_at_once(step_meta, state, now, rules):
         if job.next_job is None:
             return Fact.NEXT
         if job.next_job:
@@ -359,15 +359,18 @@ def _moved_on(
     return move
 
 
-def _may_have_moved_while_queued(
+def _may_have_moved_at_once(
     step_meta: ArmadaJobMetadata, state: Optional[int], now: float, rules: Optional[Rules]
 ) -> bool:
-    """Whether a poll may have moved the step's job on at once while it was queued: it was cancelled, or it is
-    queued since a report could have been read (whose cancel may not have gone through)."""
+    """Whether a poll may have moved the step's job on at once while it was queued: it was cancelled, or it has
+    waited since a report could have been read (the poll that moved it may have died between the next step's
+    submit and this job's cancel, and the job been leased since: a move once begun goes on, so one run does the
+    task)."""
     if state == JobState.CANCELLED:
         return True
     waited = now - step_meta.submitted_at
-    return state == JobState.QUEUED and rules is not None and waited >= rules.queued_report_after_seconds
+    known = state is not None and state != JobState.UNKNOWN
+    return known and rules is not None and waited >= rules.queued_report_after_seconds
 
 
 def _ended(step_meta: ArmadaJobMetadata, job: JobFacts) -> float:
