@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
+import shlex
 import struct
 import time
 import uuid
 
 import pytest
+import yaml
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core import tasks_pb2
@@ -371,8 +374,6 @@ def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once(connector, ar
 
 def cluster_without(architecture: str) -> dict:
     """The default cluster (two nodes of 4 cpu per architecture) without the node set of `architecture`."""
-    import yaml
-
     from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE
 
     data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
@@ -395,7 +396,7 @@ async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, r
     its final answer, the task's job set's events)."""
     blockers = await fill(connector, "arm64", stop_file, f"{run_name}-fill")
     meta = await create(connector, preferring(WAIT_LONG), run_name)
-    await until_said(connector, meta, "2 nodes of group arm64 are busy")
+    await until_said(connector, meta, "are busy")  # the arm64 nodes (real Armada names no group)
     left = time.monotonic()
     await asyncio.to_thread(leave)
     _, said = await until_running_on(connector, meta, "amd64")
@@ -475,6 +476,44 @@ def test_a_queued_task_whose_first_group_loses_every_node_moves_at_once(tmp_path
         assert_moved_at_once_when_nodes_left(*run(scenario()))
     finally:
         server.stop()
+
+
+def test_on_real_armada_a_queued_task_whose_first_group_loses_every_node_moves_at_once(
+    request, connector, armada, tmp_path
+):
+    """The same on real Armada: the bed's executor (ours) stops and comes back offering only the amd64 nodes, so
+    Armada's scheduler drops the arm64 ones while the job it let in waits for them; its report then excludes every
+    node as amd64's. The executor is given back its nodes after."""
+    from support.real_armada import bed_script, uses_real_armada
+
+    if not uses_real_armada(request.config):
+        pytest.skip("on the embedded server the nodes leave by a restart (the test above)")
+    bed = request.getfixturevalue("real_armada")
+    command_file = pathlib.Path(bed.get("REAL_ARMADA_STATE", "")) / "commands" / "executor"
+    if not command_file.is_file() or " executor --scheduler " not in (command := command_file.read_text()):
+        pytest.skip("needs a bed whose executor is ours (armada-flyte executor), whose nodes a restart can change")
+    amd64_only = tmp_path / "amd64-only.yaml"
+    amd64_only.write_text(yaml.safe_dump(cluster_without("arm64")))
+
+    def executor_with(command_line: str) -> None:
+        for verb in ("stop", "start"):
+            if verb == "start":
+                command_file.write_text(command_line)
+            done = bed_script(verb, "executor", bed=bed, timeout=300)
+            assert done.returncode == 0, f"real-armada.sh {verb} executor:\n{done.stderr[-3000:]}"
+
+    armada_flyte.configure(queued_report_after_seconds=0, queued_report_refresh_seconds=0.5)
+    client = ArmadaClient(armada_channel(armada.url))
+    arm64_nodes_leave = lambda: executor_with(f"{command.strip()} --cluster {shlex.quote(str(amd64_only))}\n")  # noqa: E731
+    try:
+        result = run(
+            nodes_leave_while_queued(
+                connector, client, tmp_path / "stop", fresh("prefer-nodes-leave"), arm64_nodes_leave
+            )
+        )
+    finally:
+        executor_with(command)
+    assert_moved_at_once_when_nodes_left(*result)
 
 
 FOREIGN_ELF = struct.pack("<4s5B7xHHI", b"\x7fELF", 2, 1, 1, 0, 0, 2, 243, 1).ljust(64, b"\0")
