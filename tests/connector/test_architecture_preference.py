@@ -393,7 +393,10 @@ async def until_said(connector, meta, words: str, timeout: float = 60):
 async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, run_name: str, leave):
     """A task preferring arm64 (spill_after 600 s) waits queued for the busy arm64 nodes; then `leave()` takes every
     arm64 node away. Returns (seconds from the nodes' leaving to the task running on amd64, the answers after it,
-    its final answer, the task's job set's events)."""
+    its final answer, what another replica (a connector that did nothing for the task) answers then, the task's
+    job set's events)."""
+    from armada_flyte.connector.service import ArmadaConnector
+
     blockers = await fill(connector, "arm64", stop_file, f"{run_name}-fill")
     meta = await create(connector, preferring(WAIT_LONG), run_name)
     await until_said(connector, meta, "are busy")  # the arm64 nodes (real Armada names no group)
@@ -402,13 +405,18 @@ async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, r
     _, said = await until_running_on(connector, meta, "amd64")
     took = time.monotonic() - left
     resource = await wait_for(connector, meta, DONE)
+    replica = ArmadaConnector()
+    try:
+        replica_says = await replica.get(meta)
+    finally:
+        await replica.close()
     stop_file.write_text("stop")
     for blocker in blockers:  # their arm64 runs were lost with the nodes: nothing of theirs may stay queued
         await connector.delete(blocker)
-    return took, said, resource, job_set_events(client, meta.queue, meta.job_set_id)
+    return took, said, resource, replica_says, job_set_events(client, meta.queue, meta.job_set_id)
 
 
-def assert_moved_at_once_when_nodes_left(took: float, said, resource, events) -> None:
+def assert_moved_at_once_when_nodes_left(took: float, said, resource, replica_says, events) -> None:
     """What a task whose first group lost every node while it waited shows, on any server."""
     assert took < NODES_LEFT_IN_TIME, [r.message for r in said]
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
@@ -423,6 +431,9 @@ def assert_moved_at_once_when_nodes_left(took: float, said, resource, events) ->
     assert moving and moving[0].startswith("moving from arm64 to amd64 at once: no node of group arm64 is left"), said
     assert "its amd64 job is submitted, then its arm64 job cancelled" in moving[0]
     assert all(r.phase not in DONE for r in said[:-1])
+    # another replica reads the move from Armada alone: the same answer
+    assert (replica_says.phase, replica_says.message) == (resource.phase, resource.message)
+    assert replica_says.custom_info["moved_by"] == "no node left"
     # the order that tells every replica it was a move: the amd64 job submitted, then the arm64 one cancelled
     order = [(kind(m), getattr(m.message, kind(m)).job_id) for m in events if kind(m) in ("submitted", "cancelled")]
     (_, first), (_, second) = [entry for entry in order if entry[0] == "submitted"]
