@@ -236,7 +236,7 @@ def decide(known: Known, rules: Rules) -> Decision:
         elif moving and job.report is not None:
             message = moves.queued_moving_message(known.steps, step, job.report)
             actions += (Cancel(job.job_id, moves.QUEUED_MOVE_REASON),)
-        elif due and _spill_helps(job.report) and outcome.state == JobState.QUEUED:
+        elif due and spill.spill_helps(job.report) and outcome.state == JobState.QUEUED:
             message = spill.spilling_message(known.steps, step, meta)
             actions += (Spill(job.job_id),)
         outcome = replace(
@@ -337,7 +337,8 @@ def _moved_on(
         if job.gang is None:
             return Fact.GANG
         move = moves.sibling_mismatch(job.job_id, job.gang, categories)
-    if move is None and not step_meta.gang_id and _may_have_moved_at_once(step_meta, state, now, rules):
+    report_after = rules.queued_report_after_seconds if rules is not None else None
+    if move is None and not step_meta.gang_id and moves.may_have_moved_at_once(step_meta, state, now, report_after):
         if job.next_job is None:
             return Fact.NEXT
         if job.next_job:
@@ -359,28 +360,9 @@ def _moved_on(
     return move
 
 
-def _may_have_moved_at_once(
-    step_meta: ArmadaJobMetadata, state: Optional[int], now: float, rules: Optional[Rules]
-) -> bool:
-    """Whether a poll may have moved the step's job on at once while it was queued: it was cancelled, or it has
-    waited since a report could have been read (the poll that moved it may have died between the next step's
-    submit and this job's cancel, and the job been leased since: a move once begun goes on, so one run does the
-    task)."""
-    if state == JobState.CANCELLED:
-        return True
-    waited = now - step_meta.submitted_at
-    known = state is not None and state != JobState.UNKNOWN
-    return known and rules is not None and waited >= rules.queued_report_after_seconds
-
-
 def _ended(step_meta: ArmadaJobMetadata, job: JobFacts) -> float:
     """When the step's job ended, as its details say (else when it was submitted)."""
     return (job.details.finished_at if job.details is not None else 0.0) or step_meta.submitted_at
-
-
-def _spill_helps(report: Optional[QueuedReport]) -> bool:
-    """A spill may end the wait: the job waits for room, or its node group has no node left."""
-    return spill.waits_for_room(report) or (report is not None and report.no_node_of_group)
 
 
 def _held(known: Known, step_meta: ArmadaJobMetadata, why: str) -> JobOutcome:

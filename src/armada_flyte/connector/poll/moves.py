@@ -184,6 +184,20 @@ def moves_while_queued(step_meta: ArmadaJobMetadata, report: Optional[QueuedRepo
     )
 
 
+def may_have_moved_at_once(
+    step_meta: ArmadaJobMetadata, state: Optional[int], now: float, report_after: Optional[float]
+) -> bool:
+    """Whether a poll may have moved the step's job on at once while it was queued: it was cancelled, or it has
+    waited since a report could have been read (`report_after`: the poll's `queued_report_after_seconds`; None:
+    not known). The poll that moved it may have died between the next step's submit and this job's cancel, and
+    the job been leased since: a move once begun goes on, so one run does the task."""
+    if state == JobState.CANCELLED:
+        return True
+    waited = now - step_meta.submitted_at
+    known = state is not None and state != JobState.UNKNOWN
+    return known and report_after is not None and waited >= report_after
+
+
 def queued_moving_message(steps: Sequence[Step], current: Step, report: QueuedReport) -> str:
     """What the poll that moves a queued job says: the next step's job is submitted, then this one cancelled."""
     after = steps[current.index + 1].architecture
