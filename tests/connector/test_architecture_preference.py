@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
+import shlex
 import struct
 import time
 import uuid
 
 import pytest
+import yaml
 from armada_client.client import ArmadaClient
 from flyteidl2.connector import connector_pb2
 from flyteidl2.core import tasks_pb2
@@ -367,6 +370,161 @@ def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once(connector, ar
     assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "rejected")
     assert info["why"].startswith("Armada rejected the arm64 job: no arm64 node can ever hold it (")
     assert len(submitted_jobs(armada, meta)) == 2
+
+
+def cluster_without(architecture: str) -> dict:
+    """The default cluster (two nodes of 4 cpu per architecture) without the node set of `architecture`."""
+    from armada_flyte.cluster.cluster_file import DEFAULT_CLUSTER_FILE
+
+    data = yaml.safe_load(DEFAULT_CLUSTER_FILE.read_text())
+    data["node_sets"] = [s for s in data["node_sets"] if s["labels"]["kubernetes.io/arch"] != architecture]
+    return data
+
+
+async def until_said(connector, meta, words: str, timeout: float = 60):
+    """Poll until the task's answer says `words` (it must not end before)."""
+    deadline = time.monotonic() + timeout
+    while words not in (resource := await connector.get(meta)).message:
+        assert resource.phase not in DONE, resource.message
+        assert time.monotonic() < deadline, f"never said {words!r}: {resource.message}"
+        await asyncio.sleep(0.1)
+
+
+async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, run_name: str, leave):
+    """A task preferring arm64 (spill_after 600 s) waits queued for the busy arm64 nodes; then `leave()` takes every
+    arm64 node away. Returns (seconds from the nodes' leaving to the task running on amd64, the answers after it,
+    its final answer, what another replica (a connector that did nothing for the task) answers then, the task's
+    job set's events)."""
+    from armada_flyte.connector.service import ArmadaConnector
+
+    blockers = await fill(connector, "arm64", stop_file, f"{run_name}-fill")
+    meta = await create(connector, preferring(WAIT_LONG), run_name)
+    await until_said(connector, meta, "are busy")  # the arm64 nodes (real Armada names no group)
+    left = time.monotonic()
+    await asyncio.to_thread(leave)
+    _, said = await until_running_on(connector, meta, "amd64")
+    took = time.monotonic() - left
+    resource = await wait_for(connector, meta, DONE)
+    replica = ArmadaConnector()
+    try:
+        replica_says = await replica.get(meta)
+    finally:
+        await replica.close()
+    stop_file.write_text("stop")
+    for blocker in blockers:  # their arm64 runs were lost with the nodes: nothing of theirs may stay queued
+        await connector.delete(blocker)
+    return took, said, resource, replica_says, job_set_events(client, meta.queue, meta.job_set_id)
+
+
+def assert_moved_at_once_when_nodes_left(took: float, said, resource, replica_says, events) -> None:
+    """What a task whose first group lost every node while it waited shows, on any server."""
+    assert took < NODES_LEFT_IN_TIME, [r.message for r in said]
+    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
+    info = resource.custom_info
+    assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "no node left")
+    assert (
+        info["why"] == "Armada's scheduler had no arm64 node left for the queued arm64 job"
+        and "spilled_from" not in info
+    )
+    assert resource.message.startswith("moved from arm64 to amd64 at once: Armada's scheduler had no arm64 node left")
+    moving = [r.message for r in said if r.message.startswith("moving from arm64 to amd64 at once")]
+    assert moving and moving[0].startswith("moving from arm64 to amd64 at once: no node of group arm64 is left"), said
+    assert "its amd64 job is submitted, then its arm64 job cancelled" in moving[0]
+    assert all(r.phase not in DONE for r in said[:-1])
+    # another replica reads the move from Armada alone: the same answer
+    assert (replica_says.phase, replica_says.message) == (resource.phase, resource.message)
+    assert replica_says.custom_info["moved_by"] == "no node left"
+    # the order that tells every replica it was a move: the amd64 job submitted, then the arm64 one cancelled
+    order = [(kind(m), getattr(m.message, kind(m)).job_id) for m in events if kind(m) in ("submitted", "cancelled")]
+    (_, first), (_, second) = [entry for entry in order if entry[0] == "submitted"]
+    assert order.index(("submitted", second)) < order.index(("cancelled", first)), order
+    assert not any(kind(m) in ("leased", "running") and getattr(m.message, kind(m)).job_id == first for m in events)
+
+
+NODES_LEFT_IN_TIME = 30.0
+"""Seconds from a group's nodes leaving to the task running on the next architecture (spill_after is 600)."""
+
+
+@pytest.mark.embedded_only  # its nodes leave by a restart on its state folder (a bed's: by its executor's restart)
+def test_a_queued_task_whose_first_group_loses_every_node_moves_at_once(tmp_path):
+    """The arm64 nodes leave after Armada let the job in (its submit check saw them): the job stays queued with no
+    node to go to. The scheduler's report says every node left is amd64's; the task runs on amd64 at once, its
+    amd64 job submitted before its arm64 job is cancelled, so any replica reads the move from the job set."""
+    from armada_flyte.cluster.cluster_file import Cluster
+    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+    state = tmp_path / "state"
+    server = EmbeddedArmada(EmbeddedConfig(port=0, state_dir=state, queues=("flyte",))).start()
+    port = int(server.url.rsplit(":", 1)[1])
+
+    def arm64_nodes_leave() -> None:
+        nonlocal server
+        server.stop()
+        amd64_only = Cluster.from_mapping(cluster_without("arm64"))
+        server = EmbeddedArmada(EmbeddedConfig(port=port, cluster=amd64_only, state_dir=state, queues=("flyte",)))
+        server.start()
+
+    try:
+        armada_flyte.configure(
+            armada_url=server.url,
+            node_groups_preset="embedded",
+            ack_timeout_seconds=30,
+            queued_report_after_seconds=0,
+            queued_report_refresh_seconds=0.5,
+        )
+        connector = ArmadaConnector()
+        client = ArmadaClient(armada_channel(server.url))
+
+        async def scenario():
+            try:
+                return await nodes_leave_while_queued(
+                    connector, client, tmp_path / "stop", fresh("prefer-nodes-leave"), arm64_nodes_leave
+                )
+            finally:
+                await connector.close()
+
+        assert_moved_at_once_when_nodes_left(*run(scenario()))
+    finally:
+        server.stop()
+
+
+def test_on_real_armada_a_queued_task_whose_first_group_loses_every_node_moves_at_once(
+    request, connector, armada, tmp_path
+):
+    """The same on real Armada: the bed's executor (ours) stops and comes back offering only the amd64 nodes, so
+    Armada's scheduler drops the arm64 ones while the job it let in waits for them; its report then excludes every
+    node as amd64's. The executor is given back its nodes after."""
+    from support.real_armada import bed_script, uses_real_armada
+
+    if not uses_real_armada(request.config):
+        pytest.skip("on the embedded server the nodes leave by a restart (the test above)")
+    bed = request.getfixturevalue("real_armada")
+    command_file = pathlib.Path(bed.get("REAL_ARMADA_STATE", "")) / "commands" / "executor"
+    if not command_file.is_file() or " executor --scheduler " not in (command := command_file.read_text()):
+        pytest.skip("needs a bed whose executor is ours (armada-flyte executor), whose nodes a restart can change")
+    amd64_only = tmp_path / "amd64-only.yaml"
+    amd64_only.write_text(yaml.safe_dump(cluster_without("arm64")))
+
+    def executor_with(command_line: str) -> None:
+        for verb in ("stop", "start"):
+            if verb == "start":
+                command_file.write_text(command_line)
+            done = bed_script(verb, "executor", bed=bed, timeout=300)
+            assert done.returncode == 0, f"real-armada.sh {verb} executor:\n{done.stderr[-3000:]}"
+
+    armada_flyte.configure(queued_report_after_seconds=0, queued_report_refresh_seconds=0.5)
+    client = ArmadaClient(armada_channel(armada.url))
+    arm64_nodes_leave = lambda: executor_with(f"{command.strip()} --cluster {shlex.quote(str(amd64_only))}\n")  # noqa: E731
+    try:
+        result = run(
+            nodes_leave_while_queued(
+                connector, client, tmp_path / "stop", fresh("prefer-nodes-leave"), arm64_nodes_leave
+            )
+        )
+    finally:
+        executor_with(command)
+    assert_moved_at_once_when_nodes_left(*result)
 
 
 FOREIGN_ELF = struct.pack("<4s5B7xHHI", b"\x7fELF", 2, 1, 1, 0, 0, 2, 243, 1).ljust(64, b"\0")

@@ -15,7 +15,7 @@ from typing import Optional, Union
 import pytest
 from flyteidl2.core.execution_pb2 import TaskExecution
 
-from armada_flyte.armada_names import JobState
+from armada_flyte.armada_names import TERMINAL_STATES, JobState
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata, encoded_steps
 from armada_flyte.connector.model.run_details import RunDetails
@@ -32,7 +32,7 @@ from armada_flyte.connector.poll.decision import (
     decide,
 )
 from armada_flyte.connector.poll.job_set_streams import GangMember, RunFacts
-from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
+from armada_flyte.connector.poll.moves import GANG_MOVE_REASON, QUEUED_MOVE_REASON
 from armada_flyte.connector.poll.outcome import Rules
 from armada_flyte.connector.poll.queued_report import QueuedReport
 from armada_flyte.connector.poll.spill import SPILL_REASON
@@ -56,6 +56,12 @@ Q, RUN, OK, FAIL, ABORT = (
 )
 RETRY = TaskExecution.RETRYABLE_FAILED
 BUSY = QueuedReport("2 nodes of group arm64 are busy", {"n": 1}, NOW, waits_for_room=True)
+NO_ARM_NODE = QueuedReport(
+    "no node of group arm64 is left: 4 nodes of group amd64: node does not match pod NodeSelector (expected)",
+    {"n": 3},
+    NOW,
+    no_node_of_group=True,
+)
 TAINTED = QueuedReport("the arm64 group's taint is not tolerated", {"n": 2}, NOW, waits_for_room=False)
 USER_ERROR = TaskError("ValueError", "ValueError: bad input", "user", True)
 
@@ -107,6 +113,10 @@ class World:
     """What the job set's events said of a job's run, with its state (the status view's)."""
     gangs: dict[str, tuple[GangMember, ...]] = field(default_factory=dict)
     """Each gang's jobs other than the task's own, as the job set's events tell them (a gang not named: none)."""
+    submitted_before_end: dict[str, str] = field(default_factory=dict)
+    """The next step's job that the job set's events show submitted before a job ended (a job not named: none)."""
+    events_behind: frozenset[str] = frozenset()
+    """Jobs whose end the job set's events do not hold yet (others' ends they hold)."""
 
 
 def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
@@ -138,6 +148,9 @@ def fetched(world: World, known: Known, step: int, fact: Fact) -> Known:
     elif fact is Fact.GANG:
         gang_id = known.meta.for_step(known.steps[step], job_id).gang_id
         job = replace(job, gang=world.gangs.get(gang_id, ()))
+    elif fact is Fact.NEXT:
+        in_events = job.state in TERMINAL_STATES and job_id not in world.events_behind
+        job = replace(job, next_job=world.submitted_before_end.get(job_id, ""), end_in_events=in_events)
     return known.learnt(step, job)
 
 
@@ -324,7 +337,7 @@ CASES = [
         "first step queued within spill_after",
         preferring(waited=60),
         World({"j0": JobState.QUEUED}, reports={"j0": BUSY}),
-        ("state@0", "report@0"),
+        ("state@0", "next@0", "report@0"),
         Q,
         ("is QUEUED",),
     ),
@@ -332,7 +345,7 @@ CASES = [
         "first step waited for room past spill_after: spilled",
         preferring(waited=130),
         World({"j0": JobState.QUEUED}, reports={"j0": BUSY}),
-        ("state@0", "report@0"),
+        ("state@0", "next@0", "report@0"),
         Q,
         ("spilling from arm64 to amd64: queued over 120 s",),
         (Spill("j0", SPILL_REASON),),
@@ -341,7 +354,7 @@ CASES = [
         "first step waits for something no other architecture fixes: kept",
         preferring(waited=130),
         World({"j0": JobState.QUEUED}, reports={"j0": TAINTED}),
-        ("state@0", "report@0"),
+        ("state@0", "next@0", "report@0"),
         Q,
         ("is QUEUED; why: the arm64 group's taint",),
     ),
@@ -349,7 +362,7 @@ CASES = [
         "first step spilled: the next step's job is submitted and polled",
         preferring(waited=130),
         World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": NEVER_LEASED}),
-        ("state@0", "details@0", "job@1", "state@1"),
+        ("state@0", "next@0", "details@0", "job@1", "state@1"),
         Q,
         ("spilled from arm64 to amd64 after 120 s queued: no arm64 node had room", "Armada job j1 is QUEUED"),
         step=1,
@@ -358,7 +371,7 @@ CASES = [
         "the last step never spills",
         preferring(waited=400),
         World({"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": NEVER_LEASED}, reports={"j1": BUSY}),
-        ("state@0", "details@0", "job@1", "state@1", "report@1"),
+        ("state@0", "next@0", "details@0", "job@1", "state@1", "report@1"),
         Q,
         ("spilled from arm64",),
         step=1,
@@ -367,7 +380,7 @@ CASES = [
         "first step cancelled after a lease: not a spill, the task was cancelled",
         preferring(waited=130),
         World({"j0": JobState.CANCELLED}, {"j0": LEASED_ARM}),
-        ("state@0", "details@0"),
+        ("state@0", "next@0", "details@0"),
         ABORT,
         ("was cancelled",),
     ),
@@ -375,10 +388,137 @@ CASES = [
         "first step cancelled before spill_after: someone else's cancel",
         preferring(waited=60),
         World({"j0": JobState.CANCELLED}, {"j0": NEVER_LEASED}),
-        ("state@0", "details@0"),
+        ("state@0", "next@0", "details@0"),
         ABORT,
     ),
     # ---- moving on at once, when waiting cannot help ----
+    Case(
+        "first step queued a moment: nothing asked of a move while queued",
+        preferring(waited=10),
+        World({"j0": JobState.QUEUED}),
+        ("state@0",),
+        Q,
+        ("is QUEUED",),
+    ),
+    Case(
+        "first step queued, its group has no node left: the next step's job is submitted, then its own cancelled",
+        preferring(waited=60),
+        World({"j0": JobState.QUEUED}, reports={"j0": NO_ARM_NODE}),
+        ("state@0", "next@0", "report@0", "job@1"),
+        Q,
+        (
+            "moving from arm64 to amd64 at once: no node of group arm64 is left",
+            "its amd64 job is submitted, then its arm64 job cancelled",
+        ),
+        (Cancel("j0", QUEUED_MOVE_REASON),),
+    ),
+    Case(
+        "no node left, but spill_after is seconds away: no move at once, whose cancel would read as a spill",
+        preferring(waited=116),
+        World({"j0": JobState.QUEUED}, reports={"j0": NO_ARM_NODE}),
+        ("state@0", "next@0", "report@0"),
+        Q,
+        ("is QUEUED; why: no node of group arm64 is left",),
+    ),
+    Case(
+        "no node left past spill_after: spilled",
+        preferring(waited=130),
+        World({"j0": JobState.QUEUED}, reports={"j0": NO_ARM_NODE}),
+        ("state@0", "next@0", "report@0"),
+        Q,
+        ("spilling from arm64 to amd64",),
+        (Spill("j0", SPILL_REASON),),
+    ),
+    Case(
+        "a gang member whose group has no node left keeps the spill's wait",
+        preferring(waited=60, gang=True),
+        World({"j0": JobState.QUEUED}, reports={"j0": NO_ARM_NODE}),
+        ("state@0", "gang@0", "report@0"),
+        Q,
+        ("why: no node of group arm64 is left",),
+    ),
+    Case(
+        "first step cancelled after the next step's job was submitted: moved on at once",
+        preferring(waited=62),
+        World(
+            {"j0": JobState.CANCELLED, "j1": JobState.QUEUED}, {"j0": NEVER_LEASED}, submitted_before_end={"j0": "j1"}
+        ),
+        ("state@0", "next@0", "details@0", "job@1", "state@1"),
+        Q,
+        ("moved from arm64 to amd64 at once: Armada's scheduler had no arm64 node left", "Armada job j1 is QUEUED"),
+        step=1,
+        moved_by="no node left",
+    ),
+    Case(
+        "moved on at once stays so past spill_after (not read as a spill)",
+        preferring(waited=400),
+        World(
+            {"j0": JobState.CANCELLED, "j1": JobState.RUNNING}, {"j0": NEVER_LEASED}, submitted_before_end={"j0": "j1"}
+        ),
+        ("state@0", "next@0", "details@0", "job@1", "state@1"),
+        RUN,
+        ("moved from arm64 to amd64 at once",),
+        step=1,
+        moved_by="no node left",
+    ),
+    *(
+        Case(
+            f"first step {how} after the next step's job was submitted: the move goes on, its cancel sent again",
+            preferring(waited=62),
+            World({"j0": state, "j1": JobState.QUEUED}, submitted_before_end={"j0": "j1"}),
+            ("state@0", "next@0", "job@1", "state@1", "report@1"),
+            Q,
+            ("moved from arm64 to amd64 at once", "Armada job j1 is QUEUED"),
+            (Cancel("j0", QUEUED_MOVE_REASON),),
+            step=1,
+            moved_by="no node left",
+        )
+        # the poll that moved it died before its cancel; since leased, it is cancelled running: one run
+        for how, state in (("still queued", JobState.QUEUED), ("leased since", JobState.RUNNING))
+    ),
+    Case(
+        "first step running, no next step's job submitted: it runs",
+        preferring(waited=62),
+        World({"j0": JobState.RUNNING}),
+        ("state@0", "next@0"),
+        RUN,
+        ("Armada job j0 is RUNNING",),
+    ),
+    Case(
+        "first step cancelled, its job set's events behind: held until they tell",
+        preferring(waited=62),
+        World({"j0": JobState.CANCELLED}, {"j0": NEVER_LEASED}, events_behind=frozenset({"j0"})),
+        ("state@0", "next@0", "details@0"),
+        Q,
+        ("events do not tell yet whether the next architecture's job was submitted before",),
+    ),
+    Case(
+        "first step cancelled, its job set's events behind past the ack window: read as the spill it may be",
+        preferring(waited=900),
+        World(
+            {"j0": JobState.CANCELLED, "j1": JobState.QUEUED},
+            {"j0": RunDetails("", "", "CANCELLED", NOW - 400)},
+            reports={"j1": BUSY},
+            events_behind=frozenset({"j0"}),
+        ),
+        ("state@0", "next@0", "details@0", "job@1", "state@1", "report@1"),
+        Q,
+        ("spilled from arm64 to amd64",),
+        step=1,
+        moved_by="spilled",
+    ),
+    Case(
+        "first step cancelled after a lease, its job set's events behind past the ack window: cancelled",
+        preferring(waited=900),
+        World(
+            {"j0": JobState.CANCELLED},
+            {"j0": RunDetails("arm64-0", "c", "CANCELLED", NOW - 400, NOW - 500)},
+            events_behind=frozenset({"j0"}),
+        ),
+        ("state@0", "next@0", "details@0"),
+        ABORT,
+        ("was cancelled",),
+    ),
     Case(
         "first step rejected, no arm64 node can hold it: the next step at once",
         preferring(waited=6),

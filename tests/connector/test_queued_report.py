@@ -270,3 +270,82 @@ def test_real_armadas_rejections_for_size_say_to_lower_the_tasks_resources():
         "the task asks for {cpu: 64, memory: 1Gi}, more than its queue's limit of {cpu: 16} for its priority "
         "class: lower the task's resources, or ask the Armada admin to raise the queue's limit"
     )
+
+
+def _embedded_job_report(*lines: str, nodes: int = 2) -> str:
+    """The embedded server's GetJobReport text (scheduling/reports.py) with these excluded-node lines."""
+    excluded = "".join(f"\t\t\t{line}\n" for line in lines)
+    return (
+        "default:\n\tMost recent scheduling round that affected job 01hq:\n\t\tJob ID: 01hq\n"
+        "\t\tUnschedulableReason: job does not fit on any node\n\t\tNode: none\n"
+        f"\t\tNumber of nodes in cluster: {nodes}\n\t\tExcluded nodes:\n{excluded}"
+    )
+
+
+def _armada_job_report(*lines: str, nodes: int = 2, pools: str = "") -> str:
+    """Real Armada's GetJobReport text (v0.22.7 reports/server.go, context/job.go and pod.go), tabwriter-aligned,
+    naming no node group."""
+    excluded = "".join(f"            {line}\n" for line in lines)
+    return (
+        "default:\n    Most recent scheduling round that affected job 01hq:\n        Job ID:               01hq\n"
+        "        UnschedulableReason:  job does not fit on any node\n        Node:                 none\n"
+        f"        Number of nodes in cluster: {nodes}\n        Excluded nodes:\n{excluded}{pools}"
+    )
+
+
+ARM_ONLY_SELECTED = (
+    "node does not match pod NodeSelector: required label kubernetes.io/arch = arm64, but node has amd64"
+)
+
+
+@pytest.mark.pure
+@pytest.mark.parametrize(
+    "report, no_node",
+    [
+        (_embedded_job_report(f"2:\t{ARM_ONLY_SELECTED} (node group amd64)"), True),
+        (_armada_job_report(f"2: {ARM_ONLY_SELECTED}"), True),
+        # busy, or too small: both servers word these alike, so neither says the group is gone
+        (_embedded_job_report("2:\tpod requires 2 cpu, but only 1 is available (node group arm64)", nodes=2), False),
+        (_armada_job_report("2: insufficient resources available", f"2: {ARM_ONLY_SELECTED}", nodes=4), False),
+        # cordoned: real Armada taints an unschedulable node (internaltypes/unschedulable.go), no group's taint
+        (
+            _armada_job_report(
+                "2: taint armadaproject.io/unschedulable=true:NoSchedule not tolerated",
+                f"2: {ARM_ONLY_SELECTED}",
+                nodes=4,
+            ),
+            False,
+        ),
+        # a node of no known group (its arch label unset)
+        (_armada_job_report("1: node does not match pod NodeSelector: label kubernetes.io/arch not set"), False),
+        # not every node of the pool is accounted for: one may hold it
+        (_armada_job_report(f"2: {ARM_ONLY_SELECTED}", nodes=3), False),
+        # a pool whose latest round did not consider the job may have the group's nodes
+        (
+            _armada_job_report(
+                f"2: {ARM_ONLY_SELECTED}", pools="gpu:\n    Most recent scheduling round that affected job 01hq: none\n"
+            ),
+            False,
+        ),
+        ("", False),
+    ],
+    ids=[
+        "embedded: every node another group's",
+        "real Armada: every node another group's",
+        "embedded: busy or too small",
+        "real Armada: busy or too small",
+        "real Armada: cordoned",
+        "a node of no known group",
+        "a node unaccounted for",
+        "a pool that did not consider it",
+        "no report",
+    ],
+)
+def test_a_report_says_the_group_has_no_node_left_only_when_every_node_is_another_groups(report, no_node):
+    queued = gist(report, "", "flyte", "arm64", NodeGroups.preset("embedded"))
+    assert queued.no_node_of_group is no_node, queued.message
+    assert queued.info["no_node_of_group"] is no_node
+    if no_node:
+        assert queued.message == "no node of group arm64 is left: the scheduler's 2 nodes are of group amd64"
+    else:
+        assert not queued.message.startswith("no node of group")

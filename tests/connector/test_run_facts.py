@@ -11,7 +11,7 @@ from armada_client.armada import event_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_flyte.armada_names import JobState
-from armada_flyte.connector.poll.job_set_streams import RunFacts, gangs_in, jobs_in, state_after
+from armada_flyte.connector.poll.job_set_streams import RunFacts, gangs_in, jobs_in, state_after, submissions_in
 
 pytestmark = pytest.mark.pure
 
@@ -131,3 +131,24 @@ def test_a_job_sets_events_say_which_jobs_form_each_gang():
         _message("failed", event_pb2.JobFailedEvent(job_id="a", reason="exec format error")),
     ]
     assert gangs_in(messages) == {"a": "g-r1", "b": "g-r1", "c": "g-r1-amd64"}
+
+
+def test_a_job_sets_events_say_whether_a_step_was_submitted_before_the_one_before_it_ended():
+    """A move at once while queued submits the next step's job, then cancels the queued one; a spill cancels first
+    and submits after. The events' order (never their clocks) tells the two apart, for any replica."""
+    from armada_client.armada import submit_pb2
+
+    def submitted(job_id: str, client_id: str) -> event_pb2.EventStreamMessage:
+        job = submit_pb2.Job(id=job_id, client_id=client_id)
+        return _message("submitted", event_pb2.JobSubmittedEvent(job_id=job_id, job=job))
+
+    def cancelled(job_id: str) -> event_pb2.EventStreamMessage:
+        return _message("cancelled", event_pb2.JobCancelledEvent(job_id=job_id))
+
+    moved_at_once = submissions_in([submitted("a0", "t-0"), submitted("a1", "t-1amd64"), cancelled("a0")])
+    assert moved_at_once.before_end("t-1amd64", "a0") == "a1" and "a0" in moved_at_once.ended
+    spilled = submissions_in([submitted("b0", "u-0"), cancelled("b0"), submitted("b1", "u-1amd64")])
+    assert spilled.before_end("u-1amd64", "b0") == "" and "b0" in spilled.ended
+    cancel_not_through = submissions_in([submitted("c0", "v-0"), submitted("c1", "v-1amd64")])
+    assert cancel_not_through.before_end("v-1amd64", "c0") == "c1" and "c0" not in cancel_not_through.ended
+    assert submissions_in([submitted("d0", "w-0"), cancelled("d0")]).before_end("w-1amd64", "d0") == ""

@@ -85,6 +85,50 @@ def test_a_job_running_at_stop_fails_as_a_missing_pod_after_the_restart(tmp_path
         server.stop()
 
 
+def test_a_queued_job_whose_nodes_left_across_a_restart_stays_queued_as_armadas_validated_jobs_do(tmp_path) -> None:
+    """Armada checks once that some node could ever hold a job and keeps that (its scheduler's JobValidated,
+    v0.22.7 internal/scheduler/scheduler.go): a job whose nodes leave afterwards stays queued, its report saying
+    why. A restart on a cluster without them does the same here, rather than checking the job again."""
+    from armada_flyte.cluster.cluster_file import Cluster
+    from armada_flyte.protos import scheduler_reporting_pb2 as reporting_pb2
+    from armada_flyte.protos import scheduler_reporting_pb2_grpc as reporting_pb2_grpc
+
+    from support.pods import arm64_pod, cluster, node_set
+
+    amd64 = node_set("amd64", cpu="2")
+    both = Cluster.from_mapping(cluster(amd64, node_set("arm64", cpu="2", arch="arm64", tainted=True)))
+    server = EmbeddedArmada(EmbeddedConfig(state_dir=tmp_path, cluster=both)).start()
+    channel = grpc.insecure_channel(server.url)
+    client = ArmadaClient(channel)
+    request = client.create_queue_request("held", priority_factor=1.0)
+    request.cordoned = True  # its jobs wait, checked but never placed
+    client.create_queue(request)
+    waiting = submit_one(client, "held", "js", item(arm64_pod(python("pass"))))
+    after = submit_one(client, "flyte", "js", item(pod(python("pass"))))  # a later pass: the first was checked
+    wait_for_state(client, after, submit_pb2.SUCCEEDED)
+    channel.close()
+    server.stop()
+
+    server = EmbeddedArmada(EmbeddedConfig(state_dir=tmp_path, cluster=Cluster.from_mapping(cluster(amd64)))).start()
+    channel = grpc.insecure_channel(server.url)
+    try:
+        client = ArmadaClient(channel)
+        client.queue_stub.UncordonQueue(submit_pb2.QueueUncordonRequest(name="held"))
+        reports = reporting_pb2_grpc.SchedulerReportingStub(channel)
+
+        def report() -> str:
+            text = reports.GetJobReport(reporting_pb2.JobReportRequest(job_id=waiting), timeout=10).report
+            return text if "Number of nodes in cluster: 1" in text else ""
+
+        text = wait_until(report, what="a scheduling round that considered the job on the amd64-only cluster")
+        assert "1:\tnode does not match pod NodeSelector: required label kubernetes.io/arch = arm64" in text, text
+        assert "(node group amd64)" in text, text
+        assert client.get_job_status([waiting]).job_states[waiting] == submit_pb2.QUEUED
+    finally:
+        channel.close()
+        server.stop()
+
+
 def test_ended_jobs_past_the_retention_are_dropped_with_their_events_and_logs(tmp_path) -> None:
     server, channel = restartable(tmp_path)
     client = ArmadaClient(channel)

@@ -229,6 +229,19 @@ def test_a_gang_member_cancelled_for_its_gang_s_move_is_linked_to_the_job_that_m
     assert (rows["01c"].spilled_from, rows["01c"].moved_how) == ("01a", "moved at once")
 
 
+def test_a_queued_job_moved_on_from_for_having_no_node_left_is_linked_to_the_job_that_took_its_place():
+    """The next job is submitted before the queued one is cancelled: it still follows it in the job set."""
+    from dataclasses import replace
+
+    from armada_flyte.connector.poll.moves import QUEUED_MOVE_REASON
+
+    base = replace(job_row(details(annotations=CONNECTOR_TRAIN["annotations"])), job_set="flyte-r1-prefer-0a1b")
+    cancelled = replace(base, job_id="01a", state="CANCELLED", cancel_reason=QUEUED_MOVE_REASON, submitted_at=T0)
+    rows = {r.job_id: r for r in link_spills([cancelled, replace(base, job_id="01c", submitted_at=T0 + 2)])}
+    assert rows["01a"].spilled_to == "01c" and not rows["01a"].spilled
+    assert (rows["01c"].spilled_from, rows["01c"].moved_how) == ("01a", "moved at once")
+
+
 def test_a_failed_job_outside_a_preference_s_job_set_is_not_linked():
     from dataclasses import replace
 

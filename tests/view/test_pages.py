@@ -163,7 +163,9 @@ def test_a_failed_tasks_bar_is_marked():
 
 
 def test_a_spilled_job_links_to_its_successor_and_back():
-    cancelled = replace(ROWS[3], job_id="01s", state="CANCELLED", spilled_to="01b")
+    from armada_flyte.connector.poll.spill import SPILL_REASON
+
+    cancelled = replace(ROWS[3], job_id="01s", state="CANCELLED", cancel_reason=SPILL_REASON, spilled_to="01b")
     moved = replace(ROWS[1], spilled_from="01s")
     page = overview_html(overview([cancelled, moved]))
     rows = {r["data-job-id"]: r for r in Elements(page).with_class("job")}
@@ -184,6 +186,15 @@ def test_each_run_has_a_timeline_of_its_own_the_latest_first():
     sections = page.with_class("run-timeline")
     assert [s["data-run"] for s in sections] == ["r2", "r1"]
     assert sections[0]["data-job-sets"] == "flyte-r2-prefer-ab"
+
+
+def test_a_job_cancelled_for_a_move_at_once_says_so_not_spilled():
+    from armada_flyte.connector.poll.moves import QUEUED_MOVE_REASON
+
+    cancelled = replace(ROWS[3], job_id="01q", state="CANCELLED", cancel_reason=QUEUED_MOVE_REASON, spilled_to="01b")
+    moved = replace(ROWS[1], spilled_from="01q", moved_how="moved at once")
+    page = overview_html(overview([cancelled, moved]))
+    assert 'moved at once to <a href="/jobs/01b">01b</a>' in page and "spilled: moved to" not in page
 
 
 def test_a_job_rejected_for_a_move_at_once_links_to_its_successor_and_says_so():

@@ -30,7 +30,7 @@ from armada_flyte.connector.model.job_request import (
     PREFERENCE_JOB_SET,
 )
 from armada_flyte.connector.model.task_error import TaskError
-from armada_flyte.connector.poll.moves import GANG_MOVE_REASON
+from armada_flyte.connector.poll.moves import GANG_MOVE_REASON, QUEUED_MOVE_REASON
 from armada_flyte.connector.poll.spill import SPILL_REASON
 from armada_flyte.kube import ARCH_LABEL
 
@@ -84,7 +84,8 @@ class JobRow:
     spilled_from: str = ""
     """For the job that took a moved-on-from job's place: that job."""
     moved_how: str = ""
-    """For that job: `spilled`, or `moved at once` (the job before was rejected, or failed on its architecture)."""
+    """For that job: `spilled`, or `moved at once` (the job before was rejected, failed on its architecture, or
+    had no node of its group left)."""
 
     @property
     def shown_state(self) -> str:
@@ -102,13 +103,11 @@ class JobRow:
 
     @property
     def moved_on(self) -> bool:
-        """A job a preference task may have moved on from: spilled, cancelled for its gang's move, or ended REJECTED
-        or FAILED in the task's own job set (a later job of the same task there can only be its next step:
-        `connector/poll/moves.py`)."""
-        gang_moved = self.state == "CANCELLED" and self.cancel_reason == GANG_MOVE_REASON
-        return (
-            self.spilled or gang_moved or (self.state in ("REJECTED", "FAILED") and PREFERENCE_JOB_SET in self.job_set)
-        )
+        """A job a preference task may have moved on from: spilled, cancelled for its gang's move or for having no
+        node of its group left, or ended REJECTED or FAILED in the task's own job set (a later job of the same task
+        there can only be its next step: `connector/poll/moves.py`)."""
+        moved = self.state == "CANCELLED" and self.cancel_reason in (GANG_MOVE_REASON, QUEUED_MOVE_REASON)
+        return self.spilled or moved or (self.state in ("REJECTED", "FAILED") and PREFERENCE_JOB_SET in self.job_set)
 
     @property
     def seconds(self) -> Optional[float]:

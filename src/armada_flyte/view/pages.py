@@ -257,7 +257,7 @@ def _state_cell(row: JobRow) -> str:
         cell += f'<span class="armada-state">Armada: {_e(row.state)}</span>'
     if row.spilled_to:
         link = f'<a href="/jobs/{quote(row.spilled_to)}">{_e(row.spilled_to)}</a>'
-        said = "spilled: moved to" if row.state == "CANCELLED" else "moved at once to"
+        said = "spilled: moved to" if row.spilled else "moved at once to"
         cell += f'<span class="spill">{said} {link}</span>'
     if row.spilled_from:
         cell += (

@@ -33,6 +33,11 @@ def submit_item(job: JobRequest) -> submit_pb2.JobSubmitRequestItem:
     )
 
 
+def client_id_of(item: bytes) -> str:
+    """The client id of a request item serialised at create (a preference's later step)."""
+    return submit_pb2.JobSubmitRequestItem.FromString(item).client_id
+
+
 def pod_spec_message(pod_spec: dict[str, Any]) -> core_v1.PodSpec:
     """The pod spec (Kubernetes' JSON field names) as the PodSpec proto.
 

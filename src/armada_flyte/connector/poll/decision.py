@@ -3,19 +3,22 @@ actions to take.
 
 `decide(known, rules)` answers either what to learn first (`Decision.fetch`: a job's state, its job
 set's events, its run's details, a0's error file, Armada's reason, the scheduler's report, a later
-step's job) or Flyte's outcome with the actions to carry out (`Decision.actions`: cancel a job over its
-time limit, spill a job that waits for room). `service.py` fetches what it asks for (`gather.py`) and
-asks again, then carries out the actions; nothing here does I/O. Everything it reads comes from the
+step's job, whether a later step's job was submitted before a step's job ended) or Flyte's outcome with the
+actions to carry out (`Decision.actions`: cancel a job over its time limit, spill a job that waits for room,
+cancel a queued job moved on from at once). `service.py` fetches what it asks for (`gather.py`) and asks again,
+then carries out the actions; nothing here does I/O. Everything it reads comes from the
 metadata Flyte persists and from Armada, so any replica can answer any poll.
 
 A task has one job per step of its architecture preference (one step without a preference). The
 current step is the first whose job the task did not move on from (`_moved_on`: one row per way to move
 on: a spill after `spill_after`, or at once a rejection no node of the group can lift or a run that failed
-for a platform mismatch, its own or, for a gang member, a sibling's of its step, `moves.py`); `get_logs` asks
-`current_job` the same. A gang member whose sibling failed that way has its own job cancelled
-(`moves.GANG_MOVE_REASON`) and moves on once Armada says CANCELLED; a member moving on so holds its next step
-until every member of its step's gang has ended, and its next gang leaves out those that succeeded
-(`moves.next_gang`). The current job's facts come in rounds
+for a platform mismatch, its own or, for a gang member, a sibling's of its step, or a queued job whose node
+group has no node left, `moves.py`); `get_logs` asks `current_job` the same. A gang member whose sibling failed
+that way has its own job cancelled (`moves.GANG_MOVE_REASON`) and moves on once Armada says CANCELLED; a member
+moving on so holds its next step until every member of its step's gang has ended, and its next gang leaves out
+those that succeeded (`moves.next_gang`). A queued job whose group has no node left has the next step's job
+submitted first, then its own cancelled (`moves.QUEUED_MOVE_REASON`): the job set's events, in order, then tell
+any replica it moved on. The current job's facts come in rounds
 (`_wanted`): its state; the job set's events when the job status API does not know it past the ack window;
 then the scheduler's report, the run's details and a0's error file, each only when the answer depends on it;
 then Armada's reason for a failure a0 explained nothing about. `outcome.outcome_of` words the answer.
@@ -75,6 +78,9 @@ class Fact(Enum):
     """The scheduler's report of why the job waits."""
     GANG = "gang"
     """For a gang member with a later step: the jobs of its step's gang, as the job set's events tell them."""
+    NEXT = "next"
+    """For a step with a later step, in no gang: the later step's job, if the job set's events say it was submitted
+    before this step's job ended (a move at once while queued), and whether they hold that end yet."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,10 @@ class JobFacts:
     report: Optional[QueuedReport] = None
     gang: Optional[tuple[GangMember, ...]] = None
     """The jobs of the step's gang, their states and runs (None: not read)."""
+    next_job: Optional[str] = None
+    """The next step's job submitted before this one ended ("": none; None: not read)."""
+    end_in_events: bool = False
+    """The job set's events hold this job's end (read with `next_job`)."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +182,10 @@ class Decision:
     it moved on from)."""
     holding: Optional[GangWait] = None
     """A gang member moving on from the current step while members of its gang there are still in flight."""
+    left: tuple[str, ...] = ()
+    """Jobs of earlier steps moved on from at once that have not ended (their cancel did not go through yet)."""
+    hold: str = ""
+    """Why the poll cannot tell yet whether the task moved on from its current step's cancelled job."""
 
 
 def decide(known: Known, rules: Rules) -> Decision:
@@ -196,8 +210,19 @@ def decide(known: Known, rules: Rules) -> Decision:
     wanted = _wanted(where.step, job_meta, job, known.now, rules, report_wanted=due)
     if wanted:
         return replace(where, fetch=wanted)
+    if where.hold:
+        return replace(where, outcome=_held(known, job_meta, where.hold))
     outcome = replace(outcome_of(job_meta, _observed(job, known), rules), report=job.report)
     actions: tuple[Action, ...] = (Cancel(job.job_id, TIMEOUT_REASON),) if outcome.cancel else ()
+    actions += tuple(Cancel(left, moves.QUEUED_MOVE_REASON) for left in where.left)
+    moving = (
+        where.step < last
+        and outcome.state == JobState.QUEUED
+        and not outcome.cancel
+        and moves.moves_while_queued(job_meta, job.report, known.now - job_meta.submitted_at)
+    )
+    if moving and len(known.jobs) <= where.step + 1:  # the next step's job first: then this one's cancel
+        return replace(where, fetch=(Fetch(where.step + 1, Fact.JOB),))
     if last:
         message = moves.moved_message(known.steps, step, where.moved, meta.spill_after_seconds)
         sibling = (
@@ -208,7 +233,10 @@ def decide(known: Known, rules: Rules) -> Decision:
         if sibling is not None:
             message = moves.gang_moving_message(known.steps, step, sibling)
             actions += (Cancel(job.job_id, moves.GANG_MOVE_REASON),)
-        elif due and spill.waits_for_room(job.report) and outcome.state == JobState.QUEUED:
+        elif moving and job.report is not None:
+            message = moves.queued_moving_message(known.steps, step, job.report)
+            actions += (Cancel(job.job_id, moves.QUEUED_MOVE_REASON),)
+        elif due and spill.spill_helps(job.report) and outcome.state == JobState.QUEUED:
             message = spill.spilling_message(known.steps, step, meta)
             actions += (Spill(job.job_id),)
         outcome = replace(
@@ -225,20 +253,23 @@ def decide(known: Known, rules: Rules) -> Decision:
 
 def current_job(known: Known, rules: Optional[Rules] = None) -> Decision:
     """The step the task has reached and its job (or what to fetch to tell): past every step it moved on from.
-    `rules`: the poll's (the admin's platform-mismatch categories); None reads none. A gang member's gang size
-    goes along the walk: each platform mismatch it moved on for leaves out the members that had succeeded."""
-    categories = rules.platform_mismatch_categories if rules is not None else frozenset()
+    `rules`: the poll's (the admin's platform-mismatch categories, when a report may have moved a queued job);
+    None reads none. A gang member's gang size goes along the walk: each platform mismatch it moved on for leaves
+    out the members that had succeeded."""
     moved: Optional[Move] = None
     since, size = known.meta.submitted_at, known.meta.gang_cardinality
+    left: tuple[str, ...] = ()
     for index in range(len(known.steps) - 1):
         job = known.jobs[index]
-        at = Decision(index, job.job_id, moved=moved, since=since if index else 0.0, gang_size=size)
+        at = Decision(index, job.job_id, moved=moved, since=since if index else 0.0, gang_size=size, left=left)
         if job.state is None:
             return replace(at, fetch=(Fetch(index, Fact.STATE),))
         step_meta = known.meta.for_step(known.steps[index], job.job_id, since, size)
-        found = _moved_on(step_meta, job, known.now, categories)
+        found = _moved_on(step_meta, job, known.now, rules)
         if isinstance(found, Fact):
             return replace(at, fetch=(Fetch(index, found),))
+        if isinstance(found, str):
+            return replace(at, hold=found)
         if found is None:
             return at
         if step_meta.gang_id and found.kind == moves.PLATFORM_MISMATCH:  # the gang ran: members may have succeeded
@@ -249,13 +280,15 @@ def current_job(known: Known, rules: Optional[Rules] = None) -> Decision:
                 return replace(at, holding=after)
             found = replace(found, gang_size=after.size, gang_done=after.done)
             size = after.size
+        if job.state not in TERMINAL_STATES:
+            left += (job.job_id,)
         moved, since = found, _next_submitted(step_meta, found, job)
         if len(known.jobs) <= index + 1:
             resized = size if size != known.meta.gang_cardinality else 0
             fetch = Fetch(index + 1, Fact.JOB, gang_size=resized)
-            return Decision(index + 1, "", fetch=(fetch,), moved=moved, since=since, gang_size=size)
+            return Decision(index + 1, "", fetch=(fetch,), moved=moved, since=since, gang_size=size, left=left)
     last = len(known.steps) - 1
-    return Decision(last, known.jobs[last].job_id, moved=moved, since=since if last else 0.0, gang_size=size)
+    return Decision(last, known.jobs[last].job_id, moved=moved, since=since if last else 0.0, gang_size=size, left=left)
 
 
 def _holding(known: Known, where: Decision, wait: GangWait) -> Decision:
@@ -279,14 +312,16 @@ def _holding(known: Known, where: Decision, wait: GangWait) -> Decision:
 
 
 def _moved_on(
-    step_meta: ArmadaJobMetadata, job: JobFacts, now: float, categories: frozenset[str]
-) -> Union[Move, Fact, None]:
-    """How the task moved on from this step's job to the next step's (None: it did not), or the fact to learn
-    first. One row per way to move on: a spill (cancelled while queued, never leased, once it could have been);
-    a rejection that says no node of the group can hold the job; a run Armada failed for a platform mismatch;
-    for a gang member, a job that ended (cancelled, failed otherwise, preempted) while a sibling of its step
-    failed for a platform mismatch. Each reads only what Armada keeps of ended jobs, so every poll (any replica)
-    reads it the same."""
+    step_meta: ArmadaJobMetadata, job: JobFacts, now: float, rules: Optional[Rules]
+) -> Union[Move, Fact, str, None]:
+    """How the task moved on from this step's job to the next step's (None: it did not), the fact to learn
+    first, or why it cannot tell yet. One row per way to move on: a rejection that says no node of the group can
+    hold the job; a run Armada failed for a platform mismatch; for a gang member, a job that ended (cancelled,
+    failed otherwise, preempted) while a sibling of its step failed for a platform mismatch; a job the next
+    step's job was submitted before (a move at once while queued: cancelled, or its cancel not yet through); a
+    spill (cancelled while queued, never leased, once it could have been). Each reads only what Armada keeps of
+    ended jobs and the order of the job set's events, so every poll (any replica) reads it the same."""
+    categories = rules.platform_mismatch_categories if rules is not None else frozenset()
     state = job.state
     move: Optional[Move] = None
     if state == JobState.REJECTED:
@@ -302,6 +337,20 @@ def _moved_on(
         if job.gang is None:
             return Fact.GANG
         move = moves.sibling_mismatch(job.job_id, job.gang, categories)
+    report_after = rules.queued_report_after_seconds if rules is not None else None
+    if move is None and not step_meta.gang_id and moves.may_have_moved_at_once(step_meta, state, now, report_after):
+        if job.next_job is None:
+            return Fact.NEXT
+        if job.next_job:
+            return Move(moves.NO_NODE) if state != JobState.CANCELLED or job.details_read else Fact.DETAILS
+        if state == JobState.CANCELLED and not job.end_in_events and rules is not None:
+            if not job.details_read:
+                return Fact.DETAILS
+            if not over_limit(rules.ack_timeout_seconds, _ended(step_meta, job), now):
+                return (
+                    f"Armada says job {job.job_id} was cancelled; its job set's events do not tell yet whether the "
+                    "next architecture's job was submitted before (a move at once)"
+                )
     if move is None and state == JobState.CANCELLED:
         if not job.details_read:
             return Fact.DETAILS
@@ -311,13 +360,26 @@ def _moved_on(
     return move
 
 
+def _ended(step_meta: ArmadaJobMetadata, job: JobFacts) -> float:
+    """When the step's job ended, as its details say (else when it was submitted)."""
+    return (job.details.finished_at if job.details is not None else 0.0) or step_meta.submitted_at
+
+
+def _held(known: Known, step_meta: ArmadaJobMetadata, why: str) -> JobOutcome:
+    """The answer while a cancelled step's move cannot be told: the phase last said (queued before any)."""
+    phase = known.previous_phase if known.previous_phase is not None else TaskExecution.QUEUED
+    facts = {"architecture": step_meta.architecture, **spill.spill_info(known.steps, known.meta)}
+    return JobOutcome(phase, JobState.CANCELLED, f"{why}; asking again", facts=facts)
+
+
 def _next_submitted(step_meta: ArmadaJobMetadata, move: Move, job: JobFacts) -> float:
     """When the next step's job was submitted, no earlier than: `spill_after` after this step's for a spill
     (as create's metadata counts), else when this step's job ended (at once), else this step's own submit."""
     if move.kind == moves.SPILLED:
         return step_meta.submitted_at + step_meta.spill_after_seconds
-    ended = job.details.finished_at if job.details is not None else 0.0
-    return ended or step_meta.submitted_at
+    if job.state not in TERMINAL_STATES:  # a move at once whose cancel is not through: no end to count from
+        return step_meta.submitted_at
+    return _ended(step_meta, job)
 
 
 def _wanted(

@@ -4,8 +4,9 @@ A job's state comes from the status view (memory, or a bulk GetJobStatus shared 
 with it what the job set's events said of its run; a run's details and Armada's reason come from those
 events when they cover the state, else from calls shared with other polls (GetJobDetails, GetJobErrors);
 a0's error file from the blob store, within a time bound; the scheduler's report from the last one kept,
-while fresh enough; a later step's job from its submit (once per process: remembered here); a gang's jobs
-from the status view (its job set's stream, or a read of the job set's events shared per refresh period).
+while fresh enough; a later step's job from its submit (once per process: remembered here); a gang's jobs,
+and whether the next step's job was submitted before a step's job ended, from the status view (its job set's
+stream, or a read of the job set's events shared per refresh period).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from armada_flyte.armada_names import TERMINAL_STATES
 from armada_flyte.connector.armada.api import ArmadaApi
+from armada_flyte.connector.armada.submit_items import client_id_of
 from armada_flyte.connector.config.blob import BlobSettings
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.model.run_details import RunDetails
@@ -113,7 +115,27 @@ class FactFinder:
                 log.debug("job %s: the events of gang %s could not be read: %s", job_id, gang_id, exc)
                 members = ()
             job = replace(job, gang=members)
+        elif fetch.fact is Fact.NEXT:
+            job = replace(job, **await self._next_job(known, step))
         return known.learnt(step, job)
+
+    async def _next_job(self, known: Known, step: int) -> dict[str, Any]:
+        """`next_job` and `end_in_events` of a step's job: the next step's job if this process submitted it while
+        the step's job was queued (a move at once), else as the job set's events order them. Unreadable events
+        tell nothing: the decision asks again (a cancelled step is held, bounded)."""
+        meta, job = known.meta, known.jobs[step]
+        if job.state not in TERMINAL_STATES and (meta.queue, meta.job_set_id, step + 1, meta.job_id) in self._step_jobs:
+            return {"next_job": self._step_jobs[(meta.queue, meta.job_set_id, step + 1, meta.job_id)]}
+        client_id = client_id_of(known.steps[step + 1].item)
+        ended = job.state in TERMINAL_STATES
+        try:
+            found, in_events = await self._view.submitted_before_end(
+                meta.queue, meta.job_set_id, client_id, job.job_id, ended
+            )
+        except ArmadaFlyteError as exc:
+            log.debug("job %s: the events of job set %s could not be read: %s", job.job_id, meta.job_set_id, exc)
+            return {"next_job": "", "end_in_events": False}
+        return {"next_job": found, "end_in_events": in_events}
 
     async def _reason_of(self, job_id: str, state: Optional[int]) -> str:
         """Armada's error for the job (GetJobErrors), remembered once the job ended with one (bounded)."""

@@ -4,7 +4,7 @@ the one table of how events move them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, NamedTuple, Optional
 
@@ -168,6 +168,49 @@ def gang_of(moved: JobEvent) -> str:
     if moved.kind != "submitted" or not moved.event.HasField("job"):
         return ""
     return moved.event.job.annotations.get(GANG_ID, "")
+
+
+def client_id_of(moved: JobEvent) -> str:
+    """The client id a submitted event's job carries ("" for other events). Real Armada keeps the submit's
+    deduplication id there (v0.22.7 internal/common/eventutil/eventutil.go, ApiJobFromLogSubmitJob), as the embedded
+    server does: a job set's events say which of a preference's steps were submitted."""
+    if moved.kind != "submitted" or not moved.event.HasField("job"):
+        return ""
+    return moved.event.job.client_id
+
+
+@dataclass
+class Submissions:
+    """In what order a job set's events submitted jobs (by client id) and ended them: whether a job was submitted
+    before another ended, whatever the clocks say."""
+
+    submitted: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Each client id's job and the position of its submitted event."""
+    ended: dict[str, int] = field(default_factory=dict)
+    """The position of each job's ending event."""
+    seen: int = 0
+
+    def note(self, moved: JobEvent) -> None:
+        """One more event of the job set, in order."""
+        self.seen += 1
+        if client_id := client_id_of(moved):
+            self.submitted.setdefault(client_id, (moved.job_id, self.seen))
+        elif moved.state in TERMINAL_STATES:
+            self.ended.setdefault(moved.job_id, self.seen)
+
+    def before_end(self, client_id: str, earlier: str) -> str:
+        """The job submitted with `client_id` before the `earlier` job ended (or while it has not), else ""."""
+        job_id, at = self.submitted.get(client_id, ("", 0))
+        return job_id if job_id and at < self.ended.get(earlier, self.seen + 1) else ""
+
+
+def submissions_in(messages: list[event_pb2.EventStreamMessage]) -> Submissions:
+    """The order of a job set's submits and ends, as its events tell it."""
+    found = Submissions()
+    for message in messages:
+        if (moved := job_event_of(message)) is not None:
+            found.note(moved)
+    return found
 
 
 def gangs_in(messages: list[event_pb2.EventStreamMessage]) -> dict[str, str]:

@@ -15,6 +15,15 @@ failed (its program could not start, its image could not be pulled, a0 itself di
 which never changes, is enough: the error file, which the next step shares (it sits at the attempt's
 output path), is not read to decide.
 
+A queued job whose node group has no node left (the scheduler's report: every node excluded, each for being
+another group's; nodes that left after the submit check let the job in) moves at once too, before `spill_after`.
+That needs a cancel, and Armada v0.22.7 keeps no cancel reason another replica can read, so the order of the
+move carries it: the next step's job is submitted first, then the queued one cancelled. A step's job cancelled
+before `spill_after` while the next step's job is in the task's job set was moved on from this way
+(`NO_NODE`); one cancelled without it was cancelled by someone else, as before. A job whose group is only busy
+(full, or too small: both servers word these alike), cordoned (real Armada's unschedulable taint) or of an
+unknown group keeps the spill's wait. Gangs keep the spill too: a gang member's cancel already reads as a spill.
+
 A gang moves as a whole: its members share one job set, and each step's members one gang id, so a member
 reads from the job set's events (the status view's) whether a sibling of its step failed for a platform mismatch
 (`sibling_mismatch`). Then its own job, if still queued or running, is cancelled (`GANG_MOVE_REASON`), and a
@@ -36,14 +45,21 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
 from armada_flyte.armada_names import TERMINAL_STATES, JobState
-from armada_flyte.connector.model.metadata import Step
+from armada_flyte.connector.model.metadata import ArmadaJobMetadata, Step
 from armada_flyte.connector.poll.crash_reasons import MAX_EVIDENCE, wrong_architecture
 from armada_flyte.connector.poll.job_set_streams import GangMember
-from armada_flyte.connector.poll.queued_report import excluded_nodes
+from armada_flyte.connector.poll.queued_report import QueuedReport, excluded_nodes
 
 SPILLED = "spilled"
 REJECTED = "rejected"
 PLATFORM_MISMATCH = "platform mismatch"
+NO_NODE = "no node left"
+
+QUEUED_MOVE_REASON = "armada-flyte: no node left, next architecture"
+"""The reason sent with the cancel of a queued job whose node group has no node left, once the next step's job is
+submitted (Armada allows at most 50 bytes)."""
+QUEUED_MOVE_MARGIN_SECONDS = 5.0
+"""No move at once this close to `spill_after`: its cancel, landing after `spill_after`, would read as a spill's."""
 
 _FITS_NO_NODE = re.compile(
     r"Excluded nodes:|Number of nodes in cluster:|\d+ out of \d+ pods schedulable|even on an empty cluster"
@@ -82,7 +98,7 @@ class Move:
     """How the task moved on from one step's job to the next step's."""
 
     kind: str
-    """SPILLED, REJECTED or PLATFORM_MISMATCH."""
+    """SPILLED, REJECTED, PLATFORM_MISMATCH or NO_NODE."""
     evidence: str = ""
     """What Armada said that shows it (a line of the reason, or the failure category)."""
     gang_size: int = 0
@@ -157,6 +173,40 @@ def next_gang(size: int, own_job_id: str, members: Sequence[GangMember], move: M
     return NextGang(max(1, size - len(done)), done)
 
 
+def moves_while_queued(step_meta: ArmadaJobMetadata, report: Optional[QueuedReport], waited: float) -> bool:
+    """Whether a queued step's job moves on at once: the scheduler's report says its node group has no node left,
+    it is in no gang, and `spill_after` is not about to spill it anyway."""
+    return (
+        report is not None
+        and report.no_node_of_group
+        and not step_meta.gang_id
+        and waited + QUEUED_MOVE_MARGIN_SECONDS < step_meta.spill_after_seconds
+    )
+
+
+def may_have_moved_at_once(
+    step_meta: ArmadaJobMetadata, state: Optional[int], now: float, report_after: Optional[float]
+) -> bool:
+    """Whether a poll may have moved the step's job on at once while it was queued: it was cancelled, or it has
+    waited since a report could have been read (`report_after`: the poll's `queued_report_after_seconds`; None:
+    not known). The poll that moved it may have died between the next step's submit and this job's cancel, and
+    the job been leased since: a move once begun goes on, so one run does the task."""
+    if state == JobState.CANCELLED:
+        return True
+    waited = now - step_meta.submitted_at
+    known = state is not None and state != JobState.UNKNOWN
+    return known and report_after is not None and waited >= report_after
+
+
+def queued_moving_message(steps: Sequence[Step], current: Step, report: QueuedReport) -> str:
+    """What the poll that moves a queued job says: the next step's job is submitted, then this one cancelled."""
+    after = steps[current.index + 1].architecture
+    return (
+        f"moving from {current.architecture} to {after} at once: {report.message}; its {after} job is submitted, "
+        f"then its {current.architecture} job cancelled"
+    )
+
+
 def gang_moving_message(steps: Sequence[Step], current: Step, move: Move) -> str:
     """What the poll that cancels a member says: it moves on with its gang once Armada confirms the cancel."""
     after = steps[current.index + 1].architecture
@@ -204,6 +254,8 @@ def why(move: Move, before: str, spill_after: float) -> str:
         return f"no {before} node had room after {spill_after:g} s queued"
     if move.kind == REJECTED:
         return f"Armada rejected the {before} job: no {before} node can ever hold it ({move.evidence})"
+    if move.kind == NO_NODE:
+        return f"Armada's scheduler had no {before} node left for the queued {before} job"
     return f"the image cannot run on {before} ({move.evidence})"
 
 

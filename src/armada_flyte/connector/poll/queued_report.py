@@ -47,6 +47,9 @@ _QUEUE_LIMIT = re.compile(
 """Real Armada's rejection of a job bigger than its queue's limit for its priority class (v0.22.7
 internal/scheduler/submitcheck.go); a line of its own in the reason, not an excluded-nodes count."""
 _FIELD = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z ]*?):\s+(?P<value>\S.*?)\s*$")
+_NOT_CONSIDERED = re.compile(r"Most recent scheduling round that affected job \S+: none\s*$", re.MULTILINE)
+"""A pool whose latest round did not consider the job (internal/scheduler/reports/server.go): its nodes are not
+in the report, so nothing can be said of them."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,9 @@ class QueuedReport:
     fetched_at: float = 0.0
     waits_for_room: bool = False
     """The job's own node group's nodes were excluded only for lack of free resources (they are busy)."""
+    no_node_of_group: bool = False
+    """The scheduler's latest round (of every pool) excluded every node, and each for being another node group's:
+    the job's own group has no node left (they left after the submit check let the job in)."""
 
 
 class QueuedReports:
@@ -273,8 +279,23 @@ def gist(job_text: str, queue_text: str, queue: str, own_group: str, node_groups
         "fetched_at": time.time(),
     }
     waits_for_room = bool(mine) and all(e.busy for e in mine)
-    info["waits_for_room"] = waits_for_room
-    return QueuedReport(message, info, info["fetched_at"], waits_for_room)
+    no_node = own_group != "" and no_node_of_group(job_text, explained)
+    if no_node:
+        groups = ", ".join(sorted({g for e in explained for g in e.node_groups}))
+        message = f"no node of group {own_group} is left: the scheduler's {others} nodes are of group {groups}"
+    info["waits_for_room"], info["no_node_of_group"] = waits_for_room, no_node
+    return QueuedReport(message, info, info["fetched_at"], waits_for_room, no_node)
+
+
+def no_node_of_group(job_text: str, explained: list[Explanation]) -> bool:
+    """Whether the job report says its own node group has no node: every pool's latest round considered the job,
+    excluded every node of the pool, and each excluded node is known to be another group's. Busy nodes (too full,
+    or too small: both servers word these alike), cordoned ones (real Armada's unschedulable taint, no group's),
+    nodes of unknown groups and pools that did not consider the job all leave it unsaid."""
+    if not explained or any(e.concerns_job for e in explained) or _NOT_CONSIDERED.search(job_text):
+        return False
+    in_pools = sum(int(n) for n in report_fields(job_text).get("Number of nodes in cluster", []) if n.isdigit())
+    return in_pools == sum(e.count for e in explained)
 
 
 def _queue_standing(queue: str, fields: dict[str, list[str]]) -> str:

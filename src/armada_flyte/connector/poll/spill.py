@@ -79,6 +79,11 @@ def waits_for_room(report: Optional[QueuedReport]) -> bool:
     return report is not None and report.waits_for_room
 
 
+def spill_helps(report: Optional[QueuedReport]) -> bool:
+    """A spill may end the wait: the job waits for room, or its node group has no node left."""
+    return waits_for_room(report) or (report is not None and report.no_node_of_group)
+
+
 def spill_info(steps: Sequence[Step], meta: ArmadaJobMetadata) -> dict[str, Any]:
     """The `custom_info` entries of a preference: the order and the wait (where the task moved from, and why,
     are `moves.move_info`'s)."""

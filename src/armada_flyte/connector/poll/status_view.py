@@ -56,10 +56,12 @@ from armada_flyte.connector.poll.job_set_streams import (
     RunFacts,
     StreamEvent,
     StreamMode,
+    Submissions,
     gang_of,
     gangs_in,
     job_event_of,
     jobs_in,
+    submissions_in,
 )
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,15 @@ GRPC_DRAIN_SECONDS = 0.2
 
 async def _nothing() -> dict[str, str]:
     return {}
+
+
+@dataclass(frozen=True)
+class _JobSetRead:
+    """What one read of a job set's events says."""
+
+    jobs: JobsOfEvents
+    gangs: GangsOfEvents
+    submissions: Submissions
 
 
 @dataclass(slots=True)
@@ -114,6 +125,8 @@ class _Follow:
     """For a preference's job set: each gang member's gang id, from its submitted event."""
     gang_jobs: dict[str, dict[str, GangMember]] = field(default_factory=dict)
     """For a preference's job set: each gang's jobs, their states and runs (as few as the job set's jobs)."""
+    submissions: Submissions = field(default_factory=Submissions)
+    """For a preference's job set: the order its jobs were submitted (one per step of each of its tasks) and ended."""
 
     def move(self, event: StreamEvent) -> None:
         """The one way the mode changes."""
@@ -136,9 +149,7 @@ class StatusView:
         self._thread: Optional[threading.Thread] = None
         self._closed = False
         self._maintaining: Optional[asyncio.Task[None]] = None
-        self._event_reads: dict[
-            JobSetKey, tuple[float, concurrent.futures.Future[tuple[JobsOfEvents, GangsOfEvents]]]
-        ] = {}
+        self._event_reads: dict[JobSetKey, tuple[float, concurrent.futures.Future[_JobSetRead]]] = {}
 
     # ---- what callers use (any thread, any loop) ----
     async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
@@ -162,8 +173,8 @@ class StatusView:
         """The job's state and run facts as its job set's events tell them (None: the events hold no such
         job), whatever the job status API says. One read of the job set, shared by the asks of one refresh
         period; a failed read raises (Armada's translated error)."""
-        jobs, _ = await self._job_set_read((queue, job_set))
-        return jobs.get(job_id)
+        read = await self._job_set_read((queue, job_set))
+        return read.jobs.get(job_id)
 
     async def gang_members(self, queue: str, job_set: str, gang_id: str) -> tuple[GangMember, ...]:
         """The jobs of the gang, their states and what the events said of their runs: from memory while the job
@@ -174,10 +185,28 @@ class StatusView:
             follow = self._follows.get(key)
             if follow is not None and follow.mode is StreamMode.LIVE:
                 return tuple(follow.gang_jobs.get(gang_id, {}).values())
-        jobs, gangs = await self._job_set_read(key)
-        return tuple(GangMember(job_id, *jobs[job_id]) for job_id, gang in gangs.items() if gang == gang_id)
+        read = await self._job_set_read(key)
+        return tuple(GangMember(job_id, *read.jobs[job_id]) for job_id, gang in read.gangs.items() if gang == gang_id)
 
-    async def _job_set_read(self, key: JobSetKey) -> tuple[JobsOfEvents, GangsOfEvents]:
+    async def submitted_before_end(
+        self, queue: str, job_set: str, client_id: str, earlier: str, earlier_ended: bool
+    ) -> tuple[str, bool]:
+        """(the job submitted with `client_id` before the `earlier` job ended, or while it has not: "" if none;
+        whether the job set's events hold the `earlier` job's end). From the order of the events, never their
+        times. From memory while the job set's stream is live (for an `earlier` job that ended, only once the
+        stream brought its end), else from a read of its events shared as `events_of`'s; a failed read raises
+        (Armada's translated error)."""
+        key = (queue, job_set)
+        with self._lock:
+            follow = self._follows.get(key)
+            if follow is not None and follow.mode is StreamMode.LIVE:
+                ended = earlier in follow.submissions.ended
+                if ended or not earlier_ended:
+                    return follow.submissions.before_end(client_id, earlier), ended
+        submissions = (await self._job_set_read(key)).submissions
+        return submissions.before_end(client_id, earlier), earlier in submissions.ended
+
+    async def _job_set_read(self, key: JobSetKey) -> _JobSetRead:
         """The job set's events read once, shared by the asks of one refresh period."""
         with self._lock:
             if self._closed:
@@ -190,9 +219,9 @@ class StatusView:
                 read = self._event_reads[key] = (now, future)
         return await asyncio.wrap_future(read[1])
 
-    async def _read_job_set(self, key: JobSetKey) -> tuple[JobsOfEvents, GangsOfEvents]:
+    async def _read_job_set(self, key: JobSetKey) -> _JobSetRead:
         messages = await self._api.job_set_history(*key)
-        return jobs_in(messages), gangs_in(messages)
+        return _JobSetRead(jobs_in(messages), gangs_in(messages), submissions_in(messages))
 
     def run_facts(self, job_id: str) -> Optional[RunFacts]:
         """What the events said about the job's latest run (None: the view holds no events of it)."""
@@ -467,6 +496,7 @@ class StatusView:
             entry.run = entry.run.after(moved.kind, moved.event)
             if PREFERENCE_JOB_SET in follow.key[1]:
                 self._note_gang(follow, job_id, gang_of(moved), entry)
+                follow.submissions.note(moved)
             if follow.parked and follow.mode is not StreamMode.SYNCING and (parked := follow.parked.pop(job_id, None)):
                 self._answer(job_id, parked)
 

@@ -46,7 +46,7 @@ class PlaneState:
             self.unchecked_gangs[job.gang_key] = None
         if job.state == JobState.QUEUED:
             self.backlog(job.queue).add(job)
-            if job.gang_key is None:
+            if job.gang_key is None and not job.validated:
                 self.unchecked_jobs.append(job)
 
     def backlog(self, queue: str) -> Backlog:

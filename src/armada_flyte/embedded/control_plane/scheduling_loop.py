@@ -69,8 +69,13 @@ class SchedulingLoop:
         """Armada's asynchronous "can this ever be scheduled" check, for jobs and gangs not yet checked."""
         state = self._state
         for job in state.unchecked_jobs:
-            if job.state == JobState.QUEUED and (reason := state.scheduler.rejection(job.requirements)):
+            if job.state != JobState.QUEUED:
+                continue
+            if reason := state.scheduler.rejection(job.requirements):
                 self._reject(job, reason)
+            else:
+                job.validated = True
+                state.store.job_changed(job)
         state.unchecked_jobs.clear()
         for key in state.unchecked_gangs:
             self._check_gang(key)

@@ -122,6 +122,10 @@ class Job:
     cancelled_at: Optional[float] = None
     owner: str = "anonymous"
     """Who submitted it (the authenticated user; "anonymous" without auth), as Armada records it."""
+    validated: bool = False
+    """A scheduling pass found that some node could ever hold it. Armada keeps this with the job (its scheduler's
+    JobValidated, v0.22.7 internal/scheduler/scheduler.go) and never checks a validated job again, so a job whose
+    nodes leave later stays queued; so does a restored one here."""
 
     @property
     def priority(self) -> float:

@@ -96,6 +96,7 @@ def job_row(job: Job, item: bytes) -> JobRow:
         "state": int(job.state),
         **{name: getattr(job, name) for name in _JOB_FIELDS},
         "priority": job.item.priority,
+        "validated": job.validated,
         "runs": [_run_record(run) for run in job.runs],
     }
     return JobRow(
@@ -130,6 +131,7 @@ def job_from_row(row: JobRow, cluster: Cluster, log_loader: Callable[[str], list
         Requirements.of_pod(pod),
         gang_info(item.annotations),
         state=JobState(record["state"]),
+        validated=record.get("validated", False),  # a state saved before it was kept: checked again
         **{name: record[name] for name in _JOB_FIELDS},
     )
     nodes = {node.name: node for node in cluster.nodes}
