@@ -282,6 +282,16 @@ IN_TIME = 10.0
 """The issue's bound: the task runs on the next architecture within this many seconds of its submission."""
 
 
+GANG_MOVE_IN_TIME = 200.0
+"""Seconds from a gang's submission to every member running on the next architecture after one member's platform
+mismatch: a third of spill_after (600). Alone 13-15 s; real Armada at load 100 took longer than 45 s."""
+
+
+def briefly(answers) -> str:
+    """What a task said, each message once, in order (a poll loop repeats them hundreds of times)."""
+    return " | ".join(dict.fromkeys(r.message for r in answers))
+
+
 async def until_running_on(connector, meta, architecture: str, timeout: float = 60):
     """Poll until the task runs (or ran) on `architecture`; the seconds since submission, the answers said."""
     said = []
@@ -402,7 +412,7 @@ async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, r
     await until_said(connector, meta, "are busy")  # the arm64 nodes (real Armada names no group)
     left = time.monotonic()
     await asyncio.to_thread(leave)
-    _, said = await until_running_on(connector, meta, "amd64")
+    _, said = await until_running_on(connector, meta, "amd64", timeout=NODES_LEFT_IN_TIME + 40)
     took = time.monotonic() - left
     resource = await wait_for(connector, meta, DONE)
     replica = ArmadaConnector()
@@ -418,7 +428,7 @@ async def nodes_leave_while_queued(connector, client: ArmadaClient, stop_file, r
 
 def assert_moved_at_once_when_nodes_left(took: float, said, resource, replica_says, events) -> None:
     """What a task whose first group lost every node while it waited shows, on any server."""
-    assert took < NODES_LEFT_IN_TIME, [r.message for r in said]
+    assert took < NODES_LEFT_IN_TIME, briefly(said)
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
     info = resource.custom_info
     assert (info["architecture"], info["moved_from"], info["moved_by"]) == ("amd64", "arm64", "no node left")
@@ -441,8 +451,11 @@ def assert_moved_at_once_when_nodes_left(took: float, said, resource, replica_sa
     assert not any(kind(m) in ("leased", "running") and getattr(m.message, kind(m)).job_id == first for m in events)
 
 
-NODES_LEFT_IN_TIME = 30.0
-"""Seconds from a group's nodes leaving to the task running on the next architecture (spill_after is 600)."""
+NODES_LEFT_IN_TIME = 200.0
+"""Seconds from a group's nodes leaving to the task running on the next architecture: a third of spill_after
+(600), so a pass shows the move did not wait for it. Alone it takes 15-20 s; in a full group at load 100, real
+Armada first said "resource limit exceeded" for a while (the lost nodes' jobs still counted against the queue's
+share of a cluster half its size), and it took 57 s."""
 
 
 @pytest.mark.embedded_only  # its nodes leave by a restart on its state folder (a bed's: by its executor's restart)
@@ -594,13 +607,13 @@ def test_a_gang_moves_whole_when_one_members_run_fails_for_a_platform_mismatch(c
     async def scenario():
         run_name = fresh(f"prefer-gang-foreign-{'streamed' if streams else 'read'}")
         metas = [await create(connector, t, run_name, f"m{n}") for n, t in enumerate(templates)]
-        reached = await asyncio.gather(*(until_running_on(connector, meta, "amd64", timeout=90) for meta in metas))
+        reached = await asyncio.gather(*(until_running_on(connector, meta, "amd64", timeout=240) for meta in metas))
         return metas, reached, await asyncio.gather(*(wait_for(connector, meta, DONE) for meta in metas))
 
     metas, reached, resources = run(scenario())
-    said = [[r.message for r in answers] for _, answers in reached]
-    assert all(took < 45 for took, _ in reached), said
-    assert all(r.phase not in DONE for _, answers in reached for r in answers[:-1]), said
+    told = "\n".join(briefly(answers) for _, answers in reached)
+    assert all(took < GANG_MOVE_IN_TIME for took, _ in reached), told
+    assert all(r.phase not in DONE for _, answers in reached for r in answers[:-1]), told
     for resource in resources:
         assert resource.phase == TaskExecution.SUCCEEDED, resource.message
         info = resource.custom_info
@@ -611,7 +624,8 @@ def test_a_gang_moves_whole_when_one_members_run_fails_for_a_platform_mismatch(c
         )
     foreign_job = metas[0].job_id
     assert f"gang member {foreign_job}: " in resources[1].custom_info["why"], resources[1].custom_info["why"]
-    assert any("moving from arm64 to amd64 with its gang" in message for message in said[1]), said[1]
+    second = [r.message for r in reached[1][1]]
+    assert any("moving from arm64 to amd64 with its gang" in message for message in second), briefly(reached[1][1])
     assert len({meta.job_set_id for meta in metas}) == 1
     assert len(submitted_jobs(armada, metas[0])) == 4
 
