@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import pytest
 from flyteidl2.core import tasks_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from armada_flyte import ArmadaConfig
+from armada_flyte.connector.armada.submit_items import submit_item
+from armada_flyte.connector.config.namespaces import first_match, render_globs
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.model.identity import RunIdentity
 from armada_flyte.connector.submit import decisions
@@ -53,11 +57,18 @@ def plan(template, groups, n: int, interruptible: bool = False):
     return plan_job(template, SubmitSettings(groups), context)
 
 
+def forget_all() -> None:
+    """Empty every cache a plan reads: the decisions and the admin's rendered tenancy globs."""
+    decisions._cache.clear()
+    render_globs.cache_clear()
+    first_match.cache_clear()
+
+
 def fresh(template, groups, n: int, interruptible: bool = False):
     """The plan with nothing kept: decided afresh."""
-    decisions._cache.clear()
+    forget_all()
     made = plan(template, groups, n, interruptible)
-    decisions._cache.clear()
+    forget_all()
     return made
 
 
@@ -81,6 +92,7 @@ def test_kept_decisions_are_what_deciding_afresh_gives(name, interruptible):
     assert len(decisions._cache) == 1 or template.HasField("k8s_pod")
     for n, made in enumerate(plans):
         assert made.steps == afresh[n].steps and made.job_set_id == afresh[n].job_set_id
+        assert submit_item(made.job) == submit_item(afresh[n].job)
         assert made.job.labels["flyte.org/run"] == f"r{n}"
         assert {"name": "N", "value": str(n)} in made.job.pod_spec["containers"][0]["env"]
     assert plans[1].job == plan(template, groups, 1, interruptible).job
@@ -131,3 +143,26 @@ def test_the_capacity_class_decides_again():
     assert steady.steps == fresh(template, groups, 1).steps
     assert spot.steps == fresh(template, groups, 2, interruptible=True).steps
     assert steady.steps[0].placement != spot.steps[0].placement
+
+
+_configs = st.builds(
+    ArmadaConfig,
+    architecture=st.sampled_from([None, "amd64", "arm64", "any"]),
+    priority=st.sampled_from([1.0, 3.0]),
+    queue=st.sampled_from([None, "flyte", "other"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(TEMPLATES)), _configs, st.integers(0, 5)), min_size=1, max_size=6))
+def test_the_items_of_any_sequence_of_creates_are_what_a_cold_cache_builds(creates):
+    """Creates of varied templates and configs, in any order and repeated, each get the request item a cold
+    cache builds for them: nothing kept for one template or run reaches another's item."""
+    groups = NodeGroups.preset("gke")
+    forget_all()
+    built = []
+    for name, config, n in creates:
+        template = TEMPLATES[name]() if name in ("gpu+shm", "plain command") else a0_template(config)
+        built.append((template, n, submit_item(plan(template, groups, n).job)))
+    for template, n, item in built:
+        assert item == submit_item(fresh(template, groups, n).job)

@@ -8,8 +8,11 @@ from dataclasses import replace
 from typing import Any, Optional
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from armada_flyte import ArmadaConfig
+from armada_flyte.connector.config.namespaces import first_match, render_globs
 from armada_flyte.connector.config.node_groups import NodeGroups
 from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.connector.config.settings_groups import Tenancy
@@ -233,3 +236,29 @@ def test_the_settings_read_the_environment(monkeypatch):
 def test_unknown_placeholders_in_an_allow_list_are_refused_naming_the_setting(setting):
     with pytest.raises(InvalidConfig, match=setting):
         resolve_settings(**{setting: "{projekt}-*"})
+
+
+# ---- the rendered globs are kept: a fan-out's creates share one identity ----
+_names = st.text(alphabet="ab*?[-", min_size=0, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(_names, _names, _names, _names, _names), min_size=1, max_size=8),
+    st.lists(
+        st.sampled_from(["{project}-*", "{domain}", "team-{org}?", "*", "{namespace}", "x[{project}]"]), max_size=3
+    ),
+)
+def test_kept_globs_and_matches_answer_as_fresh_ones_for_any_run_order(runs, patterns):
+    """Identities in any order (repeats included) get what a cold cache gives each: nothing of one
+    run's identity leaks into another's globs or match."""
+    globs = tuple(patterns)
+    warm = []
+    for value, *identity in runs:
+        rendered = render_globs(globs, *identity)
+        warm.append((rendered, first_match(value, rendered)))
+    for (value, *identity), kept in zip(runs, warm):
+        render_globs.cache_clear()
+        first_match.cache_clear()
+        fresh = render_globs(globs, *identity)
+        assert kept == (fresh, first_match(value, fresh))

@@ -4,11 +4,14 @@ admin's allow-lists of namespaces and queues: globs over the same placeholders."
 from __future__ import annotations
 
 import fnmatch
+import functools
 import string
-from typing import Iterable
 
 from armada_flyte.errors import InvalidConfig
 
+RENDERED_KEPT = 1024
+"""How many rendered glob lists and matches are kept (least recently used first out): a fan-out's creates
+share one identity, so each of them renders and matches the admin's globs as the first one did."""
 NAMESPACE_FIELDS = ("project", "domain", "org", "namespace")
 """Placeholders of the `namespace_template`, `allowed_namespaces` and `allowed_queues` settings (`namespace`
 is the backend's own)."""
@@ -35,14 +38,16 @@ def render_namespace(template: str, project: str, domain: str, org: str, namespa
     return template.format(project=project, domain=domain, org=org, namespace=namespace).lower()
 
 
-def render_globs(patterns: Iterable[str], project: str, domain: str, org: str, namespace: str) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=RENDERED_KEPT)
+def render_globs(patterns: tuple[str, ...], project: str, domain: str, org: str, namespace: str) -> tuple[str, ...]:
     """Each glob with its placeholders filled in; a filled-in value matches only itself (its `*`, `?`, `[`
     are escaped), so an identity can't widen the admin's pattern."""
     values = {name: _escaped(value) for name, value in zip(NAMESPACE_FIELDS, (project, domain, org, namespace))}
     return tuple(pattern.format(**values) for pattern in patterns)
 
 
-def first_match(value: str, globs: Iterable[str]) -> str:
+@functools.lru_cache(maxsize=RENDERED_KEPT)
+def first_match(value: str, globs: tuple[str, ...]) -> str:
     """The first filled-in glob `value` matches (case-sensitive), "" when none does."""
     return next((glob for glob in globs if fnmatch.fnmatchcase(value, glob)), "")
 

@@ -87,10 +87,11 @@ def _pod_spec(
     envFrom, ...); Flyte's plain container proto has nothing more to keep."""
     template, secrets = task.pod, task.secrets
     source = template.container
-    env = _env(source, context, blob)
+    store = blob_env(blob)
+    env = _env(source, context, store)
     mounts = list(source.get("volumeMounts") or [])
     volumes = list(template.pod_spec.get("volumes") or [])
-    check_secret_mounts(secrets, {e["name"] for e in blob_env(blob)} | set(BLOB_ENV), mounts, volumes)
+    check_secret_mounts(secrets, {e["name"] for e in store} | set(BLOB_ENV), mounts, volumes)
     if secrets:
         names = {entry["name"] for entry in secrets.env}
         env = [e for e in env if e["name"] not in names] + list(secrets.env)
@@ -131,13 +132,13 @@ def _pod_spec(
     return placement.apply_to(pod_spec)
 
 
-def _env(source: Mapping[str, Any], context: ExecutionContext, blob: BlobSettings) -> list[dict[str, Any]]:
+def _env(source: Mapping[str, Any], context: ExecutionContext, store: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The template's env, the backend's, the attempt number (what Flyte's pod plugin gives every pod;
-    flyte.ctx().attempt_number reads it), then the blob store's, each replacing same-named ones before it."""
+    flyte.ctx().attempt_number reads it), then the blob store's (`store`: `blob_env`), each replacing
+    same-named ones before it."""
     env = [_env_entry(e) for e in source.get("env") or []]
     env += [{"name": name, "value": value} for name, value in context.env.items()]
     env = [e for e in env if e["name"] != ATTEMPT_ENV] + [{"name": ATTEMPT_ENV, "value": str(context.identity.attempt)}]
-    store = blob_env(blob)
     overridden = {e["name"] for e in store} | set(_FORBIDDEN_POD_ENV)
     return [e for e in env if e["name"] not in overridden] + store
 
