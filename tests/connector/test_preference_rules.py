@@ -237,8 +237,10 @@ def test_the_messages_say_what_happened():
 
 def test_a_spill_cancel_is_sent_again_only_after_a_pause():
     cancels = spill.SpillCancels(capacity=2)
-    assert cancels.due("j0", 100.0) and not cancels.due("j0", 104.0) and cancels.due("j0", 105.5)
-    assert cancels.due("j1", 100.0) and cancels.due("j2", 100.0) and cancels.due("j0", 106.0)  # j0 was dropped
+    assert cancels.due("j0", 100.0) == spill.JOB_SET  # the first: every queued job of the task's job set
+    assert cancels.due("j0", 104.0) == "" and cancels.due("j0", 105.5) == spill.JOB_ALONE  # again: the job only
+    assert cancels.due("j1", 100.0) == cancels.due("j2", 100.0) == spill.JOB_SET
+    assert cancels.due("j0", 106.0) == spill.JOB_SET  # j0 was dropped (bounded): as if never sent
 
 
 # ---- moving on at once: which rejections and failures say waiting cannot help ----

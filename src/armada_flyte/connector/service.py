@@ -24,6 +24,7 @@ from armada_flyte.connector.config import settings as settings_module
 from armada_flyte.connector.config.settings import ConnectorConfig
 from armada_flyte.connector.context import ConnectorContext
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata
+from armada_flyte.connector.poll import spill
 from armada_flyte.connector.poll.decision import Cancel, Decision, Known, current_job, decide
 from armada_flyte.connector.poll.outcome import JobOutcome
 from armada_flyte.connector.poll.phases import state_name
@@ -201,9 +202,12 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         for action in decision.actions:
             if isinstance(action, Cancel):
                 await current.api.cancel_one(meta.queue, meta.job_set_id, action.job_id, reason=action.reason)
-            elif self._spill_cancels.due(action.job_id, now):  # the same cancel is not sent again at once
+            elif scope := self._spill_cancels.due(action.job_id, now):  # the same cancel is not sent again at once
                 log.info("job %s: %s", action.job_id, outcome.message)
-                await current.api.cancel_job_set(meta.queue, meta.job_set_id, action.reason, queued_only=True)
+                if scope == spill.JOB_SET:
+                    await current.api.cancel_job_set(meta.queue, meta.job_set_id, action.reason, queued_only=True)
+                else:
+                    await current.api.cancel_one(meta.queue, meta.job_set_id, action.job_id, reason=action.reason)
         if outcome.error is not None and outcome.error.code == "BlobStoreUnreadable":
             log.warning("job %s: the blob store could not be read: %s", decision.job_id, outcome.message)
         if not meta.job_id or meta.refusal_code:

@@ -37,24 +37,35 @@ CANCEL_RESEND_SECONDS = 5.0
 MAX_REMEMBERED_CANCELS = 10_000
 
 
+JOB_SET = "job set"
+"""A spill's first cancel: every queued job of the task's job set (a gang's: every member's step at once)."""
+JOB_ALONE = "job"
+"""A spill's cancel sent again: the waiting job only. By then a member of its gang (or another replica) may have
+submitted the next step's job, queued in the same job set, which a job-set cancel would end too (seen in CI: a
+gang member's resend, its arm64 job still reading QUEUED 5 s after the cancel on a machine at load 100,
+cancelled its partner's amd64 job)."""
+
+
 class SpillCancels:
     """When this process last sent each job's spill cancel (bounded), so polls in the moment before Armada
-    says CANCELLED don't send it again. Soft state: another replica may send one more, which is harmless."""
+    says CANCELLED don't send it again, and a cancel sent again names the job alone. Soft state: another
+    replica may send one more, which is harmless."""
 
     def __init__(self, capacity: int = MAX_REMEMBERED_CANCELS) -> None:
         self._capacity = capacity
         self._sent: OrderedDict[str, float] = OrderedDict()
 
-    def due(self, job_id: str, now: float) -> bool:
-        """Whether to send the job's cancel now (and note that it is sent)."""
+    def due(self, job_id: str, now: float) -> str:
+        """What to cancel now for the job's spill (and note that it is sent): `JOB_SET` the first time,
+        `JOB_ALONE` once `CANCEL_RESEND_SECONDS` have passed since, else "" (nothing)."""
         last = self._sent.get(job_id)
         if last is not None and now - last < CANCEL_RESEND_SECONDS:
-            return False
+            return ""
         self._sent[job_id] = now
         self._sent.move_to_end(job_id)
         while len(self._sent) > self._capacity:
             self._sent.popitem(last=False)
-        return True
+        return JOB_SET if last is None else JOB_ALONE
 
 
 def was_spilled(step_meta: ArmadaJobMetadata, state: int, details: Optional[RunDetails], now: float) -> bool:
