@@ -260,7 +260,10 @@ class NodeAgent:
             secrets=secrets,
         )
         with self._lock:
-            if held.stopping:
+            # Two callers may get here for one pod: the watch's launch, and the retry of waiting pods, which sees
+            # it not launched while the first reads its Secrets. One runs it; a second run would share its
+            # sandbox (CI: "File exists", the pod failed).
+            if held.stopping or held.launched:
                 return
             held.launched = True
         self._progress(held.uid, waiting_reason="ContainerCreating", waiting_message="")
