@@ -53,6 +53,7 @@ with Kubernetes (`up --kubernetes`), where scripts/test.sh runs the production p
 
 pytest_plugins = [
     "support.registry_fixtures",
+    "support.docker_images",
     "support.flyte_serialization",
     "support.armada_tools",
     "support.real_armada",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import pathlib
 import shlex
 import struct
 import time
@@ -502,33 +501,34 @@ def test_a_queued_task_whose_first_group_loses_every_node_moves_at_once(tmp_path
         server.stop()
 
 
+def executor_of_the_bed(request, on_the_embedded_server: str):
+    """The real bed's executor, to restart with other options; skips on the embedded server (saying why) and on a
+    bed whose executor is not ours."""
+    from support.real_armada import BedExecutor, uses_real_armada
+
+    if not uses_real_armada(request.config):
+        pytest.skip(on_the_embedded_server)
+    executor = BedExecutor(request.getfixturevalue("real_armada"))
+    if not executor.is_ours:
+        pytest.skip("needs a bed whose executor is ours (armada-flyte executor), which a restart can change")
+    return executor
+
+
 def test_on_real_armada_a_queued_task_whose_first_group_loses_every_node_moves_at_once(
     request, connector, armada, tmp_path
 ):
     """The same on real Armada: the bed's executor (ours) stops and comes back offering only the amd64 nodes, so
     Armada's scheduler drops the arm64 ones while the job it let in waits for them; its report then excludes every
     node as amd64's. The executor is given back its nodes after."""
-    from support.real_armada import bed_script, uses_real_armada
-
-    if not uses_real_armada(request.config):
-        pytest.skip("on the embedded server the nodes leave by a restart (the test above)")
-    bed = request.getfixturevalue("real_armada")
-    command_file = pathlib.Path(bed.get("REAL_ARMADA_STATE", "")) / "commands" / "executor"
-    if not command_file.is_file() or " executor --scheduler " not in (command := command_file.read_text()):
-        pytest.skip("needs a bed whose executor is ours (armada-flyte executor), whose nodes a restart can change")
+    executor = executor_of_the_bed(request, "on the embedded server the nodes leave by a restart (the test above)")
     amd64_only = tmp_path / "amd64-only.yaml"
     amd64_only.write_text(yaml.safe_dump(cluster_without("arm64")))
-
-    def executor_with(command_line: str) -> None:
-        for verb in ("stop", "start"):
-            if verb == "start":
-                command_file.write_text(command_line)
-            done = bed_script(verb, "executor", bed=bed, timeout=300)
-            assert done.returncode == 0, f"real-armada.sh {verb} executor:\n{done.stderr[-3000:]}"
-
     armada_flyte.configure(queued_report_after_seconds=0, queued_report_refresh_seconds=0.5)
     client = ArmadaClient(armada_channel(armada.url))
-    arm64_nodes_leave = lambda: executor_with(f"{command.strip()} --cluster {shlex.quote(str(amd64_only))}\n")  # noqa: E731
+
+    def arm64_nodes_leave() -> None:
+        executor.restart(f"{executor.command.strip()} --cluster {shlex.quote(str(amd64_only))}")
+
     try:
         result = run(
             nodes_leave_while_queued(
@@ -536,7 +536,7 @@ def test_on_real_armada_a_queued_task_whose_first_group_loses_every_node_moves_a
             )
         )
     finally:
-        executor_with(command)
+        executor.restore()
     assert_moved_at_once_when_nodes_left(*result)
 
 
@@ -579,6 +579,34 @@ def test_a_run_that_fails_with_an_exec_format_error_moves_to_the_next_architectu
     assert all(r.phase not in DONE for r in said[:-1]), [r.message for r in said]
     assert took < 30, [r.message for r in said]
     assert len(submitted_jobs(armada, meta)) == 2
+
+
+@pytest.mark.docker
+def test_on_real_armada_a_preference_moves_on_from_an_architecture_the_image_lacks_in_the_same_attempt(
+    request, connector, armada
+):
+    """The docker pod runner's case (the embedded server's is in tests/embedded/test_docker_executor_real.py) on
+    real Armada: the bed's executor (ours) comes back running pods as containers of the module's Docker engine. An
+    image built for the host's architecture only (its platforms not declared, the registry check off), preferring
+    the other first: Armada places it there, the pod cannot start (Docker holds no variant for that platform and
+    the pull fails), and the same Flyte attempt runs on the host's architecture. The executor is given back its
+    own command after."""
+    from support.docker_images import HOST_ARCH, assert_moved_on_to_the_host, preferring_the_other_first
+
+    executor = executor_of_the_bed(request, "the embedded server's case: tests/embedded/test_docker_executor_real.py")
+    engine, image = request.getfixturevalue("docker_engine"), request.getfixturevalue("native_image")
+    in_docker = f"env DOCKER_HOST={shlex.quote(engine.base_url)} {executor.command.strip()} --pod-runner docker"
+
+    async def scenario():
+        meta = await create(connector, preferring_the_other_first(image), fresh("prefer-native-only"))
+        _, said = await until_running_on(connector, meta, HOST_ARCH, timeout=200)  # a third of spill_after
+        return meta, said, await wait_for(connector, meta, DONE, timeout=60)
+
+    with executor.running(in_docker):
+        meta, said, resource = run(scenario())
+        assert all(r.phase not in DONE for r in said[:-1]), briefly(said)  # no answer ended the attempt before
+        assert_moved_on_to_the_host(resource, image)
+        assert len(submitted_jobs(armada, meta)) == 2
 
 
 ON_ARM_SLEEPS = """

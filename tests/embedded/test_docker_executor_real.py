@@ -1,14 +1,13 @@
 """The docker pod runner against a real Docker engine: pods submitted over gRPC run as containers.
 
-The engine is Debian's dockerd on a private socket (tests/docker_engine.py). Images are built
-FROM scratch around a static busybox: the host's own (Debian's busybox-static) and, for
-emulation, one of the other architecture at FOREIGN_BUSYBOX, run through QEMU binfmt.
+The engine is Debian's dockerd on a private socket (tests/support/docker_engine.py). Images are built
+FROM scratch around a static busybox (tests/support/docker_images.py): the host's own (Debian's
+busybox-static) and, for emulation, one of the other architecture at FOREIGN_BUSYBOX, run through QEMU binfmt.
 """
 
 from __future__ import annotations
 
 import pathlib
-import shutil
 import struct
 from typing import Callable, Iterator
 
@@ -18,91 +17,31 @@ from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.log_client import JobLogClient
 
-from armada_flyte.architecture import host_architecture_name as host_architecture
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 from armada_flyte.pod_runner.docker import LABEL_JOB_ID
 from armada_flyte.pod_runner.pod_fence import PodFence
 
-from support import real_parts
-from support.docker_engine import DockerEngine, EngineUnavailable
+from support.docker_engine import DockerEngine
+from support.docker_images import (
+    FOREIGN_ARCH,
+    HOST_ARCH,
+    assert_moved_on_to_the_host,
+    build_image,
+    preferring_the_other_first,
+    static_elf_architecture,
+)
 from support.pods import ARCH, ARM64_TOLERATION, item, pod, submit_one
 from support.waiting import job_error, wait_for_state, wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.embedded_only]
 
-HOST_ARCH = host_architecture()
-FOREIGN_ARCH = "arm64" if HOST_ARCH == "amd64" else "amd64"
 FOREIGN_BUSYBOX = pathlib.Path(f"/usr/local/lib/armada-flyte-tests/busybox-{FOREIGN_ARCH}")
 """A static busybox for the other architecture; scripts/install-test-parts.sh puts it there."""
 UNAME_MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
 QEMU_BINFMT = {"amd64": "qemu-x86_64", "arm64": "qemu-aarch64"}
-ELF_MACHINE = {62: "amd64", 183: "arm64"}
 QUEUE = JOB_SET = "docker-executor"
 CAP_CHOWN, CAP_NET_RAW = 0, 13
 """Bit numbers in a capability set (linux/capability.h)."""
-IMAGES = "127.0.0.1:1/armada-flyte-tests"
-"""The test images exist only in the test engine; nothing listens at this registry, so a pull fails at once."""
-
-
-@pytest.fixture(scope="module")
-def missing_part() -> Callable[[str], None]:
-    """The real-parts rule: skip locally, fail under CI."""
-    return real_parts.missing_part
-
-
-@pytest.fixture(scope="module")
-def docker_engine(missing_part: Callable[[str], None]) -> Iterator[DockerEngine]:
-    try:
-        engine = DockerEngine.start()
-    except EngineUnavailable as exc:
-        missing_part(str(exc))
-    try:
-        yield engine
-    finally:
-        engine.stop()
-
-
-@pytest.fixture(scope="module")
-def docker_client(docker_engine: DockerEngine) -> Iterator[object]:
-    import docker
-
-    client = docker.DockerClient(base_url=docker_engine.base_url, version="auto")
-    yield client
-    client.close()
-
-
-def build_image(client, folder: pathlib.Path, program: pathlib.Path, arch: str, name: str) -> str:
-    """A FROM-scratch image for linux/`arch` holding `program` as /bin/busybox (`folder` is the build context)."""
-    if program != folder / "busybox":
-        shutil.copy(program, folder / "busybox")
-    (folder / "Dockerfile").write_text("FROM scratch\nCOPY busybox /bin/busybox\n")
-    tag = f"{IMAGES}/{name}:{arch}"
-    client.images.build(path=str(folder), tag=tag, platform=f"linux/{arch}", rm=True)
-    return tag
-
-
-def static_elf_architecture(path: pathlib.Path) -> str | None:
-    """The architecture of a statically linked ELF executable; None if it isn't one (or is dynamic)."""
-    data = path.read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        return None
-    (machine,) = struct.unpack_from("<H", data, 18)
-    (program_headers,) = struct.unpack_from("<Q", data, 32)
-    entry_size, count = struct.unpack_from("<HH", data, 54)
-    for index in range(count):
-        (kind,) = struct.unpack_from("<I", data, program_headers + index * entry_size)
-        if kind == 3:  # PT_INTERP: needs a dynamic loader the scratch image lacks
-            return None
-    return ELF_MACHINE.get(machine)
-
-
-@pytest.fixture(scope="module")
-def native_image(docker_client, tmp_path_factory: pytest.TempPathFactory, missing_part: Callable[[str], None]) -> str:
-    """linux/<host arch>, from the host's static busybox."""
-    found = shutil.which("busybox")
-    if found is None or static_elf_architecture(pathlib.Path(found)) != HOST_ARCH:
-        missing_part(f"no static {HOST_ARCH} busybox on PATH (apt-get install busybox-static)")
-    return build_image(docker_client, tmp_path_factory.mktemp("native"), pathlib.Path(found), HOST_ARCH, "busybox")
 
 
 @pytest.fixture(scope="module")
@@ -273,39 +212,25 @@ def test_the_connector_reports_an_exec_format_crash_as_the_missing_image_variant
 def test_a_preference_moves_on_from_an_architecture_the_image_lacks_in_the_same_attempt(docker_client, native_image):
     """The issue's case: an image built for the host's architecture only (its platforms not declared, the
     registry check off), preferring the other first. The docker pod runner can't start it there (no variant
-    for that platform); the connector moves the task to the host's architecture at once, where it runs."""
+    for that platform); the connector moves the task to the host's architecture at once, where it runs.
+    On real Armada: tests/connector/test_architecture_preference.py."""
     from flyteidl2.core.execution_pb2 import TaskExecution
 
     import armada_flyte
-    from armada_flyte import ArmadaConfig
     from armada_flyte.connector.service import ArmadaConnector
     from armada_flyte.pod_runner.docker import DockerPodRunner
 
-    from support.armada_templates import python_template, run, wait_for
+    from support.armada_templates import run, wait_for
 
-    preference = ArmadaConfig(architecture=[FOREIGN_ARCH, HOST_ARCH], spill_after=600)
     with EmbeddedArmada(EmbeddedConfig(pod_runner=DockerPodRunner(docker_client), queues=("flyte",))) as server:
         armada_flyte.configure(armada_url=server.url, node_groups_preset="embedded", ack_timeout_seconds=30)
         connector = ArmadaConnector()
-        template = python_template("", preference)
-        template.container.image = native_image
-        del template.container.command[:]
-        template.container.command.extend(["/bin/busybox", "true"])
+        template = preferring_the_other_first(native_image)
         meta = run(connector.submit(template, "s3://flyte/raw/moves-docker/a0/0"))
         resource = run(wait_for(connector, meta, {TaskExecution.SUCCEEDED, TaskExecution.FAILED}, timeout=120))
         run(connector.close())
-    assert resource.phase == TaskExecution.SUCCEEDED, resource.message
-    info = resource.custom_info
-    assert (info["architecture"], info["moved_from"], info["moved_by"]) == (
-        HOST_ARCH,
-        FOREIGN_ARCH,
-        "platform mismatch",
-    )
-    assert resource.message.startswith(
-        f"moved from {FOREIGN_ARCH} to {HOST_ARCH} at once: the image cannot run on {FOREIGN_ARCH} "
-        f"(image {native_image} has no linux/{FOREIGN_ARCH} variant, which node set {FOREIGN_ARCH} needs"
-    ), resource.message
-    assert meta.submitted_at and info["node"].startswith(f"{HOST_ARCH}-")
+    assert_moved_on_to_the_host(resource, native_image)
+    assert meta.submitted_at
 
 
 def test_secret_env_and_secret_volume_files_reach_the_container(armada, native_image) -> None:

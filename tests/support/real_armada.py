@@ -231,6 +231,44 @@ def bed_log_tails(bed: dict[str, str], components: tuple[str, ...] = ("executor"
     return "\n".join(parts)
 
 
+class BedExecutor:
+    """The executor of a bed, when it is ours (`armada-flyte executor`): restarted in place with another command
+    line (`real-armada.sh stop`/`start executor`, which waits until it leases again), and given its own back."""
+
+    def __init__(self, bed: dict[str, str]):
+        self.bed = bed
+        self.command_file = pathlib.Path(bed.get("REAL_ARMADA_STATE", "")) / "commands" / "executor"
+        self.command = self.command_file.read_text() if self.command_file.is_file() else ""
+
+    @property
+    def is_ours(self) -> bool:
+        return " executor --scheduler " in self.command
+
+    def restart(self, command_line: str) -> None:
+        """Stop the executor, then start it with `command_line` (a shell command line) and wait until it leases."""
+        for verb in ("stop", "start"):
+            if verb == "start":
+                self.command_file.write_text(command_line.strip() + "\n")
+            done = bed_script(verb, "executor", bed=self.bed, timeout=300)
+            assert done.returncode == 0, f"real-armada.sh {verb} executor:\n{done.stderr[-3000:]}"
+
+    def restore(self) -> None:
+        """Run the executor's own command again (as the bed started it)."""
+        self.restart(self.command)
+
+    @contextlib.contextmanager
+    def running(self, command_line: str) -> Iterator[None]:
+        """The executor runs `command_line` inside the block and its own command after, however the block ends;
+        an assertion failing inside carries the last lines of the executor's and the scheduler's logs."""
+        try:
+            self.restart(command_line)
+            yield
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{bed_log_tails(self.bed, ('executor', 'scheduler'))}") from exc
+        finally:
+            self.restore()
+
+
 def ensure_queues(armada_url: str, queues: tuple[str, ...]) -> None:
     """Create `queues` on real Armada (an upsert) and return once each accepts submits."""
     channel = armada_channel(armada_url)
