@@ -317,19 +317,21 @@ def groups_without_arm64_nodes(folder) -> str:
     return str(path)
 
 
+async def moved_to_amd64(connector, template, run_name: str):
+    """Create the task, poll until it runs on amd64, then until it ends: (meta, seconds from submission to running
+    on amd64, the answers until then, the final answer)."""
+    meta = await create(connector, template, run_name)
+    took, said = await until_running_on(connector, meta, "amd64")
+    return meta, took, said, await wait_for(connector, meta, DONE)
+
+
 def test_a_preference_whose_first_group_has_no_node_moves_at_once_when_armada_rejects_it(
     connector, armada, pods_tmp_path
 ):
     """Armada rejects a job no node can ever hold, on both servers: the task runs on amd64 well before
     spill_after, in the same Flyte attempt, saying where it moved from and why."""
     armada_flyte.configure(node_groups_preset=None, node_groups_file=groups_without_arm64_nodes(pods_tmp_path))
-
-    async def scenario():
-        meta = await create(connector, preferring(WAIT_LONG), fresh("prefer-no-arm-node"))
-        took, said = await until_running_on(connector, meta, "amd64")
-        return meta, took, said, await wait_for(connector, meta, DONE)
-
-    meta, took, said, resource = run(scenario())
+    meta, took, said, resource = run(moved_to_amd64(connector, preferring(WAIT_LONG), fresh("prefer-no-arm-node")))
     assert took < IN_TIME, [r.message for r in said]
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
     info = resource.custom_info
@@ -366,13 +368,7 @@ def test_a_task_larger_than_every_arm64_node_runs_on_amd64_at_once(connector, ar
     16Gi (the default cluster, and every bed's). Armada rejects the arm64 job at submit; the task runs on
     amd64 at once, in the same Flyte attempt."""
     template = python_template("print('big')", WAIT_LONG, name="demo.big", memory="12Gi")
-
-    async def scenario():
-        meta = await create(connector, template, fresh("prefer-too-big"))
-        took, said = await until_running_on(connector, meta, "amd64")
-        return meta, took, said, await wait_for(connector, meta, DONE)
-
-    meta, took, said, resource = run(scenario())
+    meta, took, said, resource = run(moved_to_amd64(connector, template, fresh("prefer-too-big")))
     assert took < IN_TIME, [r.message for r in said]
     assert resource.phase == TaskExecution.SUCCEEDED, resource.message
     info = resource.custom_info

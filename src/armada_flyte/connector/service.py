@@ -28,7 +28,6 @@ from armada_flyte.connector.poll import spill
 from armada_flyte.connector.poll.decision import Cancel, Decision, Known, current_job, decide
 from armada_flyte.connector.poll.outcome import JobOutcome
 from armada_flyte.connector.poll.phases import state_name
-from armada_flyte.connector.poll.spill import SpillCancels
 from armada_flyte.connector.submit.execution_context import ExecutionContext
 from armada_flyte.connector.submit.fallback import Fallback
 from armada_flyte.connector.submit.gangs import GangArchitectures
@@ -80,7 +79,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         self._image_check: Optional[ImagePlatformCheck] = None
         self._gangs = GangArchitectures()
         self._phases: OrderedDict[str, int] = OrderedDict()
-        self._spill_cancels = SpillCancels()
+        self._spill_cancels = spill.SpillCancels()
 
     # ---- settings, resolved lazily and again after `configure` ----
     async def context(self) -> ConnectorContext:
