@@ -49,6 +49,7 @@ from armada_flyte.task.plugin import ArmadaConfig
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from armada_under_test import ArmadaUnderTest, add_armada_option, armada_under_test, load_average  # noqa: E402
 from c0_process import rss_mb, running_c0  # noqa: E402
+from cpu_hogs import add_hogs_option, cpu_hogs  # noqa: E402
 from raw_client_floor import cancel_job_sets, job_set_of, resubmit  # noqa: E402
 
 ARMADA = connector_pb2.TaskCategory(name="armada", version=0)
@@ -115,6 +116,30 @@ def cpu_seconds(pid: int) -> float:
     """A process's CPU time so far (user + system), from /proc: what a create costs, whatever the load."""
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+STREAMS_START_AFTER = 3.0 + 1.0
+"""A job set's event stream starts a refresh period (`status_refresh_seconds`, 3 s) after its last create; with
+a second more, its catch-up has begun when `settle` starts watching for c0 to go quiet."""
+
+
+def settle(
+    pid: int, at_least: float, quiet: float = 0.03, window: float = 1.0, bound: float = 60.0
+) -> tuple[float, bool]:
+    """Wait `at_least` seconds, then until c0 used under `quiet` of a CPU over the last `window` seconds (at most
+    `bound`); returns the CPU seconds c0 used meanwhile and whether it went quiet. Between rounds, so what one
+    round left running (a job set's stream catching up) is counted apart, never in the next round's figures."""
+    began, start = time.monotonic(), cpu_seconds(pid)
+    samples = [(began, start)]
+    while time.monotonic() - began < bound:
+        time.sleep(0.1)
+        now, used = time.monotonic(), cpu_seconds(pid)
+        samples.append((now, used))
+        samples = [(t, c) for t, c in samples if now - t <= window + 0.15]
+        oldest_t, oldest_c = samples[0]
+        if now - began >= at_least and now - oldest_t >= window and (used - oldest_c) / (now - oldest_t) < quiet:
+            return used - start, True
+    return cpu_seconds(pid) - start, False
 
 
 def creates(stub, task_type: str, first: int, count: int) -> tuple[float, list[bytes], int]:
@@ -246,6 +271,7 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
             creates(stub, "noop", 0, 200)
             figures: dict[str, dict[str, list[float]]] = {"noop": {}, "armada": {}}
             first = 200
+            settled_every_time = settle(pid, STREAMS_START_AFTER)[1]
             for _ in range(rounds):
                 for task_type, seen in figures.items():
                     c0_before, here_before = cpu_seconds(pid), time.process_time()
@@ -256,6 +282,9 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                         rate, _, failed = creates(stub, task_type, first, count)
                     seen.setdefault("c0_cpu_ms", []).append((cpu_seconds(pid) - c0_before) * 1000 / count)
                     seen.setdefault("bench_cpu_ms", []).append((time.process_time() - here_before) * 1000 / count)
+                    after, quiet = settle(pid, STREAMS_START_AFTER if task_type == "armada" else 1.0)
+                    seen.setdefault("c0_cpu_after_ms", []).append(after * 1000 / count)
+                    settled_every_time = settled_every_time and quiet
                     if task_type == "armada":
                         here_before = time.process_time()
                         measured.floor(armada, job_sets, f"raw{first}")
@@ -276,6 +305,10 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
     ratios = [c / r for c, r in zip(real["rate"], real["raw_rate"])]
     vs_noop = [c / n for c, n in zip(real["rate"], noop["rate"])]
     own_cpu = [c - n for c, n in zip(real["c0_cpu_ms"], noop["c0_cpu_ms"])]
+    own_with_after = [
+        c + ca - n - na
+        for c, ca, n, na in zip(real["c0_cpu_ms"], real["c0_cpu_after_ms"], noop["c0_cpu_ms"], noop["c0_cpu_after_ms"])
+    ]
     bench_cpu = statistics.median(real["bench_cpu_ms"])
     if armada.kind == "embedded":
         speed = statistics.median(vs_noop)
@@ -304,7 +337,11 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                 "connector": round(statistics.median(real["c0_cpu_ms"]), 3),
                 "noop": round(statistics.median(noop["c0_cpu_ms"]), 3),
                 "connector_own": round(statistics.median(own_cpu), 3),
+                "connector_after": round(statistics.median(real["c0_cpu_after_ms"]), 3),
+                "noop_after": round(statistics.median(noop["c0_cpu_after_ms"]), 3),
+                "connector_own_with_after": round(statistics.median(own_with_after), 3),
             },
+            "c0_quiet_before_every_round": settled_every_time,
             "bench_process_cpu_ms_per_create": {
                 "connector": round(bench_cpu, 3),
                 "noop": round(statistics.median(noop["bench_cpu_ms"]), 3),
@@ -313,6 +350,7 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
             "rounds": {
                 "connector_vs_noop": [round(r, 2) for r in vs_noop],
                 "connector_own_c0_cpu_ms": [round(c, 3) for c in own_cpu],
+                "connector_own_with_after_ms": [round(c, 3) for c in own_with_after],
                 "c0_cpu_ms": [round(c, 3) for c in real["c0_cpu_ms"]],
                 "noop_c0_cpu_ms": [round(c, 3) for c in noop["c0_cpu_ms"]],
                 "bench_cpu_ms": [round(c, 3) for c in real["bench_cpu_ms"]],
@@ -448,12 +486,14 @@ def main() -> int:
         "--status-rounds", type=int, nargs="*", default=[1000, 5000], metavar="N", help="in-flight counts to measure"
     )
     add_armada_option(parser)
+    add_hogs_option(parser)
     args = parser.parse_args()
-    with armada_under_test(args.armada) as armada:
+    with armada_under_test(args.armada) as armada, cpu_hogs(args.hogs):
         if args.only_creates:
             result = creates_only(armada, args.creates, args.only_creates)
         else:
             result = at_scale(armada, args.creates, args.status_rounds, args.memory_in_flight)
+    result["cpu_hogs"] = args.hogs
     print(json.dumps(result, indent=2))
     return 0
 
