@@ -12,12 +12,19 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import pathlib
+import sys
 from typing import Iterator
 
 from counting_proxy import CountingProxy, counting_proxy
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
 from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+from support.armada_channels import armada_channel  # noqa: E402  (the tests' channel with the bed's credentials)
+
+__all__ = ["ArmadaUnderTest", "add_armada_option", "armada_channel", "armada_under_test", "load_average"]
 
 KINDS = ("embedded", "real")
 

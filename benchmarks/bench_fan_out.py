@@ -27,7 +27,7 @@ from flyteidl2.connector import connector_pb2, service_pb2_grpc
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from armada_under_test import add_armada_option, armada_under_test, load_average  # noqa: E402
+from armada_under_test import add_armada_option, armada_channel, armada_under_test, load_average  # noqa: E402
 from bench_connector_scale import HELD, QUEUE, concurrently, metadata, template  # noqa: E402
 from c0_process import running_c0  # noqa: E402
 from cpu_hogs import add_hogs_option, cpu_hogs  # noqa: E402
@@ -61,7 +61,7 @@ class QueuedJobs:
 
     def _watch(self) -> None:
         last_id = ""
-        with grpc.insecure_channel(self._url) as channel:
+        with armada_channel(self._url) as channel:
             stub = event_pb2_grpc.EventStub(channel)
             while not self._stop.is_set() and not self._all_queued.is_set():
                 request = event_pb2.JobSetRequest(id=self._job_set, queue=QUEUE, from_message_id=last_id, watch=True)

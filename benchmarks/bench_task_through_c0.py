@@ -23,12 +23,17 @@ import sys
 import tempfile
 import time
 
-import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from armada_under_test import ArmadaUnderTest, add_armada_option, armada_under_test, load_average  # noqa: E402
+from armada_under_test import (  # noqa: E402
+    ArmadaUnderTest,
+    add_armada_option,
+    armada_channel,
+    armada_under_test,
+    load_average,
+)
 from bench_connector_scale import ARMADA, metadata, template  # noqa: E402
 from c0_process import running_c0  # noqa: E402
 from raw_client_floor import submit_and_watch, watching_client  # noqa: E402
@@ -67,7 +72,7 @@ def measure(armada: ArmadaUnderTest, runs: int) -> dict:
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
         with (
             running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, _),
-            grpc.insecure_channel(armada.url) as raw_channel,
+            armada_channel(armada.url) as raw_channel,
         ):
             raw = watching_client(raw_channel, TIMEOUT_SECONDS)
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)

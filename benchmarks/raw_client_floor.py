@@ -17,6 +17,7 @@ import grpc
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
+from armada_under_test import armada_channel
 
 ENDED = frozenset({"failed", "cancelled", "preempted"})
 REOPEN_SECONDS = 0.02
@@ -40,7 +41,7 @@ def resubmit(url: str, requests: list[bytes], in_flight: int, label: str) -> tup
     the jobs per second and how many calls failed."""
     prepared = [_fresh(r, f"{label}-{job_set_of(r)}") for r in requests]
     items = sum(len(r.job_request_items) for r in prepared)
-    with grpc.insecure_channel(url) as channel, ThreadPoolExecutor(max(1, in_flight)) as pool:
+    with armada_channel(url) as channel, ThreadPoolExecutor(max(1, in_flight)) as pool:
         client = ArmadaClient(channel)
 
         def send(request: submit_pb2.JobSubmitRequest) -> bool:
@@ -89,7 +90,7 @@ def submit_and_watch(client: ArmadaClient, request: bytes, job_set: str) -> floa
 
 def cancel_job_sets(url: str, queue: str, job_sets: set[str]) -> None:
     """Cancel what a benchmark left queued on a shared server, so an executor started later doesn't run it."""
-    with grpc.insecure_channel(url) as channel:
+    with armada_channel(url) as channel:
         client = ArmadaClient(channel)
         for job_set in sorted(job_sets):
             client.cancel_jobset(queue, job_set, [JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING])
