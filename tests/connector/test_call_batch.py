@@ -130,6 +130,42 @@ def test_creates_gather_while_a_call_is_in_flight_and_go_out_when_it_returns():
 
 
 @pytest.mark.pure
+def test_with_two_in_flight_a_second_batch_goes_out_while_the_first_is_on_its_way():
+    """Against a server slow to answer (real Armada publishes each submit before it answers), a job set may have
+    `max_in_flight` calls on their way; past that its creates gather until one returns."""
+    from armada_flyte.connector.armada.call_batch import CallBatcher
+
+    sent: list[int] = []
+    release = asyncio.Event()
+
+    async def send(queue: str, job_set: str, items: list[int]) -> list[str]:
+        sent.append(len(items))
+        if len(sent) <= 2:
+            await release.wait()  # the first two calls are slow to return
+        return [f"id-{item}" for item in items]
+
+    async def until_sent(count: int) -> None:
+        while len(sent) < count:
+            await asyncio.sleep(0.005)
+
+    async def scenario() -> list[str]:
+        batcher = CallBatcher(send, window=0.01, max_items=100, max_in_flight=2)
+        first = asyncio.ensure_future(batcher.submit("q", "s", 0))
+        await until_sent(1)
+        second = [asyncio.ensure_future(batcher.submit("q", "s", n)) for n in range(1, 11)]
+        await asyncio.wait_for(until_sent(2), 30)  # goes out though the first call has not returned
+        third = [asyncio.ensure_future(batcher.submit("q", "s", n)) for n in range(11, 31)]
+        await asyncio.sleep(0.05)  # well past the window: two are in flight, so the 20 wait
+        assert sent == [1, 10]
+        release.set()
+        return [await first, *[await f for f in second + third]]
+
+    ids = asyncio.run(scenario())
+    assert ids == [f"id-{n}" for n in range(31)]
+    assert sent == [1, 10, 20]
+
+
+@pytest.mark.pure
 def test_a_full_batch_goes_out_even_while_a_call_is_in_flight():
     from armada_flyte.connector.armada.call_batch import CallBatcher
 

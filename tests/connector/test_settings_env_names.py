@@ -81,6 +81,7 @@ SETTING_OF_ENV = {
     "ARMADA_FLYTE_SUBMIT_BATCH_WINDOW_SECONDS": ("limits", "submit_batch_window_seconds"),
     "ARMADA_FLYTE_SUBMIT_BATCH_MAX_ITEMS": ("limits", "submit_batch_max_items"),
     "ARMADA_FLYTE_SUBMIT_BATCH_MAX_WAIT_SECONDS": ("limits", "submit_batch_max_wait_seconds"),
+    "ARMADA_FLYTE_SUBMIT_BATCH_MAX_IN_FLIGHT": ("limits", "submit_batch_max_in_flight"),
     "ARMADA_FLYTE_CANCEL_BATCH_WINDOW_SECONDS": ("limits", "cancel_batch_window_seconds"),
     "ARMADA_FLYTE_CANCEL_BATCH_MAX_WAIT_SECONDS": ("limits", "cancel_batch_max_wait_seconds"),
     "ARMADA_FLYTE_CHECK_IMAGE_PLATFORMS": ("images", "check_image_platforms"),

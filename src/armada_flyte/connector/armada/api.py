@@ -169,6 +169,7 @@ class ArmadaApi:
                     refused=lambda exc: isinstance(exc, SubmissionRefused),
                     max_wait=limits.submit_batch_max_wait_seconds,
                     by_turns=True,
+                    max_in_flight=limits.submit_batch_max_in_flight,
                 ),
                 details=CallBatcher(self._details_in_order, lookup_window, MAX_IDS_PER_CALL),
                 errors=CallBatcher(self._errors_in_order, lookup_window, MAX_IDS_PER_CALL),

@@ -54,6 +54,7 @@ class CallBatcher(Generic[Item, Result]):
         max_wait: float = 0.0,
         *,
         by_turns: bool = False,
+        max_in_flight: int = 1,
     ):
         self._send = send
         self._by_turns = by_turns
@@ -67,6 +68,7 @@ class CallBatcher(Generic[Item, Result]):
         self._max_items = max_items
         self._refused = refused
         self._max_wait = max_wait
+        self._max_in_flight = max_in_flight
         self._pending: dict[Key, list[tuple[Item, asyncio.Future[Result]]]] = {}
         self._arrivals: dict[Key, tuple[float, float]] = {}
         """(first, latest) arrival time of each pending batch, for a quiet-period window."""
@@ -113,7 +115,7 @@ class CallBatcher(Generic[Item, Result]):
             if key in self._streams and now - latest < self._window:  # a stream: wait for its gap
                 loop.call_later(min(latest + self._window, first + self._max_wait) - now, self._turn_ended, key, batch)
                 return
-        if self._in_flight.get(key):
+        if self._in_flight.get(key, 0) >= self._max_in_flight:
             self._due.add(key)  # goes out when the call in flight returns
         else:
             self._start(key)
@@ -128,7 +130,7 @@ class CallBatcher(Generic[Item, Result]):
             if now < due:  # items still arriving: wait for a quiet window
                 asyncio.get_running_loop().call_later(due - now, self._window_ended, key, batch)
                 return
-        if self._in_flight.get(key):
+        if self._in_flight.get(key, 0) >= self._max_in_flight:
             self._due.add(key)  # goes out when the call in flight returns
         else:
             self._start(key)

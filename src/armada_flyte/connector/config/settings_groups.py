@@ -369,6 +369,8 @@ class Limits(_Group):
     wait for it to return."""
     submit_batch_max_items: int = Field(100, ge=1, le=1000)
     """Most items in one SubmitJobs call."""
+    submit_batch_max_in_flight: int = Field(1, ge=1, le=16)
+    """SubmitJobs calls on their way at once for one job set; its next creates gather meanwhile."""
     cancel_batch_window_seconds: float = Field(0.1, ge=0, le=5)
     """Deletes to one queue and job set share one CancelJobs call until none came for this long (an abort
     deletes all its tasks at once, and nothing waits on a delete as on a create)..."""
