@@ -342,6 +342,10 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                 "connector_own_with_after": round(statistics.median(own_with_after), 3),
             },
             "c0_quiet_before_every_round": settled_every_time,
+            "c0_busy_during_creates": {  # c0's CPU seconds a second of creates: near 1, its one loop is the limit
+                name: round(statistics.median(c * r / 1000 for c, r in zip(seen["c0_cpu_ms"], seen["rate"])), 2)
+                for name, seen in (("connector", real), ("noop", noop))
+            },
             "bench_process_cpu_ms_per_create": {
                 "connector": round(bench_cpu, 3),
                 "noop": round(statistics.median(noop["bench_cpu_ms"]), 3),

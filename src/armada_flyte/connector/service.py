@@ -139,7 +139,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         """Plan and submit the task's job; every refusal raises its typed error (local runs). `attempt`:
         a local run's attempt number (a backend's metadata carries its own). `announce` logs the job's id:
         at info for a local run's user; `create` (c0) logs it at debug, each SubmitJobs call being logged at
-        info (a line per create cost c0 a tenth of its own CPU a create, benchmarks/README.md)."""
+        info: with c0 logging at info, a line per create would cost it 10-50 us of CPU a create."""
         current = await self.context()
         context = ExecutionContext.of(task_execution_metadata, task_template, output_prefix, attempt)
         image = await self._image_answer(current, task_template, context)
