@@ -221,7 +221,7 @@ def test_memory_is_bounded_after_jobs_end(paused_armada):
     _submit(paused_armada, "ends", 20)  # never asked about: seen on the stream only
     view = _view(paused_armada, status_idle_seconds=1.0, status_ended_keep_seconds=0.5, status_refresh_seconds=0.2)
     try:
-        view.follow("flyte", "ends")
+        view.submitted_to("flyte", "ends")  # as create does: its stream starts a refresh period later
         wait_until(lambda: view.size()[0] == 120, timeout=30)
         paused_armada.resume()
 

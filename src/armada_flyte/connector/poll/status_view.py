@@ -229,11 +229,6 @@ class StatusView:
             entry = self._entries.get(job_id)
             return entry.run if entry is not None else None
 
-    def follow(self, queue: str, job_set: str) -> None:
-        """Start following a job set before any of its jobs is asked about (an ask starts it too)."""
-        with self._lock:
-            self._follow(queue, job_set, time.monotonic())
-
     def submitted_to(self, queue: str, job_set: str) -> None:
         """A job was just submitted to the job set: follow it, its stream starting once no job was submitted to
         it for a refresh period, or at the first ask about one of its jobs, whichever comes first."""
