@@ -13,7 +13,11 @@ import contextlib
 import dataclasses
 import os
 import pathlib
+import re
+import subprocess
 import sys
+import threading
+import time
 from typing import Iterator
 
 from counting_proxy import CountingProxy, counting_proxy
@@ -45,6 +49,8 @@ class ArmadaUnderTest:
     kind: str
     url: str
     proxy: CountingProxy
+    server_pid: int = 0
+    """The embedded server's own process (`own_process`), else 0."""
 
     def counts(self) -> dict[str, int]:
         return self.proxy.counts()
@@ -56,14 +62,49 @@ def load_average() -> list[float]:
 
 
 @contextlib.contextmanager
-def armada_under_test(kind: str, paused: bool = True) -> Iterator[ArmadaUnderTest]:
-    """The embedded server (`paused`: nothing runs) or the real bed, behind a counting proxy."""
+def armada_under_test(kind: str, paused: bool = True, own_process: bool = False) -> Iterator[ArmadaUnderTest]:
+    """The embedded server (`paused`: nothing runs) or the real bed, behind a counting proxy. `own_process`: the
+    embedded server runs as users start it for a c0, `armada-flyte dev` in a process of its own, rather than in
+    the benchmark's (where it would share the GIL with the benchmark's client)."""
     with contextlib.ExitStack() as stack:
-        if kind == "embedded":
+        server_pid = 0
+        if kind == "embedded" and own_process:
+            upstream, server_pid = stack.enter_context(dev_process(paused))
+        elif kind == "embedded":
             upstream = stack.enter_context(EmbeddedArmada(EmbeddedConfig(port=0, queues=("flyte",), paused=paused))).url
         elif os.environ.get("ARMADA_URL"):
             upstream = os.environ["ARMADA_URL"]
         else:
             raise SystemExit('--armada real needs a bed in ARMADA_URL: eval "$(scripts/real-armada.sh up)"')
         proxy = stack.enter_context(counting_proxy(upstream))
-        yield ArmadaUnderTest(kind, proxy.address, proxy)
+        yield ArmadaUnderTest(kind, proxy.address, proxy, server_pid)
+
+
+@contextlib.contextmanager
+def dev_process(paused: bool, ready_within: float = 120.0) -> Iterator[tuple[str, int]]:
+    """`armada-flyte dev` (in memory, no blob store, no view) in a process of its own: its URL and pid once it
+    listens. Its first line says where; a server that exits or stays silent fails the benchmark with its output."""
+    command = [str(pathlib.Path(sys.executable).parent / "armada-flyte"), "dev", "--port", "0", "--ephemeral"]
+    command += ["--no-blob-store", "--no-view", "--queue", "flyte", *(["--paused"] if paused else [])]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + ready_within
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()  # type: ignore[union-attr]
+            if not line:
+                break
+            lines.append(line)
+            if found := re.search(r"listening on (127\.0\.0\.1:\d+)", line):
+                threading.Thread(target=process.stdout.read, daemon=True).start()  # type: ignore[union-attr]
+                yield found.group(1), process.pid
+                return
+        raise RuntimeError(
+            f"armada-flyte dev did not say where it listens (exit code {process.poll()}): {''.join(lines)}"
+        )
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()

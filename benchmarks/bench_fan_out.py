@@ -124,7 +124,7 @@ def main() -> int:
     add_hogs_option(parser)
     args = parser.parse_args()
     load_at_start = load_average()
-    with armada_under_test(args.armada) as armada, cpu_hogs(args.hogs):
+    with armada_under_test(args.armada, own_process=True) as armada, cpu_hogs(args.hogs):
         figures = fan_out(armada.url, args.tasks, args.concurrent)
         if armada.kind == "real":
             cancel_job_sets(armada.url, QUEUE, {figures["job_set"]})
