@@ -34,7 +34,6 @@ import tempfile
 import time
 from typing import Callable, Iterator
 
-import grpc
 from flyteidl2.connector import connector_pb2, service_pb2_grpc
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
@@ -45,7 +44,7 @@ from armada_flyte.embedded import EmbeddedArmada, EmbeddedConfig
 HERE = pathlib.Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from armada_under_test import add_armada_option, load_average  # noqa: E402
+from armada_under_test import add_armada_option, armada_channel, load_average  # noqa: E402
 from c0_process import running_c0  # noqa: E402
 from counting_proxy import CountingProxy, counting_proxy  # noqa: E402
 
@@ -74,7 +73,7 @@ class Bench:
     def client(self):
         from armada_client.client import ArmadaClient  # after armada_flyte, which aliases its google.api protos
 
-        return ArmadaClient(grpc.insecure_channel(self.upstream))
+        return ArmadaClient(armada_channel(self.upstream))
 
     def states(self, ids: list[str]) -> list[str]:
         """Straight to the server, past the proxy: the benchmark's own checks are not counted."""

@@ -435,6 +435,7 @@ def at_scale(armada: ArmadaUnderTest, count: int, status_rounds: list[int], memo
             for n in status_rounds:
                 if len(metas) < n:
                     metas += job_sets.creates(armada, stub, "armada", len(metas), n - len(metas))[1]
+                settle(pid, STREAMS_START_AFTER)  # the creates' job sets' streams caught up: steady state
                 status_round(stub, armada.counts, metas[:n])  # the round before: jobs asked for the first time
                 rounds[n] = status_round(stub, armada.counts, metas[:n])
             if len(metas) < memory_in_flight:
