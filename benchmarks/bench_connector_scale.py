@@ -257,7 +257,7 @@ class FloorRound:
             job_sets.names.update((job_set, f"{label}-{job_set}"))
 
 
-def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
+def creates_only(armada: ArmadaUnderTest, count: int, rounds: int, variant: dict[str, str] | None = None) -> dict:
     """The creates figure alone, no-op and armada alternating `rounds` times in one c0, with the CPU
     each create cost c0 and this process (the benchmark's client), and the raw client's floor after each
     armada round."""
@@ -270,12 +270,18 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         env = {"ARMADA_URL": armada.url, "ARMADA_FLYTE_NODE_GROUPS_PRESET": "embedded"}
+        if variant:
+            env["BENCH_VARIANT_SETTINGS"] = json.dumps(variant)
         with running_c0(env, pathlib.Path(tmp) / "c0.log") as (channel, pid):
             stub = service_pb2_grpc.AsyncConnectorServiceStub(channel)
             job_sets.creates(armada, stub, "armada", 0, 200)
             creates(stub, "noop", 0, 200)
             figures: dict[str, dict[str, list[float]]] = {"noop": {}, "armada": {}}
             first = 200
+            if variant:
+                job_sets.creates(armada, stub, "armada_variant", first, 200)
+                first += 200
+                figures["armada_variant"] = {}
             settled_every_time = settle(pid, STREAMS_START_AFTER)[1]
             for _ in range(rounds):
                 for task_type, seen in figures.items():
@@ -283,11 +289,13 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                     if task_type == "armada":
                         measured = FloorRound.created(armada, stub, first, count)
                         rate, failed = measured.rate, measured.failed
+                    elif task_type == "armada_variant":
+                        rate, _, failed = job_sets.creates(armada, stub, task_type, first, count)
                     else:
                         rate, _, failed = creates(stub, task_type, first, count)
                     seen.setdefault("c0_cpu_ms", []).append((cpu_seconds(pid) - c0_before) * 1000 / count)
                     seen.setdefault("bench_cpu_ms", []).append((bench_cpu() - here_before) * 1000 / count)
-                    after, quiet = settle(pid, STREAMS_START_AFTER if task_type == "armada" else 1.0)
+                    after, quiet = settle(pid, 1.0 if task_type == "noop" else STREAMS_START_AFTER)
                     seen.setdefault("c0_cpu_after_ms", []).append(after * 1000 / count)
                     settled_every_time = settled_every_time and quiet
                     if task_type == "armada":
@@ -305,6 +313,7 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
                     seen.setdefault("failed", []).append(failed)
     job_sets.cancel(armada)
     noop, real = figures["noop"], figures["armada"]
+    compared = figures.get("armada_variant")
     noop_rate, armada_rate = statistics.median(noop["rate"]), statistics.median(real["rate"])
     raw_rate = statistics.median(real["raw_rate"])
     ratios = [c / r for c, r in zip(real["rate"], real["raw_rate"])]
@@ -404,6 +413,15 @@ def creates_only(armada: ArmadaUnderTest, count: int, rounds: int) -> dict:
         "items_per_submit_call": round(count / statistics.median(real["submit_calls"]), 1),
         "most_submits_in_flight": max(real["submits_in_flight"]),
         "mean_submits_in_flight": round(statistics.median(real["mean_in_flight"]), 2),
+        "variant": {
+            "settings": variant,
+            "creates_per_second": round(statistics.median(compared["rate"])),
+            "vs_connector_rounds": [round(v / c, 2) for v, c in zip(compared["rate"], real["rate"])],
+            "vs_noop_rounds": [round(v / n, 2) for v, n in zip(compared["rate"], noop["rate"])],
+            "c0_cpu_ms_per_create": round(statistics.median(compared["c0_cpu_ms"]), 3),
+        }
+        if compared
+        else None,
         "rates": {
             "noop": [round(r) for r in noop["rate"]],
             "armada": [round(r) for r in real["rate"]],
@@ -496,11 +514,20 @@ def main() -> int:
         "--status-rounds", type=int, nargs="*", default=[1000, 5000], metavar="N", help="in-flight counts to measure"
     )
     add_armada_option(parser)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="SETTING=VALUE",
+        help="with --only-creates: also a second armada connector with these settings (a ConnectorConfig field "
+        "name, e.g. submit_batch_window_seconds=0), its rounds alternating with the default's in the same c0",
+    )
     add_hogs_option(parser)
     args = parser.parse_args()
     with armada_under_test(args.armada, own_process=True) as armada, cpu_hogs(args.hogs):
         if args.only_creates:
-            result = creates_only(armada, args.creates, args.only_creates)
+            variant = dict(setting.split("=", 1) for setting in args.variant)
+            result = creates_only(armada, args.creates, args.only_creates, variant or None)
         else:
             result = at_scale(armada, args.creates, args.status_rounds, args.memory_in_flight)
     result["cpu_hogs"] = args.hogs

@@ -1,10 +1,14 @@
 """A connector that does nothing (task type `noop`): c0's own cost per call, for comparison.
 
-Loaded into c0 with `--modules noop_connector` (c0 puts its working directory on sys.path).
+Loaded into c0 with `--modules noop_connector` (c0 puts its working directory on sys.path). With
+BENCH_VARIANT_SETTINGS (a JSON object of connector settings), it also registers the armada connector with
+those settings as task type `armada_variant`: two settings compared round by round in one c0.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,3 +37,13 @@ class NoopConnector(AsyncConnector[NoopMetadata]):
 
 
 ConnectorRegistry.register(NoopConnector(), override=True)
+
+if variant := os.environ.get("BENCH_VARIANT_SETTINGS"):
+    from armada_flyte.connector.config.settings import resolve_settings
+    from armada_flyte.connector.service import ArmadaConnector
+
+    class VariantConnector(ArmadaConnector):
+        name = "Armada Connector (variant settings)"
+        task_type_name = "armada_variant"
+
+    ConnectorRegistry.register(VariantConnector(resolve_settings(**json.loads(variant))), override=True)
