@@ -7,7 +7,6 @@ Armada validates a whole request and fails it on the first bad item with INVALID
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Awaitable, Callable
 
 import pytest
@@ -52,20 +51,6 @@ def test_concurrent_creates_for_one_job_set_go_out_as_one_call(paused_armada):
     assert len(set(ids)) == 60
     assert paused_armada.calls.count("SubmitJobs") == 1
     assert all(paused_armada.job(job_id) is not None for job_id in ids)
-
-
-def test_each_submit_jobs_call_is_logged_once_with_its_job_ids(paused_armada, caplog):
-    """c0 logs a SubmitJobs call per line at info (its creates log their job at debug: a line per create cost c0
-    more than the rest of its logging); the line names the job set and every job id it got back."""
-    api = ArmadaApi(resolve_settings(armada_url=paused_armada.url, submit_batch_window_seconds=0.05))
-
-    async def create_all() -> list[str]:
-        return list(await asyncio.gather(*(api.submit_one("flyte", "logged", _job(100 + n)) for n in range(5))))
-
-    with caplog.at_level(logging.INFO, logger="armada_flyte"):
-        ids = asyncio.run(create_all())
-    lines = [r.getMessage() for r in caplog.records if "job set flyte/logged" in r.getMessage()]
-    assert lines == [f"submitted 5 job(s) to job set flyte/logged: {' '.join(ids)}"], caplog.text
 
 
 def test_a_refused_item_fails_only_its_own_create(paused_armada):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 
@@ -45,29 +44,6 @@ def test_arm64_task_runs_on_the_arm64_node_group(connector):
     assert resource.custom_info["node_group"] == "arm64"
     assert resource.custom_info["node"].startswith("arm64")
     assert resource.custom_info["armada_state"] == "SUCCEEDED"
-
-
-def test_c0s_create_logs_its_job_at_debug_and_a_local_submit_at_info(connector, caplog):
-    """Behind c0 each SubmitJobs call has its info line (`ArmadaApi`); a create's own line is debug. A local run's
-    user sees which Armada job their task became."""
-
-    async def scenario():
-        created = await connector.create(
-            python_template("pass"), "s3://b/raw", task_execution_metadata=execution_metadata(action="logged")
-        )
-        submitted = await connector.submit(python_template("pass", ArmadaConfig(job_set_id="logged-local")), "s3://b/l")
-        return created, submitted
-
-    with caplog.at_level(logging.DEBUG, logger="armada_flyte"):
-        created, submitted = run(scenario())
-    levels = {
-        r.getMessage().split(" as Armada job ")[1].split()[0]: r.levelno
-        for r in caplog.records
-        if " as Armada job " in r.getMessage()
-    }
-    assert levels == {created.job_id: logging.DEBUG, submitted.job_id: logging.INFO}, caplog.text
-    run(connector.delete(created))
-    run(connector.delete(submitted))
 
 
 def test_task_without_architecture_takes_the_platform_default(connector):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from flyte.connectors import AsyncConnector, ConnectorRegistry, Resource
 from flyteidl2.connector.connector_pb2 import GetTaskLogsResponse, GetTaskLogsResponseBody
@@ -118,7 +118,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         metadata that `get` reports as a permanent failure, since the backend retries every
         CreateTask error (see PERMANENT_CREATE_ERRORS). Transient errors still raise."""
         try:
-            return await self.submit(task_template, output_prefix, inputs, task_execution_metadata, announce=log.debug)
+            return await self.submit(task_template, output_prefix, inputs, task_execution_metadata)
         except PERMANENT_CREATE_ERRORS as exc:
             task = task_template.id.name
             log.warning("refused %s for good, without submitting: %s: %s", task, type(exc).__name__, exc)
@@ -134,12 +134,9 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         task_execution_metadata: Any = None,
         *,
         attempt: Optional[int] = None,
-        announce: Callable[..., None] = log.info,
     ) -> ArmadaJobMetadata:
         """Plan and submit the task's job; every refusal raises its typed error (local runs). `attempt`:
-        a local run's attempt number (a backend's metadata carries its own). `announce` logs the job's id:
-        at info for a local run's user; `create` (c0) logs it at debug, each SubmitJobs call being logged at
-        info: with c0 logging at info, a line per create would cost it 10-50 us of CPU a create."""
+        a local run's attempt number (a backend's metadata carries its own)."""
         current = await self.context()
         context = ExecutionContext.of(task_execution_metadata, task_template, output_prefix, attempt)
         image = await self._image_answer(current, task_template, context)
@@ -160,7 +157,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         where = plan.architecture or (f"any of {plan.any_of}" if plan.any_of else "any arch")
         if plan.fallback:
             where += f", the admin's fallback architecture: {plan.fallback}"
-        announce("submitted %s as Armada job %s (queue %s, %s)", task, job_id, queue, where)
+        log.info("submitted %s as Armada job %s (queue %s, %s)", task, job_id, queue, where)
         return plan.metadata(job_id, time.time(), task)
 
     async def _image_answer(

@@ -136,7 +136,6 @@ class ArmadaApi:
             if item.error:  # real Armada never sets it, but other servers might
                 raise SubmissionRefused(f"Armada refused job in queue {queue!r}: {item.error}")
             ids.append(item.job_id)
-        log.info("submitted %d job(s) to job set %s/%s: %s", len(ids), queue, job_set_id, " ".join(ids))
         return ids
 
     async def submit_one(self, queue: str, job_set_id: str, job: JobRequest) -> str:
