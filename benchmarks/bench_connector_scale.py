@@ -43,6 +43,7 @@ from flyteidl2.core import tasks_pb2
 from flyteidl2.core.execution_pb2 import TaskExecution
 
 import armada_flyte  # noqa: F401  (aliases armada_client's google.api protos first)
+from armada_flyte.connector.config.settings_groups import Limits
 from armada_flyte.spec import SubmissionSpec
 from armada_flyte.task.plugin import ArmadaConfig
 
@@ -118,9 +119,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-STREAMS_START_AFTER = 3.0 + 1.0
-"""A job set's event stream starts a refresh period (`status_refresh_seconds`, 3 s) after its last create; with
-a second more, its catch-up has begun when `settle` starts watching for c0 to go quiet."""
+STREAMS_START_AFTER = Limits().status_refresh_seconds + 1.0
+"""A job set's event stream starts a refresh period (`status_refresh_seconds`, c0's default here) after its last
+create; with a second more, its catch-up has begun when `settle` starts watching for c0 to go quiet."""
 
 
 def settle(

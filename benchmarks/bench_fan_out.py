@@ -31,7 +31,7 @@ from armada_under_test import add_armada_option, armada_channel, armada_under_te
 from bench_connector_scale import HELD, QUEUE, concurrently, metadata, template  # noqa: E402
 from c0_process import running_c0  # noqa: E402
 from cpu_hogs import add_hogs_option, cpu_hogs  # noqa: E402
-from raw_client_floor import cancel_job_sets  # noqa: E402
+from raw_client_floor import REOPEN_SECONDS, cancel_job_sets  # noqa: E402
 
 QUEUED_OR_LATER = frozenset({"queued", "leased", "pending", "running", "succeeded", "failed", "preempted"})
 WAIT_FOR_QUEUED_SECONDS = 600
@@ -78,7 +78,7 @@ class QueuedJobs:
                 except grpc.RpcError as exc:  # real Armada: NOT_FOUND until the job set's first submit
                     if exc.code() != grpc.StatusCode.NOT_FOUND:
                         self.failure = f"{exc.code().name}: {exc.details()}"
-                    self._stop.wait(0.05)
+                    self._stop.wait(REOPEN_SECONDS)
 
 
 def fan_out(url: str, tasks: int, concurrent: int) -> dict:

@@ -26,7 +26,10 @@ PYTHON = [s for s in SNIPPETS if s.lang == "python"]
 
 @pytest.mark.parametrize("snippet", PYTHON, ids=_ids(PYTHON))
 def test_python_block_compiles(snippet) -> None:
-    compile(snippet.source, snippet.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    try:
+        compile(snippet.source, snippet.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except SyntaxError as exc:
+        pytest.fail(f"{snippet.where}: the Python block does not compile: {exc}")
 
 
 DATA = [s for s in SNIPPETS if s.lang in ("toml", "yaml", "json")]
@@ -35,7 +38,10 @@ PARSERS = {"toml": tomllib.loads, "yaml": lambda text: list(yaml.safe_load_all(t
 
 @pytest.mark.parametrize("snippet", DATA, ids=_ids(DATA))
 def test_data_block_parses(snippet) -> None:
-    PARSERS[snippet.lang](snippet.source)
+    try:
+        PARSERS[snippet.lang](snippet.source)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as exc:
+        pytest.fail(f"{snippet.where}: the {snippet.lang} block does not parse: {exc}")
 
 
 def test_the_documented_ways_to_start_a_local_run_are_run_by_the_tests() -> None:

@@ -115,10 +115,7 @@ class CallBatcher(Generic[Item, Result]):
             if key in self._streams and now - latest < self._window:  # a stream: wait for its gap
                 loop.call_later(min(latest + self._window, first + self._max_wait) - now, self._turn_ended, key, batch)
                 return
-        if self._in_flight.get(key, 0) >= self._max_in_flight:
-            self._due.add(key)  # goes out when the call in flight returns
-        else:
-            self._start(key)
+        self._start_when_free(key)
 
     def _window_ended(self, key: Key, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
         if self._pending.get(key) is not batch:  # already sent for being full
@@ -130,8 +127,12 @@ class CallBatcher(Generic[Item, Result]):
             if now < due:  # items still arriving: wait for a quiet window
                 asyncio.get_running_loop().call_later(due - now, self._window_ended, key, batch)
                 return
+        self._start_when_free(key)
+
+    def _start_when_free(self, key: Key) -> None:
+        """Send the key's batch now, or, with `max_in_flight` calls for it on their way, when one returns."""
         if self._in_flight.get(key, 0) >= self._max_in_flight:
-            self._due.add(key)  # goes out when the call in flight returns
+            self._due.add(key)
         else:
             self._start(key)
 
