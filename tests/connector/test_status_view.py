@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import socket
 import threading
 import time
 from types import SimpleNamespace
@@ -214,6 +215,35 @@ def test_a_broken_stream_falls_back_to_bulk_polling_and_recovers(paused_armada):
     finally:
         view.close()
         proxy.close()
+
+
+def test_closing_the_view_ends_a_bulk_refresh_that_is_retrying_and_fails_its_askers(caplog):
+    """Armada refuses connections and the view retries its GetJobStatus: closing the view ends that refresh (no
+    call after the close, the view's thread ends) and the ask waiting on it fails at once, rather than hanging."""
+    with socket.socket() as nothing_listens:
+        nothing_listens.bind(("127.0.0.1", 0))  # bound, never listening: every connection is refused
+        url = f"127.0.0.1:{nothing_listens.getsockname()[1]}"
+        view = StatusView(resolve_settings(armada_url=url, grpc_retries=10))
+        outcome: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def ask() -> None:
+            try:
+                outcome.set_result(asyncio.run(view.state_of("01-no-such-job", "flyte", "refused")))
+            except BaseException as exc:  # noqa: BLE001  (the outcome is what the test reads)
+                outcome.set_exception(exc)
+
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        caplog.set_level("WARNING", logger="armada_flyte.connector.armada.api")
+
+        def retrying() -> bool:
+            return any("GetJobStatus: UNAVAILABLE" in record.getMessage() for record in caplog.records)
+
+        wait_until(retrying, what="the view's bulk refresh to retry a refused GetJobStatus")
+        view.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            outcome.result(timeout=10)
+        assert view.wait_stopped(10), "the closed view's thread still runs (its refresh still retrying)"
 
 
 def test_memory_is_bounded_after_jobs_end(paused_armada):

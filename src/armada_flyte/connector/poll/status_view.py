@@ -149,6 +149,8 @@ class StatusView:
         self._thread: Optional[threading.Thread] = None
         self._closed = False
         self._maintaining: Optional[asyncio.Task[None]] = None
+        self._flushes: set[asyncio.Task[None]] = set()
+        """Bulk refreshes under way, cancelled at close (else one retrying keeps calling Armada after it)."""
         self._event_reads: dict[JobSetKey, tuple[float, concurrent.futures.Future[_JobSetRead]]] = {}
 
     # ---- what callers use (any thread, any loop) ----
@@ -373,7 +375,9 @@ class StatusView:
         self._loop_now().call_soon_threadsafe(callback)  # type: ignore[arg-type]
 
     def _start_flush(self) -> None:
-        asyncio.ensure_future(self._flush())
+        flush = asyncio.ensure_future(self._flush())
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
 
     async def _flush(self) -> None:
         """One bulk refresh: every wanted id, in concurrent GetJobStatus calls of at most 500 ids. The jobs
@@ -386,19 +390,20 @@ class StatusView:
         sent = time.monotonic()
         try:
             states = await self._api.status(list(wanted))
+            with self._lock:
+                ended = {
+                    job_id: state
+                    for job_id, state in states.items()
+                    if state in TERMINAL_STATES
+                    and ((entry := self._entries.get(job_id)) is None or not entry.run.ended)
+                }
+            runs = await self._runs_of_endings(ended) if ended else {}
+        except asyncio.CancelledError:  # the view closed under it
+            _fail_all(wanted, RuntimeError("the status view was closed"))
+            raise
         except Exception as exc:  # every waiter sees the failure; the next get asks again
-            for _, futures in wanted.values():
-                for future in futures:
-                    if not future.done():
-                        future.set_exception(exc)
+            _fail_all(wanted, exc)
             return
-        with self._lock:
-            ended = {
-                job_id: state
-                for job_id, state in states.items()
-                if state in TERMINAL_STATES and ((entry := self._entries.get(job_id)) is None or not entry.run.ended)
-            }
-        runs = await self._runs_of_endings(ended) if ended else {}
         with self._lock:
             for job_id, (key, futures) in wanted.items():
                 state = states.get(job_id, JobState.UNKNOWN)
@@ -589,12 +594,19 @@ class StatusView:
         for future in waiting:
             if not future.done():
                 future.set_exception(RuntimeError("the status view was closed"))
-        tasks = [t for t in [self._maintaining, *(f.task for f in follows)] if t is not None]
+        tasks = [t for t in [self._maintaining, *self._flushes, *(f.task for f in follows)] if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._api.close()
         asyncio.get_running_loop().stop()
+
+
+def _fail_all(wanted: dict[str, tuple[JobSetKey, list[concurrent.futures.Future[int]]]], error: BaseException) -> None:
+    for _, futures in wanted.values():
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)
 
 
 def _merged(details: RunFacts, streamed: RunFacts) -> RunFacts:
