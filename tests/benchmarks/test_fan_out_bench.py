@@ -3,19 +3,10 @@ server, and the figure says so (a small fan-out; the benchmark's own figures are
 
 from __future__ import annotations
 
-import json
-import pathlib
-import subprocess
-import sys
-
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_fan_out.py"
+from support.benchmark_runs import run_benchmark
 
 
 def test_a_small_fan_out_reaches_queued_for_every_task() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--tasks", "60", "--concurrent", "20"], capture_output=True, text=True, timeout=240
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout)
+    result = run_benchmark("bench_fan_out.py", "--tasks", "60", "--concurrent", "20")
     assert (result["failed_creates"], result["queued"], result["all_queued"]) == (0, 60, True), result
     assert result["seconds_to_last_create"] > 0 and result["seconds_to_last_queued"] > 0, result
