@@ -13,12 +13,13 @@ import contextlib
 import dataclasses
 import os
 import pathlib
+import queue
 import re
 import subprocess
 import sys
 import threading
 import time
-from typing import Iterator
+from typing import IO, Iterator
 
 from counting_proxy import CountingProxy, counting_proxy
 
@@ -83,24 +84,33 @@ def armada_under_test(kind: str, paused: bool = True, own_process: bool = False)
 @contextlib.contextmanager
 def dev_process(paused: bool, ready_within: float = 120.0) -> Iterator[tuple[str, int]]:
     """`armada-flyte dev` (in memory, no blob store, no view) in a process of its own: its URL and pid once it
-    listens. Its first line says where; a server that exits or stays silent fails the benchmark with its output."""
+    listens. Its first line says where; a server that exits, or says nothing for `ready_within` seconds, fails the
+    benchmark with its output. Its output is read on a thread of its own from the start, so the deadline holds
+    while it is silent and a full pipe never stops it later."""
     command = [str(pathlib.Path(sys.executable).parent / "armada-flyte"), "dev", "--port", "0", "--ephemeral"]
     command += ["--no-blob-store", "--no-view", "--queue", "flyte", *(["--paused"] if paused else [])]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
+    lines: queue.Queue[str] = queue.Queue()
+    listening = threading.Event()
+    threading.Thread(target=_read_lines, args=(process.stdout, lines, listening), daemon=True).start()
+    said: list[str] = []
     try:
         deadline = time.monotonic() + ready_within
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()  # type: ignore[union-attr]
-            if not line:
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
                 break
-            lines.append(line)
+            if not line:  # it exited
+                break
+            said.append(line)
             if found := re.search(r"listening on (127\.0\.0\.1:\d+)", line):
-                threading.Thread(target=process.stdout.read, daemon=True).start()  # type: ignore[union-attr]
+                listening.set()
                 yield found.group(1), process.pid
                 return
         raise RuntimeError(
-            f"armada-flyte dev did not say where it listens (exit code {process.poll()}): {''.join(lines)}"
+            f"armada-flyte dev did not say where it listens within {ready_within:.0f} s "
+            f"(exit code {process.poll()}): {''.join(said)}"
         )
     finally:
         process.terminate()
@@ -108,3 +118,11 @@ def dev_process(paused: bool, ready_within: float = 120.0) -> Iterator[tuple[str
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _read_lines(stream: IO[str], lines: queue.Queue[str], listening: threading.Event) -> None:
+    """Every line `stream` gives, then "" at its end; once it said it is `listening`, its lines are dropped."""
+    for line in stream:
+        if not listening.is_set():
+            lines.put(line)
+    lines.put("")
