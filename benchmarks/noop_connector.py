@@ -69,10 +69,11 @@ ConnectorRegistry.register(SecondLoopConnector(), override=True)
 
 if variant := os.environ.get("BENCH_VARIANT_SETTINGS"):
     from armada_flyte.connector.config.settings import resolve_settings
-    from armada_flyte.connector.service import ArmadaConnector
+    from armada_flyte.connector.service import ArmadaConnector, loading_loop
 
     class VariantConnector(ArmadaConnector):
         name = "Armada Connector (variant settings)"
         task_type_name = "armada_variant"
 
-    ConnectorRegistry.register(VariantConnector(resolve_settings(**json.loads(variant))), override=True)
+    variant_settings = resolve_settings(**json.loads(variant))
+    ConnectorRegistry.register(VariantConnector(variant_settings, view_loop=loading_loop()), override=True)

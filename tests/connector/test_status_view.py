@@ -25,7 +25,7 @@ import armada_flyte
 from armada_flyte.armada_names import JobState
 from armada_flyte.connector.config.settings import resolve_settings
 from armada_flyte.connector.model.metadata import ArmadaJobMetadata
-from armada_flyte.connector.poll.status_view import StatusView
+from armada_flyte.connector.poll.status_view import GRPC_DRAIN_SECONDS, StatusView
 from armada_flyte.connector.service import ArmadaConnector
 
 from support.armada_templates import execution_metadata, python_template, run
@@ -246,10 +246,71 @@ def test_closing_the_view_ends_a_bulk_refresh_that_is_retrying_and_fails_its_ask
         assert view.wait_stopped(10), "the closed view's thread still runs (its refresh still retrying)"
 
 
+def test_a_view_given_a_running_home_loop_runs_on_it_without_a_thread_of_its_own(paused_armada):
+    """As in c0 (the connector loaded inside its server's loop): the view follows job sets and answers asks from
+    any loop on the home loop itself, with no loop or thread of its own (one grpc.aio loop in the process);
+    closing it ends its work there and leaves the home loop running."""
+    ids = _submit(paused_armada, "home", 3)
+    home = asyncio.new_event_loop()
+    runner = threading.Thread(target=home.run_forever, name="home-loop", daemon=True)
+    runner.start()
+    threads_before = _view_threads()
+    view = StatusView(resolve_settings(armada_url=paused_armada.url), home)
+    try:
+
+        async def ask() -> set[int]:
+            return set(await asyncio.gather(*(view.state_of(i, "flyte", "home") for i in ids)))
+
+        assert asyncio.run(ask()) <= {JobState.QUEUED, JobState.LEASED}  # from another loop, answered on home
+        wait_until(lambda: view.streaming("flyte", "home"), what="the job set's stream, on the home loop")
+        assert _view_threads() == threads_before, "the view started a thread of its own"
+        view.close()
+        assert view.wait_stopped(10), "the view on the home loop did not shut down"
+        assert home.is_running(), "closing the view stopped its home loop"
+        with pytest.raises(RuntimeError, match="closed"):
+            asyncio.run(view.state_of(ids[0], "flyte", "home"))
+    finally:
+        view.close()
+        # gRPC hands the completions of the calls the view's channel close cancelled to the loop a little later
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(GRPC_DRAIN_SECONDS), home).result(10)
+        home.call_soon_threadsafe(home.stop)
+        runner.join(10)
+        home.close()
+
+
+def test_a_view_whose_home_loop_is_not_running_runs_on_its_own_loop(paused_armada):
+    """A home loop that isn't running when the view starts (the connector imported inside a short-lived loop that
+    has ended) is not waited for: the view runs on its own loop, in its own thread."""
+    (job_id,) = _submit(paused_armada, "homeless", 1)
+    ended = asyncio.new_event_loop()
+    ended.close()
+    view = StatusView(resolve_settings(armada_url=paused_armada.url), ended)
+    try:
+        assert asyncio.run(view.state_of(job_id, "flyte", "homeless")) in (JobState.QUEUED, JobState.LEASED)
+        assert _view_threads() >= 1
+    finally:
+        view.close()
+    assert view.wait_stopped(10)
+
+
+@pytest.mark.pure
+def test_the_connector_module_takes_the_loop_it_is_loaded_in_as_its_views_home():
+    """c0 loads its connectors from inside its server's running loop; anywhere else there is none to take."""
+    from armada_flyte.connector.service import loading_loop
+
+    assert loading_loop() is None
+
+    async def inside() -> bool:
+        return loading_loop() is asyncio.get_running_loop()
+
+    assert asyncio.run(inside())
+
+
 def test_memory_is_bounded_after_jobs_end(paused_armada):
     ids = _submit(paused_armada, "ends", 100)
     _submit(paused_armada, "ends", 20)  # never asked about: seen on the stream only
-    view = _view(paused_armada, status_idle_seconds=1.0, status_ended_keep_seconds=0.5, status_refresh_seconds=0.2)
+    # keep times with room for a loaded machine between two asks (a job dropped early costs a GetJobStatus)
+    view = _view(paused_armada, status_idle_seconds=3.0, status_ended_keep_seconds=3.0, status_refresh_seconds=0.2)
     try:
         view.submitted_to("flyte", "ends")  # as create does: its stream starts a refresh period later
         wait_until(lambda: view.size()[0] == 120, timeout=30)

@@ -4,7 +4,9 @@ decision and the fetching of its facts."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import Optional
 
 from armada_flyte.connector.armada.api import ArmadaApi
 from armada_flyte.connector.config.blob import BlobSettings
@@ -29,10 +31,11 @@ class ConnectorContext:
     facts: FactFinder
 
     @classmethod
-    def of(cls, settings: ConnectorConfig) -> ConnectorContext:
-        """Everything new: a client and a view of their own (`service.ArmadaConnector` closes them)."""
+    def of(cls, settings: ConnectorConfig, view_loop: Optional[asyncio.AbstractEventLoop] = None) -> ConnectorContext:
+        """Everything new: a client and a view of their own (`service.ArmadaConnector` closes them); the view runs
+        on `view_loop` when it is running (`StatusView`'s home loop)."""
         node_groups, timeouts = settings.node_groups(), settings.timeouts
-        api, view = ArmadaApi(settings), StatusView(settings)
+        api, view = ArmadaApi(settings), StatusView(settings, view_loop)
         rules = Rules(
             timeouts.ack_timeout_seconds,
             timeouts.error_read_grace_seconds,

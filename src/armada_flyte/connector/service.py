@@ -9,6 +9,7 @@ carries out what it decides.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -70,10 +71,14 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
     task_type_name = TASK_TYPE
     metadata_type = ArmadaJobMetadata
 
-    def __init__(self, settings: Optional[ConnectorConfig] = None) -> None:
+    def __init__(
+        self, settings: Optional[ConnectorConfig] = None, view_loop: Optional[asyncio.AbstractEventLoop] = None
+    ) -> None:
         """With `settings`, the connector uses them for good; without (as `c0` loads it), it resolves them
-        from `configure`, the environment and the settings file, and again after each `configure`."""
+        from `configure`, the environment and the settings file, and again after each `configure`. `view_loop`:
+        the loop its status view runs on while that loop runs (c0's server loop; see `StatusView`)."""
         self._settings = settings
+        self._view_loop = view_loop
         self._generation = -1
         self._current: Optional[ConnectorContext] = None
         self._image_check: Optional[ImagePlatformCheck] = None
@@ -86,7 +91,7 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         """The current settings, client and status view; rebuilt (closing the old ones) after `configure`."""
         generation = settings_module.generation() if self._settings is None else 0
         if self._current is None or generation != self._generation:
-            fresh = ConnectorContext.of(self._settings or settings_module.resolve_settings())
+            fresh = ConnectorContext.of(self._settings or settings_module.resolve_settings(), self._view_loop)
             stale, self._current, self._generation = self._current, fresh, generation
             if stale is not None:
                 await self._close(stale)
@@ -285,4 +290,14 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
         return [TaskLog(uri=uri, name="Armada Lookout")]
 
 
-ConnectorRegistry.register(ArmadaConnector(), override=True)
+def loading_loop() -> Optional[asyncio.AbstractEventLoop]:
+    """The event loop running while this module loads, if any: c0 loads its connectors from inside its server's
+    loop, which then runs for as long as c0 does, and the connector's status view runs on it (one grpc.aio loop
+    in c0, not two). Imported outside a running loop (local runs, tests), None: the view's own loop."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+ConnectorRegistry.register(ArmadaConnector(view_loop=loading_loop()), override=True)

@@ -10,10 +10,11 @@ stream (the stream cap is reached, or the stream broke) and for jobs it hasn't s
 GetJobStatus in bulk: ids gathered over a short window, in chunks of 500 sent concurrently, and
 never one call per job.
 
-The view runs on a thread of its own with its own event loop. That way callers on any loop or
-thread (c0's server loop, a local run's loop) share it, and a caller never waits on another
-loop's channel. The connector that made it owns it and closes it with its client (when its
-settings change, or it is closed); nothing else holds a view.
+In c0 the view runs on c0's server loop (its home loop): grpcio wakes every loop that used grpc.aio for
+every gRPC event, so a loop of its own would tax every call c0 serves, for any connector. Elsewhere (local
+runs, tests) it runs on a thread of its own with its own event loop. Either way callers on any loop or
+thread share it, and a caller never waits on another loop's channel. The connector that made it owns it
+and closes it with its client (when its settings change, or it is closed); nothing else holds a view.
 
 The events also say where a job ran, how it ended, its exit codes and its failure reason
 (`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
@@ -136,8 +137,15 @@ class _Follow:
 class StatusView:
     """Job states for one Armada, fed by job-set event streams and bulk GetJobStatus."""
 
-    def __init__(self, settings: ConnectorConfig):
+    def __init__(self, settings: ConnectorConfig, home_loop: Optional[asyncio.AbstractEventLoop] = None):
+        """`home_loop`: a loop that runs for as long as the process (c0's server loop), for the view to run on rather
+        than on a loop of its own in a thread of its own: grpcio wakes every loop that used grpc.aio for every gRPC
+        event (one poller a process), so a second loop taxes every call the process serves (benchmarks/README.md,
+        `bench_second_aio_loop.py`). Not running when the view starts: the view's own loop, as without it."""
         self._api = ArmadaApi(settings)  # used on the view's loop only
+        self._home_loop = home_loop
+        self._stopped = threading.Event()
+        """Set once a view on the home loop has shut down (its channels closed)."""
         self._limits = settings.limits
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
@@ -279,19 +287,23 @@ class StatusView:
             return follow is not None and follow.mode is StreamMode.LIVE
 
     def close(self) -> None:
-        """Stop following and polling; waiting callers get an error. Doesn't block."""
+        """Stop following and polling; waiting callers get an error. Doesn't block; once is enough."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._shut_down()))
 
     def wait_stopped(self, timeout: float) -> bool:
-        """After `close`: whether the view's thread (and so its channels) ended within `timeout` seconds."""
+        """After `close`: whether the view's thread (and so its channels) ended within `timeout` seconds; on the
+        home loop, whether its shutdown did (never call it on that loop: it would wait for itself)."""
         thread = self._thread
         if thread is not None:
             thread.join(timeout)
-        return thread is None or not thread.is_alive()
+            return not thread.is_alive()
+        return self._loop is None or self._stopped.wait(timeout)
 
     # ---- bookkeeping under the lock ----
     def _follow(self, queue: str, job_set: str, now: float) -> _Follow:
@@ -350,13 +362,18 @@ class StatusView:
     def _ensure_loop(self) -> None:
         if self._loop is not None:
             return
+        home = self._home_loop
+        if home is not None and home.is_running() and not home.is_closed():
+            self._loop = home
+            home.call_soon_threadsafe(self._start_maintaining)
+            return
         loop = self._loop = asyncio.new_event_loop()
         started = threading.Event()
 
         def run() -> None:
             asyncio.set_event_loop(loop)
             loop.call_soon(started.set)
-            self._maintaining = loop.create_task(self._maintain())
+            loop.call_soon(self._start_maintaining)
             loop.run_forever()
             # gRPC hands the completions of the calls its channels' close cancelled to this loop a little
             # later; closing at once makes each one print "Event loop is closed" after the run.
@@ -366,6 +383,10 @@ class StatusView:
         self._thread = threading.Thread(target=run, name="armada-status-view", daemon=True)
         self._thread.start()
         started.wait()
+
+    def _start_maintaining(self) -> None:
+        if not self._closed:
+            self._maintaining = asyncio.get_running_loop().create_task(self._maintain())
 
     def _loop_now(self) -> asyncio.AbstractEventLoop:
         assert self._loop is not None
@@ -599,7 +620,9 @@ class StatusView:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._api.close()
-        asyncio.get_running_loop().stop()
+        if self._thread is not None:  # the view's own loop; a home loop goes on
+            asyncio.get_running_loop().stop()
+        self._stopped.set()
 
 
 def _fail_all(wanted: dict[str, tuple[JobSetKey, list[concurrent.futures.Future[int]]]], error: BaseException) -> None:
