@@ -293,6 +293,30 @@ def test_a_view_whose_home_loop_is_not_running_runs_on_its_own_loop(paused_armad
     assert view.wait_stopped(10)
 
 
+def test_a_connector_whose_views_home_loop_ended_gets_a_view_of_its_own(paused_armada):
+    """The loop the connector module loaded in may end while the process goes on (a short-lived loop): the next
+    call finds it stopped and rebuilds the context, its new view on a loop of its own, rather than leave asks
+    waiting on a loop that will never run them."""
+    (job_id,) = _submit(paused_armada, "rehomed", 1)
+    meta = ArmadaJobMetadata(job_id=job_id, job_set_id="rehomed", queue="flyte", submitted_at=time.time())
+    home = asyncio.new_event_loop()
+    runner = threading.Thread(target=home.run_forever, name="short-lived-loop", daemon=True)
+    runner.start()
+    connector = ArmadaConnector(resolve_settings(armada_url=paused_armada.url), view_loop=home)
+    try:
+        first = run(connector.context())
+        run(connector.poll(meta))
+        home.call_soon_threadsafe(home.stop)
+        runner.join(10)
+        second = run(connector.context())
+        assert second is not first and second.view is not first.view
+        assert run(connector.poll(meta)).phase in (TaskExecution.QUEUED, TaskExecution.INITIALIZING)
+        wait_until(lambda: second.view.streaming("flyte", "rehomed"), what="the new view's stream, on its own loop")
+    finally:
+        run(connector.close())
+        home.close()
+
+
 @pytest.mark.pure
 def test_the_connector_module_takes_the_loop_it_is_loaded_in_as_its_views_home():
     """c0 loads its connectors from inside its server's running loop; anywhere else there is none to take."""

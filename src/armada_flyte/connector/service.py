@@ -88,9 +88,13 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 
     # ---- settings, resolved lazily and again after `configure` ----
     async def context(self) -> ConnectorContext:
-        """The current settings, client and status view; rebuilt (closing the old ones) after `configure`."""
+        """The current settings, client and status view; rebuilt (closing the old ones) after `configure`, and
+        once the loop the view runs on (the one the module loaded in) no longer runs: a new view on its own loop."""
         generation = settings_module.generation() if self._settings is None else 0
-        if self._current is None or generation != self._generation:
+        home_ended = self._view_loop is not None and not self._view_loop.is_running()
+        if home_ended:
+            self._view_loop = None
+        if self._current is None or generation != self._generation or home_ended:
             fresh = ConnectorContext.of(self._settings or settings_module.resolve_settings(), self._view_loop)
             stale, self._current, self._generation = self._current, fresh, generation
             if stale is not None:
@@ -293,7 +297,8 @@ class ArmadaConnector(AsyncConnector[ArmadaJobMetadata]):
 def loading_loop() -> Optional[asyncio.AbstractEventLoop]:
     """The event loop running while this module loads, if any: c0 loads its connectors from inside its server's
     loop, which then runs for as long as c0 does, and the connector's status view runs on it (one grpc.aio loop
-    in c0, not two). Imported outside a running loop (local runs, tests), None: the view's own loop."""
+    in c0, not two); a local run loads it inside Flyte's own loop, which runs until the process ends. Imported
+    outside a running loop, None: the view's own loop (and so once the loading loop has ended: `context`)."""
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

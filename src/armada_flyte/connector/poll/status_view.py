@@ -10,9 +10,10 @@ stream (the stream cap is reached, or the stream broke) and for jobs it hasn't s
 GetJobStatus in bulk: ids gathered over a short window, in chunks of 500 sent concurrently, and
 never one call per job.
 
-In c0 the view runs on c0's server loop (its home loop): grpcio wakes every loop that used grpc.aio for
-every gRPC event, so a loop of its own would tax every call c0 serves, for any connector. Elsewhere (local
-runs, tests) it runs on a thread of its own with its own event loop. Either way callers on any loop or
+In c0 the view runs on c0's server loop (its home loop; in a local run, Flyte's loop): grpcio wakes every
+loop that used grpc.aio for every gRPC event, so a loop of its own would tax every call c0 serves, for any
+connector. Without one (the connector loaded outside a running loop, or that loop ended) it runs on a thread
+of its own with its own event loop. Either way callers on any loop or
 thread share it, and a caller never waits on another loop's channel. The connector that made it owns it
 and closes it with its client (when its settings change, or it is closed); nothing else holds a view.
 
@@ -160,6 +161,9 @@ class StatusView:
         self._flushes: set[asyncio.Task[None]] = set()
         """Bulk refreshes under way, cancelled at close (else one retrying keeps calling Armada after it)."""
         self._event_reads: dict[JobSetKey, tuple[float, concurrent.futures.Future[_JobSetRead]]] = {}
+        self._reads_under_way: set[concurrent.futures.Future[_JobSetRead]] = set()
+        """Every job-set read not yet done, shared or not (a newer one replaces a read in `_event_reads`), so a
+        close ends them all, also on a home loop that goes on after it."""
 
     # ---- what callers use (any thread, any loop) ----
     async def state_of(self, job_id: str, queue: str, job_set: str) -> int:
@@ -226,6 +230,8 @@ class StatusView:
             read = self._event_reads.get(key)
             if read is None or now - read[0] > self._limits.status_refresh_seconds:
                 future = asyncio.run_coroutine_threadsafe(self._read_job_set(key), self._loop_now())
+                self._reads_under_way.add(future)
+                future.add_done_callback(self._reads_under_way.discard)
                 read = self._event_reads[key] = (now, future)
         return await asyncio.wrap_future(read[1])
 
@@ -606,8 +612,9 @@ class StatusView:
         with self._lock:
             follows, self._follows = list(self._follows.values()), {}
             wanted, self._wanted = self._wanted, {}
-            reads, self._event_reads = list(self._event_reads.values()), {}
-        for _, read in reads:
+            self._event_reads = {}
+            reads = list(self._reads_under_way)
+        for read in reads:
             read.cancel()
         waiting = [future for _, futures in wanted.values() for future in futures]
         for follow in follows:
