@@ -16,6 +16,11 @@ from armada_flyte.armada_names import MAX_IDS_PER_CALL
 from armada_flyte.connector.config.settings_groups import ArmadaConnection
 
 MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+OWN_SUBCHANNELS = ("grpc.use_local_subchannel_pool", 1)
+"""Each channel connects on its own. gRPC otherwise shares connections (subchannels) between the process's
+channels with the same target and options: a new channel to a server that came back on the same address
+inherited the failures and back-off of an older channel that kept calling the one that went, and its calls
+failed UNAVAILABLE ("Connection refused") while the new server was listening."""
 KEEPALIVE_TIMEOUT_SECONDS = 10.0
 """How long a keepalive ping may go unanswered before the connection is closed (and made again)."""
 
@@ -29,7 +34,7 @@ def open_channel(settings: ArmadaConnection, target: str, *, aio: bool) -> Any:
     would get its connections closed with too_many_pings.
     """
     api = grpc.aio if aio else grpc
-    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+    options: list[tuple[str, int]] = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES), OWN_SUBCHANNELS]
     if target == settings.armada_url:
         options += keepalive_options(settings)
     if not settings.armada_tls:
