@@ -13,9 +13,9 @@ never one call per job.
 In c0 the view runs on c0's server loop (its home loop; in a local run, Flyte's loop): grpcio wakes every
 loop that used grpc.aio for every gRPC event, so a loop of its own would tax every call c0 serves, for any
 connector. Without one (the connector loaded outside a running loop, or that loop ended) it runs on a thread
-of its own with its own event loop. Either way callers on any loop or
-thread share it, and a caller never waits on another loop's channel. The connector that made it owns it
-and closes it with its client (when its settings change, or it is closed); nothing else holds a view.
+of its own with its own event loop. Either way callers on any loop or thread share it, and a caller never
+waits on another loop's channel. The connector that made it owns it and closes it with its client (when its
+settings change, or it is closed); nothing else holds a view.
 
 The events also say where a job ran, how it ended, its exit codes and its failure reason
 (`RunFacts`), so an ending costs no GetJobDetails or GetJobErrors call when its job set is streamed.
@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 from armada_client.armada import event_pb2
 
@@ -369,7 +369,7 @@ class StatusView:
         if self._loop is not None:
             return
         home = self._home_loop
-        if home is not None and home.is_running() and not home.is_closed():
+        if home is not None and home.is_running():
             self._loop = home
             home.call_soon_threadsafe(self._start_maintaining)
             return
@@ -426,10 +426,10 @@ class StatusView:
                 }
             runs = await self._runs_of_endings(ended) if ended else {}
         except asyncio.CancelledError:  # the view closed under it
-            _fail_all(wanted, RuntimeError("the status view was closed"))
+            _fail_all(_futures_of(wanted), RuntimeError("the status view was closed"))
             raise
         except Exception as exc:  # every waiter sees the failure; the next get asks again
-            _fail_all(wanted, exc)
+            _fail_all(_futures_of(wanted), exc)
             return
         with self._lock:
             for job_id, (key, futures) in wanted.items():
@@ -616,12 +616,10 @@ class StatusView:
             reads = list(self._reads_under_way)
         for read in reads:
             read.cancel()
-        waiting = [future for _, futures in wanted.values() for future in futures]
+        waiting = list(_futures_of(wanted))
         for follow in follows:
             waiting += [future for futures in follow.parked.values() for future in futures]
-        for future in waiting:
-            if not future.done():
-                future.set_exception(RuntimeError("the status view was closed"))
+        _fail_all(waiting, RuntimeError("the status view was closed"))
         tasks = [t for t in [self._maintaining, *self._flushes, *(f.task for f in follows)] if t is not None]
         for task in tasks:
             task.cancel()
@@ -632,11 +630,17 @@ class StatusView:
         self._stopped.set()
 
 
-def _fail_all(wanted: dict[str, tuple[JobSetKey, list[concurrent.futures.Future[int]]]], error: BaseException) -> None:
-    for _, futures in wanted.values():
-        for future in futures:
-            if not future.done():
-                future.set_exception(error)
+def _futures_of(
+    wanted: dict[str, tuple[JobSetKey, list[concurrent.futures.Future[int]]]],
+) -> Iterator[concurrent.futures.Future[int]]:
+    return (future for _, futures in wanted.values() for future in futures)
+
+
+def _fail_all(futures: Iterable[concurrent.futures.Future[int]], error: BaseException) -> None:
+    """Every asker not yet answered gets `error`."""
+    for future in futures:
+        if not future.done():
+            future.set_exception(error)
 
 
 def _merged(details: RunFacts, streamed: RunFacts) -> RunFacts:
